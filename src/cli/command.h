@@ -1,0 +1,48 @@
+// Subcommand registry of the `ladder` binary. Each cmd_*.cc defines one
+// subcommand and registers it with a file-scope CommandRegistrar:
+//
+//   namespace {
+//   CommandRegistrar reg{"inspect", 20, [](CLI::App& app) {
+//     auto* cmd = app.add_subcommand("inspect", "Show a GGUF file's metadata and tensors");
+//     auto opts = std::make_shared<InspectOptions>();
+//     cmd->add_option(...);
+//     return [opts] { return run_inspect(*opts); };   // the exit code
+//   }};
+//   }
+//
+// `order` sets the position in `ladder --help`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ladder::cli {
+
+// Runs the subcommand once its options are parsed; returns the exit code.
+using CommandRun = std::function<int()>;
+// Adds the subcommand (and its options) to the app; returns how to run it.
+using CommandSetup = std::function<CommandRun(CLI::App&)>;
+
+struct CommandEntry {
+  std::string name;
+  int order;
+  CommandSetup setup;
+};
+
+std::vector<CommandEntry>& command_registry();
+
+struct CommandRegistrar {
+  CommandRegistrar(std::string name, int order, CommandSetup setup) {
+    command_registry().push_back({std::move(name), order, std::move(setup)});
+  }
+};
+
+// The model file a command should use: the -m value when given, else the
+// default lookup ($LADDER_MODEL, then ../shared/models/stories260K.gguf).
+// Returns an empty string and prints what to do when there is none.
+std::string resolve_model_path(const std::string& given);
+
+}  // namespace ladder::cli

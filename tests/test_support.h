@@ -1,0 +1,33 @@
+// Helpers shared by every test suite: where the shared data lives, where the
+// built `ladder` binary is, and running a command to capture its output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ladder::testing {
+
+// $LADDER_SHARED_DIR or the repository's ../shared.
+std::string shared_dir();
+// shared_dir() + "/" + rel; fails the current test (and returns "") when the
+// file does not exist, so a missing input is a failure, never a silent skip.
+std::string shared_path(const std::string& rel);
+
+// Path of the built `ladder` binary ($LADDER_BIN, set by CTest).
+std::string ladder_bin();
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs argv[0] with the given arguments (no shell), capturing both streams.
+CommandResult run_command(const std::vector<std::string>& argv, const std::string& stdin_data = "");
+
+// A fresh temporary directory, removed at process exit.
+std::string temp_dir();
+
+// Reads a whole file; fails the current test when it cannot.
+std::string read_file(const std::string& path);
+
+}  // namespace ladder::testing
