@@ -10,7 +10,7 @@ packages=(
   clang libclang-rt-14-dev clang-format clang-tidy
   # libraries
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libhwy-dev libpcre2-dev libtomlplusplus-dev
+  libhwy-dev libpcre2-dev libtomlplusplus-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2 curl

@@ -1,0 +1,43 @@
+// LlamaModel: a Llama-family decoder (llama, mistral, qwen2) whose weights are
+// used in place from a mapped GGUF file.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "common/status.h"
+#include "gguf/gguf_file.h"
+#include "model/forward_batch.h"
+#include "model/model_config.h"
+#include "ops/thread_pool.h"
+
+namespace ladder::model {
+
+class LlamaModel {
+ public:
+  // Binds the weights of `file`, which must outlive the model. Errors name the
+  // missing tensor, the bad shape or the unsupported architecture.
+  static Result<std::unique_ptr<LlamaModel>> load(const gguf::GgufFile& file);
+  ~LlamaModel();
+
+  const ModelConfig& config() const { return config_; }
+  // Bytes of weights read per decoded token (for bandwidth figures).
+  uint64_t weight_bytes() const;
+
+  // Evaluates the batch. logits receives n_vocab floats per requested row, in
+  // batch order: one row for Logits::kLast, tokens.size() rows for kAll.
+  // Errors: a position beyond the context or a block table too short.
+  Status forward(std::span<const BatchSequence> batch, const KvBuffers& kv, std::span<float> logits,
+                 ops::ThreadPool& pool) const;
+
+  // How many logit rows forward() will write for this batch.
+  static int64_t logit_rows(std::span<const BatchSequence> batch);
+
+ private:
+  struct Weights;
+  explicit LlamaModel(ModelConfig config);
+  ModelConfig config_;
+  std::unique_ptr<Weights> weights_;
+};
+
+}  // namespace ladder::model

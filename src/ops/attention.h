@@ -1,0 +1,43 @@
+// Causal attention over a paged KV cache. The cache of one layer is a set of
+// fixed-size blocks; a sequence's block table lists, in order, the blocks
+// holding its positions [0, block_size), [block_size, 2*block_size), ...
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/tensor_type.h"
+#include "ops/thread_pool.h"
+
+namespace ladder::ops {
+
+// Layout of one layer's K (or V) storage:
+//   base + block_id * block_stride_bytes -> [block_size][n_kv_heads][head_dim] of dtype
+struct PagedKvLayer {
+  uint8_t* base = nullptr;
+  size_t block_stride_bytes = 0;
+  int block_size = 16;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  TensorType dtype = TensorType::kF32;  // kF32 or kF16
+};
+
+// Writes one token's vectors ([n_kv_heads][head_dim] floats) at position pos
+// of the sequence with this block table.
+void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos, const float* vec);
+
+// For each of n_q queries (q: [n_q][n_heads][head_dim]) at positions q_pos,
+// attends to keys/values at positions [0, q_pos[i]] of one sequence, GQA with
+// n_heads / n_kv_heads query heads per KV head. out: [n_q][n_heads][head_dim].
+// The reduction order over keys is fixed by key position alone, so a query's
+// output does not depend on how many queries share the call.
+void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
+               const PagedKvLayer& v, const int32_t* block_table, float scale, float* out,
+               ThreadPool& pool);
+
+// Scalar reference of attention(), for tests.
+void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads,
+                         const PagedKvLayer& k, const PagedKvLayer& v, const int32_t* block_table,
+                         float scale, float* out);
+
+}  // namespace ladder::ops

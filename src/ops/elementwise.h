@@ -1,0 +1,28 @@
+// Row-wise and element-wise kernels: RMSNorm, SiLU*mul, softmax, RoPE.
+#pragma once
+
+#include <cstdint>
+
+namespace ladder::ops {
+
+// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, for `rows` rows of n.
+void rms_norm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y);
+
+// out[i] = silu(gate[i]) * up[i]
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// In-place softmax over n values.
+void softmax(float* x, int64_t n);
+
+enum class RopeStyle {
+  kNormal,  // rotate adjacent pairs (x[2i], x[2i+1]) — llama GGUF
+  kNeox,    // rotate halves (x[i], x[i + rot_dims/2]) — qwen2, neox
+};
+
+// Rotates the first rot_dims of each of n_heads vectors of head_dim floats at
+// position pos: angle_i = pos * inv_freq[i], i in [0, rot_dims/2). inv_freq
+// already includes any frequency scaling the model declares.
+void rope(float* x, int n_heads, int head_dim, int rot_dims, int64_t pos, const float* inv_freq,
+          RopeStyle style);
+
+}  // namespace ladder::ops
