@@ -1,0 +1,34 @@
+// BlockTable: the blocks of one sequence in position order, append-only while
+// the sequence lives; block i holds positions [i * block_size, (i+1) * block_size).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace ladder::kv {
+
+class BlockTable {
+ public:
+  void append(BlockId id) { blocks_.push_back(id); }
+  std::span<const BlockId> blocks() const { return blocks_; }
+  size_t size() const { return blocks_.size(); }
+  bool empty() const { return blocks_.empty(); }
+  BlockId operator[](size_t i) const { return blocks_[i]; }
+  // Positions the table can hold.
+  int64_t capacity_tokens(int block_size) const { return static_cast<int64_t>(blocks_.size()) * block_size; }
+
+  // Drops one reference on every block and empties the table (finish, cancel,
+  // preemption).
+  void release_all(BlockPool& pool) {
+    for (BlockId id : blocks_) pool.release(id);
+    blocks_.clear();
+  }
+
+ private:
+  std::vector<BlockId> blocks_;
+};
+
+}  // namespace ladder::kv

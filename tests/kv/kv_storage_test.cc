@@ -1,0 +1,50 @@
+#include "kv/kv_storage.h"
+
+#include <gtest/gtest.h>
+
+namespace ladder::kv {
+namespace {
+
+TEST(KvStorage, LayoutOfEveryLayer) {
+  KvShape shape{.n_layers = 3, .n_kv_heads = 2, .head_dim = 8, .block_size = 16, .n_blocks = 5,
+                .dtype = TensorType::kF16};
+  auto s = KvStorage::create(shape);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const KvStorage& kv = **s;
+  const size_t block = 16 * 2 * 8 * 2;  // [block_size][n_kv_heads][head_dim] of f16
+  EXPECT_EQ(kv.total_bytes(), block * 5 * 3 * 2);
+  EXPECT_EQ(kv.format_name(), "f16-b16");
+  ASSERT_EQ(kv.k_layers().size(), 3u);
+  ASSERT_EQ(kv.v_layers().size(), 3u);
+  const uint8_t* base = kv.k_layers()[0].base;
+  for (int l = 0; l < 3; ++l) {
+    const auto& k = kv.k_layers()[static_cast<size_t>(l)];
+    const auto& v = kv.v_layers()[static_cast<size_t>(l)];
+    EXPECT_EQ(k.block_stride_bytes, block);
+    EXPECT_EQ(k.block_size, 16);
+    EXPECT_EQ(k.n_kv_heads, 2);
+    EXPECT_EQ(k.head_dim, 8);
+    EXPECT_EQ(k.dtype, TensorType::kF16);
+    // K and V of every layer are disjoint consecutive regions of n_blocks blocks.
+    EXPECT_EQ(k.base, base + static_cast<size_t>(2 * l) * 5 * block);
+    EXPECT_EQ(v.base, k.base + 5 * block);
+  }
+  EXPECT_EQ(*KvStorage::blocks_that_fit(shape, block * 2 * 3 * 7 + 1), 7);
+}
+
+TEST(KvStorage, RejectsBadShapes) {
+  KvShape bad{.n_layers = 1, .n_kv_heads = 1, .head_dim = 4, .block_size = 16, .n_blocks = 0};
+  EXPECT_EQ(KvStorage::create(bad).status().code(), StatusCode::kInvalidArgument);
+  bad.n_blocks = 2;
+  bad.dtype = TensorType::kQ8_0;
+  EXPECT_EQ(KvStorage::create(bad).status().code(), StatusCode::kUnimplemented);
+  bad.dtype = TensorType::kF32;
+  EXPECT_EQ(KvStorage::create(bad, 100).status().code(), StatusCode::kOutOfRange);
+  bad.n_blocks = INT32_MAX;
+  bad.head_dim = INT32_MAX;
+  bad.n_kv_heads = INT32_MAX;
+  EXPECT_EQ(KvStorage::create(bad).status().code(), StatusCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace ladder::kv
