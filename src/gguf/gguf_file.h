@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -82,7 +83,8 @@ class GgufFile {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
 
-  // sha256 of the file's bytes as lowercase hex, computed on first call.
+  // sha256 of the file's bytes as lowercase hex, computed on first call
+  // (thread-safe).
   const std::string& digest() const;
 
  private:
@@ -100,6 +102,8 @@ class GgufFile {
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, size_t> tensor_index_;
   mutable std::string digest_;
+  // Heap-held so GgufFile stays movable; guards the lazy digest_.
+  std::unique_ptr<std::once_flag> digest_once_ = std::make_unique<std::once_flag>();
 
   friend class Parser;
 };
