@@ -1,0 +1,1 @@
+// Placeholder so the module library has a source until its first real file lands; delete it then.
