@@ -1,0 +1,32 @@
+// Request: what a caller submits to the engine. Sampling, stopping and
+// scheduling are separate small types; the engine knows no text, no HTTP.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/sampling_params.h"
+#include "engine/stop_criteria.h"
+
+namespace ladder::engine {
+
+// Where a request stands in line: higher priority first, then the earliest
+// deadline (EDF), then arrival order.
+struct SchedulingClass {
+  int32_t priority = 0;  // larger = more important
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+struct Request {
+  std::vector<int32_t> prompt;  // token ids, BOS included when the model wants it
+  SamplingParams sampling;
+  StopCriteria stop;
+  SchedulingClass scheduling;
+  // Prefix-cache scope, set by the server from the API key (never by the
+  // client). Requests share cached blocks only when their scopes are equal.
+  std::string cache_scope;
+};
+
+}  // namespace ladder::engine

@@ -1,0 +1,68 @@
+// Sampler: turns one row of logits into the next token of one request, with
+// the request's own RNG (seeded from its seed), so a request's output is
+// reproducible whatever else runs beside it.
+//
+// Processing order, each step on the result of the previous one:
+//   1. penalties: repetition (prompt + output tokens), presence and frequency
+//      (output tokens only);
+//   2. logprobs are taken HERE: log-softmax over the full vocabulary of the
+//      penalised logits at temperature 1, before temperature and truncation
+//      (so they describe the model's distribution, as OpenAI and vLLM report
+//      them, and do not depend on top-k/top-p/min-p);
+//   3. greedy (temperature 0 or top_k 1): argmax, ties to the lower id; else
+//   4. divide by temperature, softmax, keep top-k, then top-p (on the top-k
+//      renormalised mass), then min-p (relative to the most likely token);
+//   5. draw from the renormalised survivors with the request's RNG.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "engine/sampling_params.h"
+
+namespace ladder::engine {
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0.0f;            // of the chosen token (step 2 above)
+  std::vector<TokenLogprob> top;   // [top_logprobs], most likely first, ties to the lower id
+};
+
+class Sampler {
+ public:
+  // params must be valid (SamplingParams::validate). seed overrides params.seed.
+  Sampler(const SamplingParams& params, uint64_t seed);
+
+  // logits: [n_vocab]. prompt / output: the sequence's tokens so far, for the
+  // penalties.
+  SampledToken sample(std::span<const float> logits, std::span<const int32_t> prompt,
+                      std::span<const int32_t> output);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  // Uniform in [0, 1) from 53 random bits (portable, unlike std distributions).
+  double uniform();
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::vector<float> work_;       // [n_vocab] processed logits
+  std::vector<int32_t> order_;    // candidate ids, most likely first
+  std::vector<double> probs_;     // [candidates]
+};
+
+// Free helpers, exposed for tests.
+// log_softmax over all of x: [n] -> [n], in double for the sum.
+std::vector<float> log_softmax(std::span<const float> x);
+// Applies step 1 in place.
+void apply_penalties(const SamplingParams& params, std::span<const int32_t> prompt,
+                     std::span<const int32_t> output, std::span<float> logits);
+
+}  // namespace ladder::engine

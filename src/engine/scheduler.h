@@ -1,0 +1,121 @@
+// Scheduler: pure logic, no threads, no model calls (vLLM v1 style).
+// schedule() decides which sequences get how many tokens this step under ONE
+// token budget covering decode tokens and prefill chunks, and allocates their
+// KV blocks; update_from_output() applies the sampled tokens and finishes
+// sequences.
+//
+// Policy, each step:
+//   1. running sequences in scheduling order (priority, then EDF, then
+//      arrival) each get their uncomputed tokens (1 when decoding; the rest of
+//      a chunked prefill), capped by the remaining budget and max_chunk_tokens.
+//      When blocks run out, the last running sequence in that order (lowest
+//      priority, then latest deadline, then latest arrival) is preempted:
+//      its blocks are released and it returns to the waiting queue to be
+//      recomputed from scratch (its full blocks stay in the prefix cache).
+//   2. if nothing was preempted, waiting sequences in the same order are
+//      admitted while budget, blocks and max_running allow; each first takes
+//      its longest prefix-cache hit (never the whole sequence: the last token
+//      is always computed, so there are logits to sample). Admission stops at
+//      the first sequence that does not fit (no overtaking in line).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/finish_reason.h"
+#include "engine/request.h"
+#include "engine/sequence.h"
+#include "kv/block_pool.h"
+#include "kv/prefix_cache.h"
+
+namespace ladder::engine {
+
+struct SchedulerConfig {
+  int64_t max_batch_tokens = 512;  // the token budget of one step
+  int32_t max_running = 64;        // sequences in one step
+  int64_t max_chunk_tokens = 0;    // per-sequence cap in one step; 0 = the budget
+  int64_t context_length = 0;      // positions the model supports (> 1)
+  int64_t max_prompt_tokens = 0;   // 0 = context_length - 1
+};
+
+// One sequence's share of a step: evaluate tokens[start_pos, start_pos + n_tokens).
+struct ScheduledChunk {
+  RequestId id = 0;
+  int64_t start_pos = 0;
+  int64_t n_tokens = 0;
+  bool sample = false;  // the chunk ends at the last token: sample the next one
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledChunk> chunks;  // running order
+  std::vector<RequestId> preempted;    // this step, in preemption order
+  int64_t n_tokens = 0;
+  int64_t n_sampling() const;
+};
+
+struct SequenceUpdate {
+  RequestId id = 0;
+  int32_t token = 0;
+  FinishReason finish = FinishReason::kNone;
+};
+
+class Scheduler {
+ public:
+  // The pool (and cache, when given) must outlive the scheduler.
+  Scheduler(const SchedulerConfig& config, kv::BlockPool& pool, kv::PrefixCache* cache);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a sequence. Errors: an empty prompt or max_tokens < 1
+  // (kInvalidArgument), a prompt beyond max_prompt_tokens / the context or a
+  // sequence that could never fit the pool (kOutOfRange), a duplicate id.
+  Status add(RequestId id, std::span<const int32_t> prompt, const StopCriteria& stop,
+             const SchedulingClass& scheduling, const kv::BlockKey& ns_digest);
+
+  SchedulerOutput schedule();
+
+  // sampled: one token per chunk with sample == true, in chunk order. Returns
+  // one update per sampled token; finished sequences are removed and their
+  // blocks released (full ones stay in the prefix cache).
+  std::vector<SequenceUpdate> update_from_output(const SchedulerOutput& output, std::span<const int32_t> sampled);
+
+  // Removes a sequence and releases its blocks now. False when unknown.
+  bool cancel(RequestId id);
+
+  const Sequence* find(RequestId id) const;
+  size_t n_waiting() const { return waiting_.size(); }
+  size_t n_running() const { return running_.size(); }
+  bool has_work() const { return !seqs_.empty(); }
+  std::vector<RequestId> running_ids() const;
+  std::vector<RequestId> waiting_ids() const;  // in scheduling order
+
+  int64_t n_preemptions() const { return n_preemptions_; }
+  int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  // Allocates blocks so that seq holds positions [0, n_tokens); all or nothing.
+  bool ensure_blocks(Sequence& seq, int64_t n_tokens);
+  void preempt(Sequence& seq);
+  void remove(RequestId id);
+  void take_prefix_hits(Sequence& seq);
+  void publish_full_blocks(Sequence& seq);
+  int64_t chunk_cap() const;
+
+  SchedulerConfig config_;
+  kv::BlockPool& pool_;
+  kv::PrefixCache* cache_;
+  std::map<RequestId, std::unique_ptr<Sequence>> seqs_;
+  std::vector<Sequence*> running_;
+  std::vector<Sequence*> waiting_;
+  uint64_t next_arrival_ = 0;
+  int64_t n_preemptions_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
+};
+
+}  // namespace ladder::engine
