@@ -25,4 +25,12 @@ enum class RopeStyle {
 void rope(float* x, int n_heads, int head_dim, int rot_dims, int64_t pos, const float* inv_freq,
           RopeStyle style);
 
+// Scalar references of the kernels above, for tests: plain loops (RMSNorm,
+// SiLU and softmax in double; RoPE with the same float angles as rope()).
+void rms_norm_reference(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* y);
+void silu_mul_reference(const float* gate, const float* up, int64_t n, float* out);
+void softmax_reference(float* x, int64_t n);
+void rope_reference(float* x, int n_heads, int head_dim, int rot_dims, int64_t pos, const float* inv_freq,
+                    RopeStyle style);
+
 }  // namespace ladder::ops

@@ -1,0 +1,96 @@
+// Paged attention and KV store: dispatch to attention-inl.h, argument checks,
+// and the scalar reference.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/attention.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+#include "ops/attention-inl.h"
+
+#if HWY_ONCE
+#include <cmath>
+#include <vector>
+
+#include "common/check.h"
+#include "common/half.h"
+#include "ops/attention.h"
+
+namespace ladder::ops {
+
+HWY_EXPORT(AttentionRange);
+HWY_EXPORT(KvStore);
+
+namespace {
+
+void check_layer(const PagedKvLayer& l) {
+  LADDER_CHECK(l.base != nullptr && l.block_size > 0 && l.n_kv_heads > 0 && l.head_dim > 0,
+               "attention: incomplete PagedKvLayer");
+  LADDER_CHECK(l.dtype == TensorType::kF32 || l.dtype == TensorType::kF16, "attention: KV dtype must be F32 or F16");
+}
+
+void check_pair(const PagedKvLayer& k, const PagedKvLayer& v, int n_heads) {
+  check_layer(k);
+  check_layer(v);
+  LADDER_CHECK(k.n_kv_heads == v.n_kv_heads && k.head_dim == v.head_dim && k.block_size == v.block_size,
+               "attention: K and V layouts differ");
+  LADDER_CHECK(n_heads > 0 && n_heads % k.n_kv_heads == 0, "attention: n_heads must be a multiple of n_kv_heads");
+}
+
+float load_elem(const PagedKvLayer& l, const int32_t* block_table, int64_t pos, int kvh, int i) {
+  const int64_t block = block_table[pos / l.block_size];
+  const int64_t slot = pos % l.block_size;
+  const size_t idx = (static_cast<size_t>(slot) * l.n_kv_heads + kvh) * l.head_dim + i;
+  const uint8_t* b = l.base + static_cast<size_t>(block) * l.block_stride_bytes;
+  if (l.dtype == TensorType::kF16) return f16_to_f32(reinterpret_cast<const uint16_t*>(b)[idx]);
+  return reinterpret_cast<const float*>(b)[idx];
+}
+
+}  // namespace
+
+void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos, const float* vec) {
+  check_layer(layer);
+  LADDER_CHECK(pos >= 0, "kv_store: negative position");
+  HWY_DYNAMIC_DISPATCH(KvStore)(layer, block_table, pos, vec);
+}
+
+void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
+               const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, ThreadPool& pool) {
+  check_pair(k, v, n_heads);
+  for (int64_t i = 0; i < n_q; ++i) LADDER_CHECK(q_pos[i] >= 0, "attention: negative query position");
+  const auto fn = HWY_DYNAMIC_DISPATCH(AttentionRange);
+  pool.parallel_for(n_q * n_heads, 1, [&](int64_t b, int64_t e) {
+    fn(q, q_pos, n_heads, k, v, block_table, scale, out, b, e);
+  });
+}
+
+void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
+                         const PagedKvLayer& v, const int32_t* block_table, float scale, float* out) {
+  check_pair(k, v, n_heads);
+  const int hd = k.head_dim;
+  const int group = n_heads / k.n_kv_heads;
+  for (int64_t qi = 0; qi < n_q; ++qi) {
+    const int64_t n_keys = static_cast<int64_t>(q_pos[qi]) + 1;
+    for (int h = 0; h < n_heads; ++h) {
+      const float* qv = q + (qi * n_heads + h) * hd;
+      const int kvh = h / group;
+      std::vector<double> s(static_cast<size_t>(n_keys));
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < n_keys; ++j) {
+        double dot = 0.0;
+        for (int i = 0; i < hd; ++i) dot += static_cast<double>(qv[i]) * load_elem(k, block_table, j, kvh, i);
+        s[j] = dot * scale;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0.0;
+      for (auto& x : s) sum += x = std::exp(x - mx);
+      for (int i = 0; i < hd; ++i) {
+        double acc = 0.0;
+        for (int64_t j = 0; j < n_keys; ++j) acc += s[j] * load_elem(v, block_table, j, kvh, i);
+        out[(qi * n_heads + h) * hd + i] = static_cast<float>(acc / sum);
+      }
+    }
+  }
+}
+
+}  // namespace ladder::ops
+#endif  // HWY_ONCE

@@ -1,0 +1,477 @@
+// Per-target matmul kernels, compiled once per Highway target through
+// matmul_simd.cc. Every output y[r][o] is one dot product whose operation
+// sequence (vector lanes, block order, final horizontal sum) depends only on
+// n_in and the weight type, never on how many rows or columns a tile holds:
+// a tile of R rows x C columns runs exactly the 1x1 computation R*C times,
+// interleaved for register reuse. That is what makes matmul batch invariant.
+
+#if defined(LADDER_OPS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LADDER_OPS_MATMUL_INL_H_
+#undef LADDER_OPS_MATMUL_INL_H_
+#else
+#define LADDER_OPS_MATMUL_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "common/half.h"
+#include "common/tensor_type.h"
+#include "hwy/highway.h"
+#include "ops/matmul_internal.h"
+
+#undef LADDER_X86_INT8
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define LADDER_X86_INT8 1
+#include <immintrin.h>
+#else
+#define LADDER_X86_INT8 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace ladder::ops::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// ---------------------------------------------------------------------------
+// Tiling driver shared by all kernels.
+
+// Walks output columns [o_begin, o_end) in cache blocks of `col_block`
+// columns; inside a block, rows in groups of kR (a lone last row uses the
+// 1-row tile) and columns in groups of kC. A partial group repeats its last
+// row/column and sends the surplus results to a dummy: tiles are always full,
+// and the repeated work cannot change anyone's bits.
+template <int kR, int kC, class Tile>
+HWY_INLINE void drive_tiles(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end, int64_t col_block,
+                            const Tile& tile) {
+  float dummy = 0.0f;
+  for (int64_t ob = o_begin; ob < o_end; ob += col_block) {
+    const int64_t oe = std::min(o_end, ob + col_block);
+    for (int64_t r = 0; r < t.rows;) {
+      const int64_t take_r = std::min<int64_t>(kR, t.rows - r);
+      for (int64_t o = ob; o < oe; o += kC) {
+        const int64_t take_c = std::min<int64_t>(kC, oe - o);
+        int64_t o_idx[kC];
+        for (int c = 0; c < kC; ++c) o_idx[c] = o + std::min<int64_t>(c, take_c - 1);
+        if (take_r == 1) {
+          int64_t r_idx[1] = {r};
+          float* out[kC];
+          for (int c = 0; c < kC; ++c) out[c] = c < take_c ? &t.y[r * t.y_stride + o + c] : &dummy;
+          tile.template run<1>(r_idx, o_idx, out);
+        } else {
+          int64_t r_idx[kR];
+          float* out[kR * kC];
+          for (int i = 0; i < kR; ++i) {
+            r_idx[i] = r + std::min<int64_t>(i, take_r - 1);
+            for (int c = 0; c < kC; ++c) {
+              out[i * kC + c] = (i < take_r && c < take_c) ? &t.y[(r + i) * t.y_stride + o + c] : &dummy;
+            }
+          }
+          tile.template run<kR>(r_idx, o_idx, out);
+        }
+      }
+      r += take_r;
+    }
+  }
+}
+
+// Columns per cache block: about 256 KiB of weights, a multiple of kC.
+template <int kC>
+HWY_INLINE int64_t col_block_for(size_t row_bytes) {
+  int64_t cols = static_cast<int64_t>((256u << 10) / std::max<size_t>(row_bytes, 1));
+  cols = std::max<int64_t>(kC, cols / kC * kC);
+  return cols;
+}
+
+// ---------------------------------------------------------------------------
+// Float kernels: F32, F16 and BF16 weights against F32 activations.
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Storage element of a float weight type: float, or raw F16/BF16 bits.
+template <TensorType kType>
+using WeightElem = std::conditional_t<kType == TensorType::kF32, float, uint16_t>;
+
+template <TensorType kType>
+HWY_INLINE VF load_weights(DF d, const WeightElem<kType>* p) {
+  if constexpr (kType == TensorType::kF32) {
+    return hn::LoadU(d, p);
+  } else if constexpr (kType == TensorType::kF16) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+  } else {
+    const hn::Rebind<hwy::bfloat16_t, DF> db;
+    return hn::PromoteTo(d, hn::LoadU(db, reinterpret_cast<const hwy::bfloat16_t*>(p)));
+  }
+}
+
+template <TensorType kType>
+HWY_INLINE float weight_to_f32(WeightElem<kType> v) {
+  if constexpr (kType == TensorType::kF32) {
+    return v;
+  } else if constexpr (kType == TensorType::kF16) {
+    return f16_to_f32(v);
+  } else {
+    return bf16_to_f32(v);
+  }
+}
+
+// Rows/columns per float tile: 4x4 accumulators with 32 vector registers
+// (AVX-512), 4x2 with 16.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr int kFloatCols = 4;
+#else
+inline constexpr int kFloatCols = 2;
+#endif
+inline constexpr int kFloatRows = 4;
+
+template <TensorType kType>
+struct FloatTile {
+  using WT = WeightElem<kType>;
+  const detail::MatmulTask& t;
+
+  template <int R>
+  HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
+    constexpr int C = kFloatCols;
+    const DF d;
+    const size_t N = hn::Lanes(d);
+    const size_t n = static_cast<size_t>(t.n_in);
+    const float* xr[R];
+    const WT* wc[C];
+    for (int i = 0; i < R; ++i) xr[i] = t.x + r_idx[i] * t.n_in;
+    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const WT*>(t.w + o_idx[c] * t.w_row_bytes);
+    VF acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = hn::Zero(d);
+    size_t k = 0;
+    for (; k + N <= n; k += N) {
+      VF wv[C];
+      for (int c = 0; c < C; ++c) wv[c] = load_weights<kType>(d, wc[c] + k);
+      for (int i = 0; i < R; ++i) {
+        const VF xv = hn::LoadU(d, xr[i] + k);
+        for (int c = 0; c < C; ++c) acc[i][c] = hn::MulAdd(xv, wv[c], acc[i][c]);
+      }
+    }
+    if (k < n) {  // tail: zero-padded copies, then the same fused multiply-add
+      HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)];
+      VF wv[C];
+      for (int c = 0; c < C; ++c) {
+        std::fill(buf, buf + N, 0.0f);
+        for (size_t j = k; j < n; ++j) buf[j - k] = weight_to_f32<kType>(wc[c][j]);
+        wv[c] = hn::Load(d, buf);
+      }
+      for (int i = 0; i < R; ++i) {
+        std::fill(buf, buf + N, 0.0f);
+        std::memcpy(buf, xr[i] + k, (n - k) * sizeof(float));
+        const VF xv = hn::Load(d, buf);
+        for (int c = 0; c < C; ++c) acc[i][c] = hn::MulAdd(xv, wv[c], acc[i][c]);
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) *out[i * C + c] = hn::GetLane(hn::SumOfLanes(d, acc[i][c]));
+  }
+};
+
+template <TensorType kType>
+void float_cols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
+  FloatTile<kType> tile{t};
+  drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, col_block_for<kFloatCols>(t.w_row_bytes), tile);
+}
+
+// Exported: F32/F16/BF16 weights, columns [o_begin, o_end).
+void MatmulFloatCols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
+  switch (t.type) {
+    case TensorType::kF32:
+      float_cols<TensorType::kF32>(t, o_begin, o_end);
+      break;
+    case TensorType::kF16:
+      float_cols<TensorType::kF16>(t, o_begin, o_end);
+      break;
+    default:  // kBF16; matmul.cc routes nothing else here
+      float_cols<TensorType::kBF16>(t, o_begin, o_end);
+      break;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Integer kernels (x86 only): weights as int8 against activations quantized
+// to int8 per 32 elements. Each 32-element block gives 8 int32 lanes (lane i
+// = bytes 4i..4i+3), converted to float and scaled into 8 float lanes.
+
+#if LADDER_X86_INT8
+
+// lane i = sum_{j=4i..4i+3} u[j] * s[j], u unsigned, s signed.
+HWY_INLINE __m256i dot_us(__m256i u, __m256i s) {
+#if HWY_TARGET == HWY_AVX3_DL
+  // EVEX AVX512-VNNI: Highway's AVX3_DL flags also enable AVX-VNNI, whose VEX
+  // encoding the compiler would pick for the intrinsic and that Zen 4 lacks.
+  __m256i acc = _mm256_setzero_si256();
+  asm("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+  return acc;
+#else
+  // |u| <= 128 and |s| <= 127 keep maddubs' int16 pair sums from saturating.
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+HWY_INLINE float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+HWY_INLINE float half_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr int kQ8Cols = 4;
+inline constexpr int kKCols = 2;
+#else
+inline constexpr int kQ8Cols = 2;
+inline constexpr int kKCols = 1;
+#endif
+inline constexpr int kIntRows = 4;
+
+// Q8_0 and Q4_0: one scale per 32 signed weights. Signed x signed products
+// via |w| (unsigned) times x carrying w's sign.
+template <bool kIsQ4>
+struct Q32Tile {
+  const detail::MatmulTask& t;
+
+  template <int R>
+  HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
+    constexpr int C = kQ8Cols;
+    const int64_t nb = t.n_in / 32;
+    const int8_t* xr[R];
+    const float* xd[R];
+    const uint8_t* wc[C];
+    for (int i = 0; i < R; ++i) {
+      xr[i] = t.xq + r_idx[i] * t.n_in;
+      xd[i] = t.xd + r_idx[i] * nb;
+    }
+    for (int c = 0; c < C; ++c) wc[c] = t.w + o_idx[c] * t.w_row_bytes;
+    __m256 acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i eight = _mm256_set1_epi8(8);
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i ws[C], wa[C];
+      float dw[C];
+      for (int c = 0; c < C; ++c) {
+        if constexpr (kIsQ4) {
+          const auto* blk = reinterpret_cast<const BlockQ4_0*>(wc[c]) + b;
+          const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
+          const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), low4);
+          ws[c] = _mm256_sub_epi8(q, eight);
+          dw[c] = half_to_f32(blk->d);
+        } else {
+          const auto* blk = reinterpret_cast<const BlockQ8_0*>(wc[c]) + b;
+          ws[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+          dw[c] = half_to_f32(blk->d);
+        }
+        wa[c] = _mm256_sign_epi8(ws[c], ws[c]);
+      }
+      for (int i = 0; i < R; ++i) {
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + b * 32));
+        const float dx = xd[i][b];
+        for (int c = 0; c < C; ++c) {
+          const __m256i isum = dot_us(wa[c], _mm256_sign_epi8(xv, ws[c]));
+          acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dw[c] * dx), acc[i][c]);
+        }
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum8(acc[i][c]);
+  }
+};
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block.
+HWY_INLINE void k4_scale_min(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Q4_K: w = d*sc_j*q - dmin*m_j per 32-element sub-block j, q in [0, 15].
+// The min term joins the same 8 float lanes: lane j += -dmin*m_j * sum(x_j).
+struct Q4KTile {
+  const detail::MatmulTask& t;
+
+  template <int R>
+  HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
+    constexpr int C = kKCols;
+    const int64_t nsb = t.n_in / kQK_K;
+    const int64_t nb32 = t.n_in / 32;
+    const int8_t* xr[R];
+    const float* xd[R];
+    const float* xs[R];
+    const BlockQ4_K* wc[C];
+    for (int i = 0; i < R; ++i) {
+      xr[i] = t.xq + r_idx[i] * t.n_in;
+      xd[i] = t.xd + r_idx[i] * nb32;
+      xs[i] = t.xsum + r_idx[i] * nb32;
+    }
+    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const BlockQ4_K*>(t.w + o_idx[c] * t.w_row_bytes);
+    __m256 acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      alignas(32) float dsc[C][8];
+      __m256 negmin[C];
+      for (int c = 0; c < C; ++c) {
+        const BlockQ4_K& blk = wc[c][sb];
+        const float d = half_to_f32(blk.d);
+        const float dmin = half_to_f32(blk.dmin);
+        alignas(32) float mins[8];
+        for (int j = 0; j < 8; ++j) {
+          int sc, m;
+          k4_scale_min(j, blk.scales, &sc, &m);
+          dsc[c][j] = d * static_cast<float>(sc);
+          mins[j] = -(dmin * static_cast<float>(m));
+        }
+        negmin[c] = _mm256_load_ps(mins);
+      }
+      for (int i = 0; i < R; ++i) {
+        const __m256 xsum = _mm256_loadu_ps(xs[i] + sb * 8);
+        for (int c = 0; c < C; ++c) acc[i][c] = _mm256_fmadd_ps(negmin[c], xsum, acc[i][c]);
+      }
+      for (int k = 0; k < 4; ++k) {
+        __m256i lo[C], hi[C];
+        for (int c = 0; c < C; ++c) {
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wc[c][sb].qs + 32 * k));
+          lo[c] = _mm256_and_si256(q, low4);
+          hi[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        }
+        const int64_t j0 = sb * 8 + 2 * k;
+        for (int i = 0; i < R; ++i) {
+          const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + j0 * 32));
+          const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + j0 * 32 + 32));
+          const float dx0 = xd[i][j0];
+          const float dx1 = xd[i][j0 + 1];
+          for (int c = 0; c < C; ++c) {
+            acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_us(lo[c], x0)),
+                                        _mm256_set1_ps(dsc[c][2 * k] * dx0), acc[i][c]);
+            acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_us(hi[c], x1)),
+                                        _mm256_set1_ps(dsc[c][2 * k + 1] * dx1), acc[i][c]);
+          }
+        }
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum8(acc[i][c]);
+  }
+};
+
+// Q6_K: w = d * sc_g * (q - 32) with one int8 scale per 16 elements, q in
+// [0, 63] split into 4 low bits (ql) and 2 high bits (qh). Lanes 0-3 of a
+// 32-element sub-block hold its first 16 elements, lanes 4-7 the second.
+struct Q6KTile {
+  const detail::MatmulTask& t;
+
+  template <int R>
+  HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
+    constexpr int C = kKCols;
+    const int64_t nsb = t.n_in / kQK_K;
+    const int64_t nb32 = t.n_in / 32;
+    const int8_t* xr[R];
+    const float* xd[R];
+    const BlockQ6_K* wc[C];
+    for (int i = 0; i < R; ++i) {
+      xr[i] = t.xq + r_idx[i] * t.n_in;
+      xd[i] = t.xd + r_idx[i] * nb32;
+    }
+    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const BlockQ6_K*>(t.w + o_idx[c] * t.w_row_bytes);
+    __m256 acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i bits45 = _mm256_set1_epi8(0x30);
+    const __m256i k32 = _mm256_set1_epi8(32);
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      for (int half = 0; half < 2; ++half) {
+        for (int s = 0; s < 4; ++s) {
+          __m256i ws[C], wa[C];
+          __m256 scv[C];
+          for (int c = 0; c < C; ++c) {
+            const BlockQ6_K& blk = wc[c][sb];
+            const uint8_t* ql = blk.ql + 64 * half + (s & 1) * 32;
+            const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+            const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * half));
+            const __m256i lq = s < 2 ? _mm256_and_si256(l, low4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
+            __m256i hq;
+            switch (s) {
+              case 0: hq = _mm256_slli_epi16(h, 4); break;
+              case 1: hq = _mm256_slli_epi16(h, 2); break;
+              case 2: hq = h; break;
+              default: hq = _mm256_srli_epi16(h, 2); break;
+            }
+            ws[c] = _mm256_sub_epi8(_mm256_or_si256(lq, _mm256_and_si256(hq, bits45)), k32);
+            wa[c] = _mm256_sign_epi8(ws[c], ws[c]);
+            const float d = half_to_f32(blk.d);
+            const int g = 8 * half + 2 * s;  // scale index of the first 16 elements
+            scv[c] = _mm256_set_m128(_mm_set1_ps(d * static_cast<float>(blk.scales[g + 1])),
+                                     _mm_set1_ps(d * static_cast<float>(blk.scales[g])));
+          }
+          const int64_t j = sb * 8 + half * 4 + s;  // 32-element block of x
+          for (int i = 0; i < R; ++i) {
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + j * 32));
+            const __m256 dx = _mm256_set1_ps(xd[i][j]);
+            for (int c = 0; c < C; ++c) {
+              const __m256i isum = dot_us(wa[c], _mm256_sign_epi8(xv, ws[c]));
+              acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(scv[c], dx), acc[i][c]);
+            }
+          }
+        }
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum8(acc[i][c]);
+  }
+};
+
+bool HasIntKernels() { return true; }
+
+// Exported: Q8_0/Q4_0/Q4_K/Q6_K weights against quantized activations.
+void MatmulIntCols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
+  switch (t.type) {
+    case TensorType::kQ8_0: {
+      Q32Tile<false> tile{t};
+      drive_tiles<kIntRows, kQ8Cols>(t, o_begin, o_end, col_block_for<kQ8Cols>(t.w_row_bytes), tile);
+      break;
+    }
+    case TensorType::kQ4_0: {
+      Q32Tile<true> tile{t};
+      drive_tiles<kIntRows, kQ8Cols>(t, o_begin, o_end, col_block_for<kQ8Cols>(t.w_row_bytes), tile);
+      break;
+    }
+    case TensorType::kQ4_K: {
+      Q4KTile tile{t};
+      drive_tiles<kIntRows, kKCols>(t, o_begin, o_end, col_block_for<kKCols>(t.w_row_bytes), tile);
+      break;
+    }
+    default: {  // kQ6_K
+      Q6KTile tile{t};
+      drive_tiles<kIntRows, kKCols>(t, o_begin, o_end, col_block_for<kKCols>(t.w_row_bytes), tile);
+      break;
+    }
+  }
+}
+
+#else  // !LADDER_X86_INT8: matmul.cc dequantizes rows and uses the float kernels.
+
+bool HasIntKernels() { return false; }
+void MatmulIntCols(const detail::MatmulTask&, int64_t, int64_t) {}
+
+#endif  // LADDER_X86_INT8
+
+}  // namespace ladder::ops::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // LADDER_OPS_MATMUL_INL_H_
