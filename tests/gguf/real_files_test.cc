@@ -52,7 +52,7 @@ TEST(RealFiles, Stories260KHeaderAndMetadata) {
 TEST(RealFiles, Stories260KTensors) {
   auto file = GgufFile::open(shared_path("models/stories260K.gguf"));
   ASSERT_TRUE(file.is_ok()) << file.status().to_string();
-  // token_embd, output_norm, and 9 per layer x 5 layers (tied output: no output.weight).
+  // token_embd, output_norm, output, and 9 per layer x 5 layers.
   ASSERT_EQ(file->tensors().size(), 48u);
 
   const TensorInfo* embd = file->find_tensor("token_embd.weight");
