@@ -1,0 +1,80 @@
+#include "tokenizer/chat/chat_template.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/check.h"
+#include "gguf/gguf_file.h"
+#include "tokenizer/chat/ast.h"
+#include "tokenizer/chat/interpreter.h"
+#include "tokenizer/chat/parser.h"
+
+namespace ladder::chat {
+namespace {
+
+constexpr const char* kGgufChatTemplateKey = "tokenizer.chat_template";
+
+constexpr const char* kChatMlSource =
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% elif message['content'] is iterable %}"
+    "{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}"
+    "{% endif %}"
+    "{% if message['tool_calls'] is defined %}"
+    "{% for tool_call in message['tool_calls'] %}"
+    "{{ '<tool_call>\\n' + (tool_call['function'] | tojson) + '\\n</tool_call>' }}"
+    "{% endfor %}"
+    "{% endif %}"
+    "{{ '<|im_end|>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+}  // namespace
+
+Result<ChatTemplate> ChatTemplate::parse(std::string source) {
+  LADDER_ASSIGN_OR_RETURN(TemplateAst ast, parse_template(source));
+  return ChatTemplate(std::move(source), std::make_shared<const TemplateAst>(std::move(ast)));
+}
+
+ChatTemplate ChatTemplate::chatml() {
+  Result<ChatTemplate> t = parse(kChatMlSource);
+  LADDER_CHECK(t.is_ok(), "the built-in ChatML template must parse: " + t.status().to_string());
+  return std::move(t).value();
+}
+
+Result<std::string> ChatTemplate::render(const ChatRenderInput& input) const {
+  if (!input.messages.is_array()) return invalid_argument("chat template: messages must be a JSON array");
+  if (!input.extra.is_null() && !input.extra.is_object()) {
+    return invalid_argument("chat template: extra context must be a JSON object");
+  }
+  Dict context;
+  context.set(Value("messages"), Value::from_json(input.messages));
+  if (input.tools) context.set(Value("tools"), Value::from_json(*input.tools));
+  context.set(Value("add_generation_prompt"), Value(input.add_generation_prompt));
+  context.set(Value("bos_token"), Value(input.bos_token));
+  context.set(Value("eos_token"), Value(input.eos_token));
+  if (input.extra.is_object()) {
+    for (const auto& [k, v] : input.extra.items()) context.set(Value(k), Value::from_json(v));
+  }
+  RenderOptions options;
+  options.now = input.now;
+  return render_ast(*ast_, context, options);
+}
+
+Result<ChatTemplate> chat_template_from_gguf(const gguf::GgufFile& file) {
+  const gguf::Value* v = file.find(kGgufChatTemplateKey);
+  if (!v) {
+    spdlog::warn("{} has no {}; using the ChatML template", file.path().empty() ? "the model" : file.path(),
+                 kGgufChatTemplateKey);
+    return ChatTemplate::chatml();
+  }
+  std::optional<std::string_view> s = v->as_string();
+  if (!s) return invalid_argument(std::string(kGgufChatTemplateKey) + " is not a string");
+  Result<ChatTemplate> t = ChatTemplate::parse(std::string(*s));
+  if (!t.is_ok()) {
+    return Status(t.status().code(), std::string(kGgufChatTemplateKey) + ": " + t.status().message());
+  }
+  return t;
+}
+
+}  // namespace ladder::chat

@@ -1,0 +1,434 @@
+#include "tokenizer/chat/interpreter.h"
+
+#include <unordered_map>
+
+#include "tokenizer/chat/builtins.h"
+#include "tokenizer/chat/globals.h"
+#include "tokenizer/chat/operations.h"
+
+namespace ladder::chat {
+namespace {
+
+constexpr const char* kLinePrefix = "template line ";
+
+Status at_line(const Status& s, int line) {
+  if (s.message().rfind(kLinePrefix, 0) == 0) return s;
+  return Status(s.code(), kLinePrefix + std::to_string(line) + ": " + s.message());
+}
+
+struct Frame {
+  std::unordered_map<std::string, Value> vars;
+  std::shared_ptr<Frame> parent;
+};
+
+enum class Flow { kNormal, kBreak, kContinue };
+
+class Interpreter {
+ public:
+  Interpreter(const Dict& context, const RenderOptions& options) : options_(options) {
+    root_ = std::make_shared<Frame>();
+    globals_ = make_globals(options.now);
+    for (const auto& [k, v] : context.entries) {
+      if (k.is_string()) root_->vars[k.as_string()] = v;
+    }
+    frame_ = root_;
+  }
+
+  Result<std::string> render(const TemplateAst& ast) {
+    std::string out;
+    LADDER_ASSIGN_OR_RETURN(Flow flow, exec_body(ast.body, out));
+    (void)flow;
+    return out;
+  }
+
+ private:
+  // ---- scopes --------------------------------------------------------------
+  Value lookup(const std::string& name) const {
+    for (const Frame* f = frame_.get(); f; f = f->parent.get()) {
+      auto it = f->vars.find(name);
+      if (it != f->vars.end()) return it->second;
+    }
+    if (const Value* g = globals_.find(std::string_view(name))) return *g;
+    return Value::undefined(name);
+  }
+
+  void assign(const std::string& name, Value v) { frame_->vars[name] = std::move(v); }
+
+  // Runs `fn` inside a fresh frame whose parent is `parent`.
+  template <typename Fn>
+  auto in_frame(std::shared_ptr<Frame> parent, Fn&& fn) {
+    auto saved = frame_;
+    frame_ = std::make_shared<Frame>();
+    frame_->parent = std::move(parent);
+    auto result = fn();
+    frame_ = saved;
+    return result;
+  }
+
+  // ---- statements ----------------------------------------------------------
+  Result<Flow> exec_body(const Body& body, std::string& out) {
+    for (const NodePtr& n : body) {
+      LADDER_ASSIGN_OR_RETURN(Flow flow, exec(*n, out));
+      if (flow != Flow::kNormal) return flow;
+      if (out.size() > options_.max_output_bytes) {
+        return out_of_range(kLinePrefix + std::to_string(n->line) + ": rendered output exceeds " +
+                            std::to_string(options_.max_output_bytes) + " bytes");
+      }
+    }
+    return Flow::kNormal;
+  }
+
+  Result<Flow> exec(const Node& n, std::string& out) {
+    switch (n.kind) {
+      case NodeKind::kText: out += n.text; return Flow::kNormal;
+      case NodeKind::kPrint: {
+        LADDER_ASSIGN_OR_RETURN(Value v, eval(*n.expr));
+        out += v.str();
+        return Flow::kNormal;
+      }
+      case NodeKind::kIf: {
+        for (size_t i = 0; i < n.conditions.size(); ++i) {
+          LADDER_ASSIGN_OR_RETURN(Value c, eval(*n.conditions[i]));
+          if (c.truthy()) return exec_body(n.bodies[i], out);
+        }
+        return exec_body(n.else_body, out);
+      }
+      case NodeKind::kFor: return exec_for(n, out);
+      case NodeKind::kSet: return exec_set(n);
+      case NodeKind::kSetBlock: {
+        std::string captured;
+        LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, [&] { return exec_body(n.body, captured); }));
+        (void)flow;
+        Value v(captured);
+        if (n.filter) {
+          LADDER_ASSIGN_OR_RETURN(v, eval_with_block_value(*n.filter, std::move(v)));
+        }
+        assign(n.targets[0], std::move(v));
+        return Flow::kNormal;
+      }
+      case NodeKind::kFilterBlock: {
+        std::string captured;
+        LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, [&] { return exec_body(n.body, captured); }));
+        (void)flow;
+        LADDER_ASSIGN_OR_RETURN(Value v, eval_with_block_value(*n.filter, Value(captured)));
+        out += v.str();
+        return Flow::kNormal;
+      }
+      case NodeKind::kMacro: assign(n.name, make_macro(n)); return Flow::kNormal;
+      case NodeKind::kCallBlock: {
+        const Expr& call = *n.expr;
+        LADDER_ASSIGN_OR_RETURN(Value fn, eval(*call.children[0]));
+        LADDER_ASSIGN_OR_RETURN(CallArgs args, eval_args(call));
+        args.keyword.emplace_back("caller", make_caller(n));
+        LADDER_ASSIGN_OR_RETURN(Value v, call_value(fn, args, call.line));
+        out += v.str();
+        return Flow::kNormal;
+      }
+      case NodeKind::kBreak: return Flow::kBreak;
+      case NodeKind::kContinue: return Flow::kContinue;
+    }
+    return Flow::kNormal;
+  }
+
+  Status bind_targets(const Node& n, const Value& item) {
+    if (!n.unpack) {
+      assign(n.targets[0], item);
+      return Status::ok();
+    }
+    Result<List> parts = iterate(item);
+    if (!parts.is_ok() || item.is_undefined()) {
+      return invalid_argument(kLinePrefix + std::to_string(n.line) + ": cannot unpack non-iterable " +
+                              kind_type_name(item.kind()) + " object");
+    }
+    if (parts->size() != n.targets.size()) {
+      return invalid_argument(kLinePrefix + std::to_string(n.line) + ": " +
+                              (parts->size() > n.targets.size() ? "too many" : "not enough") +
+                              " values to unpack (expected " + std::to_string(n.targets.size()) + ", got " +
+                              std::to_string(parts->size()) + ")");
+    }
+    for (size_t i = 0; i < n.targets.size(); ++i) assign(n.targets[i], (*parts)[i]);
+    return Status::ok();
+  }
+
+  Result<Flow> exec_for(const Node& n, std::string& out) {
+    LADDER_ASSIGN_OR_RETURN(Value seq, eval(*n.expr));
+    Result<List> listed = iterate(seq);
+    if (!listed.is_ok()) return at_line(listed.status(), n.line);
+    List items = std::move(listed).value();
+    if (n.filter) {
+      List kept;
+      for (const Value& item : items) {
+        LADDER_ASSIGN_OR_RETURN(bool keep, in_frame(frame_, [&]() -> Result<bool> {
+                                  LADDER_RETURN_IF_ERROR(bind_targets(n, item));
+                                  LADDER_ASSIGN_OR_RETURN(Value c, eval(*n.filter));
+                                  return c.truthy();
+                                }));
+        if (keep) kept.push_back(item);
+      }
+      items = std::move(kept);
+    }
+    if (items.empty()) return exec_body(n.else_body, out);
+    const int64_t len = static_cast<int64_t>(items.size());
+    for (int64_t i = 0; i < len; ++i) {
+      const size_t at = static_cast<size_t>(i);
+      Dict loop;
+      loop.set(Value("index"), Value(i + 1));
+      loop.set(Value("index0"), Value(i));
+      loop.set(Value("revindex"), Value(len - i));
+      loop.set(Value("revindex0"), Value(len - i - 1));
+      loop.set(Value("first"), Value(i == 0));
+      loop.set(Value("last"), Value(i == len - 1));
+      loop.set(Value("length"), Value(len));
+      loop.set(Value("depth"), Value(int64_t{1}));
+      loop.set(Value("depth0"), Value(int64_t{0}));
+      if (i > 0) loop.set(Value("previtem"), items[at - 1]);
+      if (i + 1 < len) loop.set(Value("nextitem"), items[at + 1]);
+      loop.set(Value("cycle"), Value::callable("loop.cycle", [i](const CallArgs& a) -> Result<Value> {
+                 if (a.positional.empty()) return invalid_argument("no items for cycling given");
+                 return a.positional[static_cast<size_t>(i) % a.positional.size()];
+               }));
+      Value loop_value = Value::dict(std::move(loop));
+      LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, [&]() -> Result<Flow> {
+                                assign("loop", loop_value);
+                                LADDER_RETURN_IF_ERROR(bind_targets(n, items[at]));
+                                return exec_body(n.body, out);
+                              }));
+      if (flow == Flow::kBreak) break;
+    }
+    return Flow::kNormal;
+  }
+
+  Result<Flow> exec_set(const Node& n) {
+    LADDER_ASSIGN_OR_RETURN(Value v, eval(*n.expr));
+    if (!n.attr.empty()) {
+      Value target = lookup(n.targets[0]);
+      if (!target.is_namespace()) {
+        return invalid_argument(kLinePrefix + std::to_string(n.line) + ": cannot assign attribute on non-namespace object '" +
+                                n.targets[0] + "'");
+      }
+      target.mapping().set(Value(n.attr), std::move(v));
+      return Flow::kNormal;
+    }
+    LADDER_RETURN_IF_ERROR(bind_targets(n, v));
+    return Flow::kNormal;
+  }
+
+  // ---- macros --------------------------------------------------------------
+  Value make_macro(const Node& n) {
+    const Node* node = &n;
+    return Value::callable(n.name, [this, node](const CallArgs& args) -> Result<Value> {
+      return call_macro(*node, node->params, node->body, args, node->name);
+    });
+  }
+
+  Value make_caller(const Node& n) {
+    const Node* node = &n;
+    return Value::callable("caller", [this, node](const CallArgs& args) -> Result<Value> {
+      return call_macro(*node, node->params, node->body, args, "caller");
+    });
+  }
+
+  Result<Value> call_macro(const Node& n, const std::vector<MacroParam>& params, const Body& body,
+                           const CallArgs& args, const std::string& name) {
+    if (depth_ >= options_.max_call_depth) {
+      return out_of_range(kLinePrefix + std::to_string(n.line) + ": macro '" + name + "' nested deeper than " +
+                          std::to_string(options_.max_call_depth) + " calls");
+    }
+    if (args.positional.size() > params.size()) {
+      return invalid_argument(kLinePrefix + std::to_string(n.line) + ": macro '" + name + "' takes not more than " +
+                              std::to_string(params.size()) + " argument(s)");
+    }
+    ++depth_;
+    Result<Value> result = in_frame(root_, [&]() -> Result<Value> {
+      for (const auto& [k, v] : args.keyword) {
+        bool known = k == "caller";
+        for (const auto& p : params) known = known || p.name == k;
+        if (!known) {
+          return invalid_argument(kLinePrefix + std::to_string(n.line) + ": macro '" + name +
+                                  "' takes no keyword argument '" + k + "'");
+        }
+        assign(k, v);
+      }
+      for (size_t i = 0; i < params.size(); ++i) {
+        const MacroParam& p = params[i];
+        if (i < args.positional.size()) {
+          assign(p.name, args.positional[i]);
+        } else if (frame_->vars.count(p.name) == 0) {
+          if (p.default_value) {
+            LADDER_ASSIGN_OR_RETURN(Value d, eval(*p.default_value));
+            assign(p.name, std::move(d));
+          } else {
+            assign(p.name, Value::undefined(p.name, "parameter '" + p.name + "' was not provided"));
+          }
+        }
+      }
+      std::string out;
+      LADDER_ASSIGN_OR_RETURN(Flow flow, exec_body(body, out));
+      (void)flow;
+      return Value(out);
+    });
+    --depth_;
+    return result;
+  }
+
+  // ---- expressions ---------------------------------------------------------
+  Result<Value> eval_with_block_value(const Expr& filter_chain, Value block_value) {
+    auto saved = block_value_;
+    block_value_ = std::move(block_value);
+    Result<Value> r = eval(filter_chain);
+    block_value_ = saved;
+    return r;
+  }
+
+  Result<CallArgs> eval_args(const Expr& e) {
+    CallArgs args;
+    for (size_t i = 1; i < e.children.size(); ++i) {
+      LADDER_ASSIGN_OR_RETURN(Value v, eval(*e.children[i]));
+      args.positional.push_back(std::move(v));
+    }
+    for (const auto& [k, x] : e.kwargs) {
+      LADDER_ASSIGN_OR_RETURN(Value v, eval(*x));
+      args.keyword.emplace_back(k, std::move(v));
+    }
+    return args;
+  }
+
+  Result<Value> call_value(const Value& fn, const CallArgs& args, int line) {
+    if (fn.is_undefined()) return at_line(undefined_error(fn), line);
+    if (!fn.is_callable()) {
+      return invalid_argument(kLinePrefix + std::to_string(line) + ": '" + kind_type_name(fn.kind()) +
+                              "' object is not callable");
+    }
+    Result<Value> r = fn.function().fn(args);
+    if (!r.is_ok()) return at_line(r.status(), line);
+    return r;
+  }
+
+  template <typename T>
+  Result<T> lined(Result<T> r, int line) {
+    if (!r.is_ok()) return at_line(r.status(), line);
+    return r;
+  }
+
+  Result<Value> eval(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::kLiteral: return e.literal;
+      case ExprKind::kName: return lookup(e.name);
+      case ExprKind::kBlockValue: return block_value_;
+      case ExprKind::kList:
+      case ExprKind::kTuple: {
+        List items;
+        for (const ExprPtr& c : e.children) {
+          LADDER_ASSIGN_OR_RETURN(Value v, eval(*c));
+          items.push_back(std::move(v));
+        }
+        return e.kind == ExprKind::kList ? Value::list(std::move(items)) : Value::tuple(std::move(items));
+      }
+      case ExprKind::kDict: {
+        Dict d;
+        for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
+          LADDER_ASSIGN_OR_RETURN(Value k, eval(*e.children[i]));
+          LADDER_ASSIGN_OR_RETURN(Value v, eval(*e.children[i + 1]));
+          d.set(std::move(k), std::move(v));
+        }
+        return Value::dict(std::move(d));
+      }
+      case ExprKind::kAttr: {
+        LADDER_ASSIGN_OR_RETURN(Value obj, eval(*e.children[0]));
+        return lined(get_attribute(obj, e.name), e.line);
+      }
+      case ExprKind::kItem: {
+        LADDER_ASSIGN_OR_RETURN(Value obj, eval(*e.children[0]));
+        LADDER_ASSIGN_OR_RETURN(Value key, eval(*e.children[1]));
+        return lined(get_item(obj, key), e.line);
+      }
+      case ExprKind::kSlice: {
+        LADDER_ASSIGN_OR_RETURN(Value obj, eval(*e.children[0]));
+        Value parts[3];
+        for (int i = 0; i < 3; ++i) {
+          if (!e.children[static_cast<size_t>(i) + 1]) continue;
+          LADDER_ASSIGN_OR_RETURN(parts[i], eval(*e.children[static_cast<size_t>(i) + 1]));
+        }
+        return lined(get_slice(obj, e.children[1] ? &parts[0] : nullptr, e.children[2] ? &parts[1] : nullptr,
+                               e.children[3] ? &parts[2] : nullptr),
+                     e.line);
+      }
+      case ExprKind::kCall: {
+        LADDER_ASSIGN_OR_RETURN(Value fn, eval(*e.children[0]));
+        LADDER_ASSIGN_OR_RETURN(CallArgs args, eval_args(e));
+        return call_value(fn, args, e.line);
+      }
+      case ExprKind::kFilter: {
+        LADDER_ASSIGN_OR_RETURN(Value input, eval(*e.children[0]));
+        LADDER_ASSIGN_OR_RETURN(CallArgs args, eval_args(e));
+        return lined(apply_filter(e.name, input, args), e.line);
+      }
+      case ExprKind::kTest: {
+        LADDER_ASSIGN_OR_RETURN(Value input, eval(*e.children[0]));
+        LADDER_ASSIGN_OR_RETURN(CallArgs args, eval_args(e));
+        LADDER_ASSIGN_OR_RETURN(bool r, lined(apply_test(e.name, input, args), e.line));
+        return Value(r != e.negated);
+      }
+      case ExprKind::kUnary: {
+        LADDER_ASSIGN_OR_RETURN(Value v, eval(*e.children[0]));
+        if (e.name == "not") return Value(!v.truthy());
+        if (v.is_undefined()) return at_line(undefined_error(v), e.line);
+        if (!v.is_number()) {
+          return invalid_argument(kLinePrefix + std::to_string(e.line) + ": bad operand type for unary " + e.name +
+                                  ": '" + kind_type_name(v.kind()) + "'");
+        }
+        if (e.name == "+") return v.is_float() ? v : Value(v.as_int());
+        return v.is_float() ? Value(-v.as_double()) : Value(-v.as_int());
+      }
+      case ExprKind::kBinary: {
+        LADDER_ASSIGN_OR_RETURN(Value a, eval(*e.children[0]));
+        LADDER_ASSIGN_OR_RETURN(Value b, eval(*e.children[1]));
+        return lined(binary_op(e.name, a, b), e.line);
+      }
+      case ExprKind::kAnd: {
+        LADDER_ASSIGN_OR_RETURN(Value a, eval(*e.children[0]));
+        if (!a.truthy()) return a;
+        return eval(*e.children[1]);
+      }
+      case ExprKind::kOr: {
+        LADDER_ASSIGN_OR_RETURN(Value a, eval(*e.children[0]));
+        if (a.truthy()) return a;
+        return eval(*e.children[1]);
+      }
+      case ExprKind::kCompare: {
+        LADDER_ASSIGN_OR_RETURN(Value left, eval(*e.children[0]));
+        for (size_t i = 0; i < e.ops.size(); ++i) {
+          LADDER_ASSIGN_OR_RETURN(Value right, eval(*e.children[i + 1]));
+          LADDER_ASSIGN_OR_RETURN(bool ok, lined(compare_op(e.ops[i], left, right), e.line));
+          if (!ok) return Value(false);
+          left = std::move(right);
+        }
+        return Value(true);
+      }
+      case ExprKind::kCondition: {
+        LADDER_ASSIGN_OR_RETURN(Value test, eval(*e.children[1]));
+        if (test.truthy()) return eval(*e.children[0]);
+        if (e.children[2]) return eval(*e.children[2]);
+        return Value::undefined("", "the inline if-expression on line " + std::to_string(e.line) +
+                                        " evaluated to false and no else section was defined.");
+      }
+    }
+    return internal_error("unknown expression kind");
+  }
+
+  RenderOptions options_;
+  Dict globals_;
+  std::shared_ptr<Frame> root_;
+  std::shared_ptr<Frame> frame_;
+  Value block_value_;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+Result<std::string> render_ast(const TemplateAst& ast, const Dict& context, const RenderOptions& options) {
+  Interpreter interpreter(context, options);
+  return interpreter.render(ast);
+}
+
+}  // namespace ladder::chat

@@ -1,0 +1,361 @@
+#include "tokenizer/chat/operations.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace ladder::chat {
+namespace {
+
+std::string type_name(const Value& v) { return kind_type_name(v.kind()); }
+
+Status unsupported(std::string_view op, const Value& a, const Value& b) {
+  return invalid_argument("unsupported operand type(s) for " + std::string(op) + ": '" + type_name(a) + "' and '" +
+                          type_name(b) + "'");
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t floor_mod(int64_t a, int64_t b) {
+  int64_t m = a % b;
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+
+Value repeat(const Value& seq, int64_t n) {
+  if (seq.is_string()) {
+    std::string out;
+    for (int64_t i = 0; i < n; ++i) out += seq.as_string();
+    return Value(out);
+  }
+  List out;
+  for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
+  return seq.is_tuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+}
+
+// printf-style `"%s" % args` for the conversions templates use.
+Result<Value> percent_format(const std::string& fmt, const Value& args) {
+  List values = args.is_tuple() ? args.items() : List{args};
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
+    if (++i >= fmt.size()) return invalid_argument("incomplete format");
+    if (fmt[i] == '%') {
+      out += '%';
+      continue;
+    }
+    if (next >= values.size()) return invalid_argument("not enough arguments for format string");
+    const Value& v = values[next++];
+    switch (fmt[i]) {
+      case 's': out += v.str(); break;
+      case 'r': out += v.repr(); break;
+      case 'd':
+      case 'i':
+        if (!v.is_number()) return invalid_argument("%d format: a real number is required, not " + type_name(v));
+        out += std::to_string(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int());
+        break;
+      case 'f': {
+        if (!v.is_number()) return invalid_argument("must be real number, not " + type_name(v));
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "%f", v.as_double());
+        out += buf;
+        break;
+      }
+      default: return unimplemented(std::string("format conversion '%") + fmt[i] + "' is not supported");
+    }
+  }
+  if (next < values.size() && args.is_tuple()) {
+    return invalid_argument("not all arguments converted during string formatting");
+  }
+  return Value(out);
+}
+
+void append_u_escape(std::string& out, uint32_t unit) {
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "\\u%04x", unit);
+  out += buf;
+}
+
+void json_escape(std::string& out, const std::string& s, bool ensure_ascii) {
+  out += '"';
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (ensure_ascii && c >= 0x80) {
+      // Decode one UTF-8 sequence; escape it as Python does (surrogate pairs above U+FFFF).
+      size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+      uint32_t cp = len == 1 ? c : (c & (0x7F >> len));
+      for (size_t k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      i += len - 1;
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        append_u_escape(out, 0xD800 + (cp >> 10));
+        append_u_escape(out, 0xDC00 + (cp & 0x3FF));
+      } else {
+        append_u_escape(out, cp);
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+Result<std::string> json_key(const Value& k) {
+  switch (k.kind()) {
+    case Kind::kString: return k.as_string();
+    case Kind::kBool: return std::string(k.as_bool() ? "true" : "false");
+    case Kind::kInt: return std::to_string(k.as_int());
+    case Kind::kFloat: return python_float_repr(k.as_double());
+    case Kind::kNone: return std::string("null");
+    default: return invalid_argument("keys must be str, int, float, bool or None, not " + type_name(k));
+  }
+}
+
+Status dump(std::string& out, const Value& v, const JsonDumpOptions& o, int level) {
+  auto newline_indent = [&](int lvl) {
+    out += '\n';
+    for (int i = 0; i < lvl; ++i) out += o.indent;
+  };
+  switch (v.kind()) {
+    case Kind::kNone: out += "null"; return Status::ok();
+    case Kind::kBool: out += v.as_bool() ? "true" : "false"; return Status::ok();
+    case Kind::kInt: out += std::to_string(v.as_int()); return Status::ok();
+    case Kind::kFloat: {
+      double f = v.as_double();
+      if (std::isnan(f)) out += "NaN";
+      else if (std::isinf(f)) out += f > 0 ? "Infinity" : "-Infinity";
+      else out += python_float_repr(f);
+      return Status::ok();
+    }
+    case Kind::kString: json_escape(out, v.as_string(), o.ensure_ascii); return Status::ok();
+    case Kind::kList:
+    case Kind::kTuple: {
+      const List& items = v.items();
+      if (items.empty()) {
+        out += "[]";
+        return Status::ok();
+      }
+      out += '[';
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (i) out += o.item_separator;
+        if (o.has_indent) newline_indent(level + 1);
+        LADDER_RETURN_IF_ERROR(dump(out, items[i], o, level + 1));
+      }
+      if (o.has_indent) newline_indent(level);
+      out += ']';
+      return Status::ok();
+    }
+    case Kind::kDict: {
+      std::vector<std::pair<std::string, const Value*>> entries;
+      for (const auto& [k, val] : v.mapping().entries) {
+        LADDER_ASSIGN_OR_RETURN(std::string key, json_key(k));
+        entries.emplace_back(std::move(key), &val);
+      }
+      if (entries.empty()) {
+        out += "{}";
+        return Status::ok();
+      }
+      if (o.sort_keys) {
+        std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      }
+      out += '{';
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (i) out += o.item_separator;
+        if (o.has_indent) newline_indent(level + 1);
+        json_escape(out, entries[i].first, o.ensure_ascii);
+        out += o.key_separator;
+        LADDER_RETURN_IF_ERROR(dump(out, *entries[i].second, o, level + 1));
+      }
+      if (o.has_indent) newline_indent(level);
+      out += '}';
+      return Status::ok();
+    }
+    default:
+      return invalid_argument("Object of type " + type_name(v) + " is not JSON serializable");
+  }
+}
+
+}  // namespace
+
+Status undefined_error(const Value& v) { return invalid_argument(v.undefined_message()); }
+
+Result<Value> binary_op(std::string_view op, const Value& a, const Value& b) {
+  if (op == "~") return Value(a.str() + b.str());
+  if (a.is_undefined()) return undefined_error(a);
+  if (b.is_undefined()) return undefined_error(b);
+  bool nums = a.is_number() && b.is_number();
+  bool any_float = a.is_float() || b.is_float();
+  if (op == "+") {
+    if (nums) return any_float ? Value(a.as_double() + b.as_double()) : Value(a.as_int() + b.as_int());
+    if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+    if (a.kind() == b.kind() && a.is_sequence_like()) {
+      List out = a.items();
+      out.insert(out.end(), b.items().begin(), b.items().end());
+      return a.is_tuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+    }
+    if (a.is_string()) return invalid_argument("can only concatenate str (not \"" + type_name(b) + "\") to str");
+    if (a.is_list()) return invalid_argument("can only concatenate list (not \"" + type_name(b) + "\") to list");
+    return unsupported(op, a, b);
+  }
+  if (op == "-") {
+    if (nums) return any_float ? Value(a.as_double() - b.as_double()) : Value(a.as_int() - b.as_int());
+    return unsupported(op, a, b);
+  }
+  if (op == "*") {
+    if (nums) return any_float ? Value(a.as_double() * b.as_double()) : Value(a.as_int() * b.as_int());
+    if ((a.is_string() || a.is_sequence_like()) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int());
+    if ((b.is_string() || b.is_sequence_like()) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int());
+    return unsupported(op, a, b);
+  }
+  if (op == "/") {
+    if (!nums) return unsupported(op, a, b);
+    if (b.as_double() == 0) return invalid_argument("division by zero");
+    return Value(a.as_double() / b.as_double());
+  }
+  if (op == "//" || op == "%") {
+    if (op == "%" && a.is_string()) return percent_format(a.as_string(), b);
+    if (!nums) return unsupported(op, a, b);
+    if (b.as_double() == 0) return invalid_argument(op == "%" ? "modulo by zero" : "integer division or modulo by zero");
+    if (any_float) {
+      double x = a.as_double(), y = b.as_double();
+      double q = std::floor(x / y);
+      return op == "//" ? Value(q) : Value(x - q * y);
+    }
+    return op == "//" ? Value(floor_div(a.as_int(), b.as_int())) : Value(floor_mod(a.as_int(), b.as_int()));
+  }
+  if (op == "**") {
+    if (!nums) return unsupported(op, a, b);
+    if (!any_float && b.as_int() >= 0) {
+      int64_t r = 1;
+      for (int64_t i = 0; i < b.as_int(); ++i) r *= a.as_int();
+      return Value(r);
+    }
+    return Value(std::pow(a.as_double(), b.as_double()));
+  }
+  return internal_error("unknown operator " + std::string(op));
+}
+
+Result<bool> less_than(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
+    return a.as_int() < b.as_int();
+  }
+  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  if (a.kind() == b.kind() && a.is_sequence_like()) {
+    const List& x = a.items();
+    const List& y = b.items();
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (x[i].equals(y[i])) continue;
+      return less_than(x[i], y[i]);
+    }
+    return x.size() < y.size();
+  }
+  if (a.is_undefined()) return undefined_error(a);
+  if (b.is_undefined()) return undefined_error(b);
+  return invalid_argument("'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
+}
+
+Result<bool> compare_op(std::string_view op, const Value& a, const Value& b) {
+  if (op == "==") return a.equals(b);
+  if (op == "!=") return !a.equals(b);
+  if (op == "<") return less_than(a, b);
+  if (op == ">") return less_than(b, a);
+  if (op == "<=") {
+    if (a.equals(b) && (a.is_number() || a.is_string() || a.is_sequence_like())) return true;
+    return less_than(a, b);
+  }
+  if (op == ">=") {
+    if (a.equals(b) && (a.is_number() || a.is_string() || a.is_sequence_like())) return true;
+    return less_than(b, a);
+  }
+  if (op == "in") return contains(b, a);
+  if (op == "notin") {
+    LADDER_ASSIGN_OR_RETURN(bool in, contains(b, a));
+    return !in;
+  }
+  return internal_error("unknown comparison " + std::string(op));
+}
+
+Result<bool> contains(const Value& container, const Value& item) {
+  switch (container.kind()) {
+    case Kind::kString:
+      if (!item.is_string()) {
+        return invalid_argument("'in <string>' requires string as left operand, not " + type_name(item));
+      }
+      return container.as_string().find(item.as_string()) != std::string::npos;
+    case Kind::kList:
+    case Kind::kTuple:
+    case Kind::kIterator:
+      for (const Value& v : container.items()) {
+        if (v.equals(item)) return true;
+      }
+      return false;
+    case Kind::kDict: return container.mapping().find(item) != nullptr;
+    case Kind::kUndefined: return false;
+    default: return invalid_argument("argument of type '" + type_name(container) + "' is not iterable");
+  }
+}
+
+Result<List> iterate(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kList:
+    case Kind::kTuple:
+    case Kind::kIterator: return v.items();
+    case Kind::kDict: {
+      List keys;
+      for (const auto& [k, _] : v.mapping().entries) keys.push_back(k);
+      return keys;
+    }
+    case Kind::kString: {
+      List chars;
+      std::vector<size_t> off = utf8_offsets(v.as_string());
+      for (size_t i = 0; i + 1 < off.size(); ++i) chars.emplace_back(v.as_string().substr(off[i], off[i + 1] - off[i]));
+      return chars;
+    }
+    case Kind::kUndefined: return List{};
+    default: return invalid_argument("'" + type_name(v) + "' object is not iterable");
+  }
+}
+
+Result<int64_t> length_of(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kString: return static_cast<int64_t>(utf8_length(v.as_string()));
+    case Kind::kList:
+    case Kind::kTuple: return static_cast<int64_t>(v.items().size());
+    case Kind::kDict: return static_cast<int64_t>(v.mapping().entries.size());
+    case Kind::kUndefined: return int64_t{0};
+    default: return invalid_argument("object of type '" + type_name(v) + "' has no len()");
+  }
+}
+
+Result<std::string> json_dumps(const Value& v, const JsonDumpOptions& options) {
+  std::string out;
+  LADDER_RETURN_IF_ERROR(dump(out, v, options, 0));
+  return out;
+}
+
+}  // namespace ladder::chat

@@ -1,0 +1,23 @@
+// Python str operations on UTF-8 text (whitespace as str.isspace() sees it in
+// the ASCII range; case mapping is ASCII-only).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ladder::chat {
+
+bool py_isspace(char c);
+std::string py_strip(std::string_view s, bool left, bool right, const std::string* chars);
+std::vector<std::string> py_split(std::string_view s, const std::string* sep, int64_t maxsplit);
+std::vector<std::string> py_rsplit(std::string_view s, const std::string* sep, int64_t maxsplit);
+std::vector<std::string> py_splitlines(std::string_view s);
+std::string py_replace(std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count);
+std::string ascii_upper(std::string_view s);
+std::string ascii_lower(std::string_view s);
+std::string py_capitalize(std::string_view s);
+std::string py_title(std::string_view s);   // str.title()
+std::string jinja_title(std::string_view s);  // the `title` filter (splits on -, whitespace, brackets)
+
+}  // namespace ladder::chat
