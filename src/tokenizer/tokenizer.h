@@ -8,7 +8,11 @@
 //   llama: each such byte becomes its <0xNN> token (or <unk> in a vocabulary
 //          without byte tokens, which loses it); decode gives the bytes back.
 //   gpt2:  each such byte is a pre-tokenizer piece of its own and becomes its
-//          byte-level token; decode gives the bytes back.
+//          byte-level token; decode gives the bytes back. Some vocabularies
+//          lack a byte's character (falcon: bytes 03 04 05 0B 11 13-17 19
+//          1C-1E C0 C1 F2 F5-FF, valid text included): with no <unk> such a
+//          byte is dropped, as llama.cpp does; deepseek-llm stores bytes C0 C1
+//          F5-FF as user-defined tokens, which decode as their text ("ÿ").
 // decode() returns the raw bytes the tokens stand for, which need not be valid
 // UTF-8 (a cut sequence); IncrementalDetokenizer is the UTF-8-safe view.
 #pragma once

@@ -101,7 +101,9 @@ Result<Vocab> load_vocab(const gguf::GgufFile& file) {
   // BPE adds BOS. The file's flags, when present, win.
   const bool llama3_like = vocab.pre == "llama3" || vocab.pre == "llama-v3" || vocab.pre == "llama-bpe" ||
                            vocab.pre == "falcon3";
-  LADDER_ASSIGN_OR_RETURN(vocab.add_bos, file.get_bool_or("tokenizer.ggml.add_bos_token", spm || llama3_like));
+  // The implied default needs a BOS to add; an explicit flag without one is an error.
+  const bool default_bos = (spm || llama3_like) && s.bos != kNoToken;
+  LADDER_ASSIGN_OR_RETURN(vocab.add_bos, file.get_bool_or("tokenizer.ggml.add_bos_token", default_bos));
   LADDER_ASSIGN_OR_RETURN(vocab.add_eos, file.get_bool_or("tokenizer.ggml.add_eos_token", false));
   LADDER_ASSIGN_OR_RETURN(vocab.add_space_prefix, file.get_bool_or("tokenizer.ggml.add_space_prefix", spm));
   if (vocab.add_bos && s.bos == kNoToken) {
