@@ -22,6 +22,7 @@ function(ladder_test_suite name)
   target_include_directories(ladder_${name}_tests PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   target_compile_options(ladder_${name}_tests PRIVATE ${LADDER_WARNINGS})
   target_link_libraries(ladder_${name}_tests PRIVATE ${ARG_DEPS} ladder_test_support GTest::gtest GTest::gtest_main GTest::gmock)
+  target_compile_definitions(ladder_${name}_tests PRIVATE LADDER_TEST_SOURCE_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
   add_test(NAME ${name} COMMAND ladder_${name}_tests)
   set_tests_properties(${name} PROPERTIES
     ENVIRONMENT "LADDER_BIN=$<TARGET_FILE:ladder>"

@@ -13,7 +13,7 @@ packages=(
   libhwy-dev libpcre2-dev libtomlplusplus-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-jinja2 curl
+  python3 python3-jinja2 python3-numpy curl
   # report rendering test (headless browser)
   chromium
 )

@@ -1,0 +1,109 @@
+// `ladder synth`: write a GGUF with random weights of a real architecture.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/command.h"
+#include "common/paths.h"
+#include "model/synth.h"
+
+namespace ladder::cli {
+namespace {
+
+struct SynthArgs {
+  std::string preset;
+  std::string out;
+  std::string dtype = "f32";
+  std::string vocab_from;
+  bool builtin_vocab = false;
+  uint64_t seed = 0;
+  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0;
+  bool tied = false;
+};
+
+int run_synth(const SynthArgs& a) {
+  model::SynthOptions o;
+  if (!a.preset.empty()) {
+    auto preset = model::synth_preset(a.preset);
+    if (!preset.is_ok()) {
+      std::fprintf(stderr, "error: %s\n", preset.status().message().c_str());
+      return 2;
+    }
+    o = *preset;
+  }
+  if (a.dim) o.dim = a.dim;
+  if (a.layers) o.n_layers = a.layers;
+  if (a.heads) o.n_heads = a.heads;
+  if (a.kv_heads) o.n_kv_heads = a.kv_heads;
+  else if (a.heads) o.n_kv_heads = a.heads;
+  if (a.ffn) o.ffn_dim = a.ffn;
+  if (a.vocab) o.n_vocab = a.vocab;
+  if (a.ctx) o.context_length = a.ctx;
+  if (a.tied) o.tied_output = true;
+  o.seed = a.seed;
+  auto type = tensor_type_from_name(a.dtype);
+  if (!type) {
+    std::fprintf(stderr, "error: unknown --dtype '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k)\n",
+                 a.dtype.c_str());
+    return 2;
+  }
+  o.dtype = *type;
+  if (!a.builtin_vocab) {
+    o.vocab_from = a.vocab_from;
+    if (o.vocab_from.empty()) {
+      std::string spm = shared_dir(LADDER_DEFAULT_SHARED_DIR) + "/tokenizers/ggml-vocab-llama-spm.gguf";
+      std::error_code ec;
+      if (std::filesystem::exists(spm, ec)) o.vocab_from = spm;
+    }
+  }
+  std::fprintf(stderr, "synth: dim %lld, %lld layers, %lld heads (%lld kv), ffn %lld, ctx %lld, %s weights, vocab %s\n",
+               static_cast<long long>(o.dim), static_cast<long long>(o.n_layers), static_cast<long long>(o.n_heads),
+               static_cast<long long>(o.n_kv_heads), static_cast<long long>(o.ffn_dim),
+               static_cast<long long>(o.context_length), std::string(tensor_type_name(o.dtype)).c_str(),
+               o.vocab_from.empty() ? "built-in" : o.vocab_from.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = model::write_synthetic_model(o, a.out, [](int done, int total, const std::string& name) {
+    std::fprintf(stderr, "\rsynth: %d/%d tensors (%s)          ", done, total, name.c_str());
+    if (done == total) std::fprintf(stderr, "\n");
+  });
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "\nerror: %s\n", st.message().c_str());
+    return 1;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(a.out, ec);
+  std::printf("wrote %s (%.1f MiB) in %.1f s\n", a.out.c_str(), static_cast<double>(size) / (1 << 20), secs);
+  return 0;
+}
+
+CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
+  auto a = std::make_shared<SynthArgs>();
+  auto* cmd = app.add_subcommand("synth",
+                                 "Write a GGUF with random N(0, 0.02) weights of a real Llama architecture and a real "
+                                 "tokenizer (for benchmarks at realistic sizes)");
+  cmd->add_option("-o,--output", a->out, "Output GGUF path")->required();
+  cmd->add_option("--preset", a->preset,
+                  "Shapes: tiny (dim 128), 110m (dim 768, 12 layers, FFN 2048, vocab 32000), 1b (Llama-3.2-1B-like)")
+      ->check(CLI::IsMember({"tiny", "110m", "1b"}));
+  cmd->add_option("--dim", a->dim, "Embedding width (overrides the preset)");
+  cmd->add_option("--layers", a->layers, "Transformer blocks");
+  cmd->add_option("--heads", a->heads, "Attention heads");
+  cmd->add_option("--kv-heads", a->kv_heads, "KV heads (GQA); defaults to --heads when --heads is given");
+  cmd->add_option("--ffn", a->ffn, "Feed-forward width");
+  cmd->add_option("--vocab", a->vocab, "Vocabulary size of the built-in vocabulary (ignored with --vocab-from)");
+  cmd->add_option("--ctx", a->ctx, "Context length");
+  cmd->add_option("--dtype", a->dtype, "Weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
+  cmd->add_flag("--tied", a->tied, "Share the output head with the token embedding");
+  cmd->add_option("--vocab-from", a->vocab_from,
+                  "Copy the tokenizer from this GGUF (default: ../shared/tokenizers/ggml-vocab-llama-spm.gguf when "
+                  "present)");
+  cmd->add_flag("--builtin-vocab", a->builtin_vocab, "Use the built-in byte-level vocabulary instead");
+  return [a] { return run_synth(*a); };
+}};
+
+}  // namespace
+}  // namespace ladder::cli

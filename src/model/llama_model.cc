@@ -1,0 +1,296 @@
+#include "model/llama_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gguf/quant.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+
+namespace ladder::model {
+
+struct LlamaModel::Weights {
+  struct Layer {
+    std::vector<float> attn_norm;  // [dim]
+    ops::WeightMatrix wq;          // [q_dim][dim]
+    ops::WeightMatrix wk;          // [kv_dim][dim]
+    ops::WeightMatrix wv;          // [kv_dim][dim]
+    ops::WeightMatrix wo;          // [dim][q_dim]
+    std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] (qwen2 only)
+    std::vector<float> ffn_norm;   // [dim]
+    ops::WeightMatrix w_gate;      // [ffn_dim][dim]
+    ops::WeightMatrix w_up;        // [ffn_dim][dim]
+    ops::WeightMatrix w_down;      // [dim][ffn_dim]
+  };
+  ops::WeightMatrix token_embd;    // [n_vocab][dim]
+  std::vector<Layer> layers;
+  std::vector<float> output_norm;  // [dim]
+  ops::WeightMatrix output;        // [n_vocab][dim] (token_embd when tied)
+};
+
+namespace {
+
+std::string shape_string(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Result<const gguf::TensorInfo*> find_tensor(const gguf::GgufFile& file, const std::string& name,
+                                            std::vector<uint64_t> want_shape) {
+  const gguf::TensorInfo* t = file.find_tensor(name);
+  if (t == nullptr) return invalid_argument("model tensor '" + name + "' is missing from " + file.path());
+  if (t->shape != want_shape) {
+    return invalid_argument("model tensor '" + name + "' has shape " + shape_string(t->shape) + ", expected " +
+                            shape_string(want_shape) + " (ggml order)");
+  }
+  return t;
+}
+
+// A matrix [n_out][n_in]: stored with ggml shape {n_in, n_out}.
+Result<ops::WeightMatrix> bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t n_in,
+                                      int64_t n_out) {
+  LADDER_ASSIGN_OR_RETURN(const gguf::TensorInfo* t,
+                          find_tensor(file, name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}));
+  Status supported = ops::check_matmul_support(t->type, n_in);
+  if (!supported.is_ok()) return invalid_argument("model tensor '" + name + "': " + supported.message());
+  return ops::WeightMatrix{t->type, t->data, n_in, n_out};
+}
+
+// Small vectors (norms, biases) are converted to F32 once at load.
+Result<std::vector<float>> load_vector(const gguf::GgufFile& file, const std::string& name, int64_t n) {
+  LADDER_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, find_tensor(file, name, {static_cast<uint64_t>(n)}));
+  std::vector<float> out(static_cast<size_t>(n));
+  Status st = gguf::dequantize_row(t->type, t->data, out.data(), static_cast<size_t>(n));
+  if (!st.is_ok()) return invalid_argument("model tensor '" + name + "': " + st.message());
+  return out;
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(ModelConfig config) : config_(std::move(config)), weights_(std::make_unique<Weights>()) {}
+LlamaModel::~LlamaModel() = default;
+
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file) {
+  LADDER_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::from_gguf(file));
+  const gguf::TensorInfo* embd = file.find_tensor("token_embd.weight");
+  if (embd == nullptr) return invalid_argument("model tensor 'token_embd.weight' is missing from " + file.path());
+  if (embd->shape.size() != 2) return invalid_argument("model tensor 'token_embd.weight' must be 2-D");
+  const auto vocab_from_embd = static_cast<int64_t>(embd->shape[1]);
+  if (config.n_vocab == 0) config.n_vocab = vocab_from_embd;
+  if (config.n_vocab != vocab_from_embd) {
+    return invalid_argument("token_embd.weight has " + std::to_string(vocab_from_embd) +
+                            " rows but the vocabulary has " + std::to_string(config.n_vocab) + " tokens");
+  }
+
+  // llama3-style RoPE scaling: per-pair factors that divide the frequency.
+  if (const gguf::TensorInfo* rf = file.find_tensor("rope_freqs.weight"); rf != nullptr) {
+    LADDER_ASSIGN_OR_RETURN(std::vector<float> factors, load_vector(file, "rope_freqs.weight", config.rope_dims / 2));
+    for (size_t i = 0; i < factors.size(); ++i) {
+      if (!(factors[i] > 0.0f)) return invalid_argument("rope_freqs.weight holds a non-positive factor");
+      config.rope_inv_freq[i] /= factors[i];
+    }
+  }
+
+  auto model = std::unique_ptr<LlamaModel>(new LlamaModel(config));
+  Weights& w = *model->weights_;
+  const ModelConfig& c = model->config_;
+  auto embd_type_ok = ops::check_matmul_support(embd->type, c.dim);
+  if (!traits_of(embd->type).dequantizable) {
+    return unimplemented("token_embd.weight has type " + std::string(tensor_type_name(embd->type)) +
+                         ", which Ladder cannot read");
+  }
+  LADDER_ASSIGN_OR_RETURN(const gguf::TensorInfo* embd_checked,
+                          find_tensor(file, "token_embd.weight",
+                                      {static_cast<uint64_t>(c.dim), static_cast<uint64_t>(c.n_vocab)}));
+  w.token_embd = ops::WeightMatrix{embd_checked->type, embd_checked->data, c.dim, c.n_vocab};
+
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    Weights::Layer& L = w.layers[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LADDER_ASSIGN_OR_RETURN(L.attn_norm, load_vector(file, p + "attn_norm.weight", c.dim));
+    LADDER_ASSIGN_OR_RETURN(L.wq, bind_matrix(file, p + "attn_q.weight", c.dim, c.q_dim()));
+    LADDER_ASSIGN_OR_RETURN(L.wk, bind_matrix(file, p + "attn_k.weight", c.dim, c.kv_dim()));
+    LADDER_ASSIGN_OR_RETURN(L.wv, bind_matrix(file, p + "attn_v.weight", c.dim, c.kv_dim()));
+    LADDER_ASSIGN_OR_RETURN(L.wo, bind_matrix(file, p + "attn_output.weight", c.q_dim(), c.dim));
+    if (c.qkv_bias) {
+      LADDER_ASSIGN_OR_RETURN(L.bq, load_vector(file, p + "attn_q.bias", c.q_dim()));
+      LADDER_ASSIGN_OR_RETURN(L.bk, load_vector(file, p + "attn_k.bias", c.kv_dim()));
+      LADDER_ASSIGN_OR_RETURN(L.bv, load_vector(file, p + "attn_v.bias", c.kv_dim()));
+    }
+    LADDER_ASSIGN_OR_RETURN(L.ffn_norm, load_vector(file, p + "ffn_norm.weight", c.dim));
+    LADDER_ASSIGN_OR_RETURN(L.w_gate, bind_matrix(file, p + "ffn_gate.weight", c.dim, c.ffn_dim));
+    LADDER_ASSIGN_OR_RETURN(L.w_up, bind_matrix(file, p + "ffn_up.weight", c.dim, c.ffn_dim));
+    LADDER_ASSIGN_OR_RETURN(L.w_down, bind_matrix(file, p + "ffn_down.weight", c.ffn_dim, c.dim));
+  }
+  LADDER_ASSIGN_OR_RETURN(w.output_norm, load_vector(file, "output_norm.weight", c.dim));
+  if (file.find_tensor("output.weight") != nullptr) {
+    LADDER_ASSIGN_OR_RETURN(w.output, bind_matrix(file, "output.weight", c.dim, c.n_vocab));
+  } else {
+    if (!embd_type_ok.is_ok()) {
+      return invalid_argument("tied output head: token_embd.weight: " + embd_type_ok.message());
+    }
+    w.output = w.token_embd;
+    model->config_.tied_output = true;
+  }
+  return model;
+}
+
+uint64_t LlamaModel::weight_bytes() const {
+  auto bytes = [](const ops::WeightMatrix& m) {
+    return static_cast<uint64_t>(row_bytes(traits_of(m.type), static_cast<size_t>(m.n_in))) *
+           static_cast<uint64_t>(m.n_out);
+  };
+  uint64_t total = bytes(weights_->output);
+  for (const auto& L : weights_->layers) {
+    total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.w_gate) + bytes(L.w_up) +
+             bytes(L.w_down);
+  }
+  return total;
+}
+
+int64_t LlamaModel::logit_rows(std::span<const BatchSequence> batch) {
+  int64_t rows = 0;
+  for (const auto& s : batch) {
+    if (s.logits == BatchSequence::Logits::kLast && !s.tokens.empty()) rows += 1;
+    if (s.logits == BatchSequence::Logits::kAll) rows += static_cast<int64_t>(s.tokens.size());
+  }
+  return rows;
+}
+
+Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers& kv, std::span<float> logits,
+                           ops::ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const Weights& w = *weights_;
+  if (kv.k.size() != static_cast<size_t>(c.n_layers) || kv.v.size() != static_cast<size_t>(c.n_layers)) {
+    return invalid_argument("KV buffers have " + std::to_string(kv.k.size()) + " layers, model has " +
+                            std::to_string(c.n_layers));
+  }
+  const int block_size = kv.k[0].block_size;
+
+  // Flatten the ragged batch: row t of every activation belongs to one
+  // sequence at one position.
+  std::vector<int32_t> ids;       // [T]
+  std::vector<int32_t> pos;       // [T]
+  std::vector<int64_t> seq_row0;  // first row of each sequence
+  for (const auto& s : batch) {
+    seq_row0.push_back(static_cast<int64_t>(ids.size()));
+    const int64_t end = s.start_pos + static_cast<int64_t>(s.tokens.size());
+    if (s.start_pos < 0 || end > c.context_length) {
+      return out_of_range("sequence reaches position " + std::to_string(end) + " but the model's context is " +
+                          std::to_string(c.context_length) + " tokens");
+    }
+    if (static_cast<int64_t>(s.block_table.size()) * block_size < end) {
+      return invalid_argument("block table covers " + std::to_string(s.block_table.size() * block_size) +
+                              " positions, the batch needs " + std::to_string(end));
+    }
+    for (size_t i = 0; i < s.tokens.size(); ++i) {
+      const int32_t tok = s.tokens[i];
+      if (tok < 0 || tok >= c.n_vocab) {
+        return invalid_argument("token id " + std::to_string(tok) + " is outside the vocabulary of " +
+                                std::to_string(c.n_vocab));
+      }
+      ids.push_back(tok);
+      pos.push_back(static_cast<int32_t>(s.start_pos + static_cast<int64_t>(i)));
+    }
+  }
+  const int64_t T = static_cast<int64_t>(ids.size());
+  const int64_t n_logit_rows = logit_rows(batch);
+  if (static_cast<int64_t>(logits.size()) < n_logit_rows * c.n_vocab) {
+    return invalid_argument("logits buffer too small for the batch");
+  }
+  if (T == 0) return Status::ok();
+
+  const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), ffn = c.ffn_dim;
+  std::vector<float> x(static_cast<size_t>(T * dim));     // [T][dim] residual stream
+  std::vector<float> xn(static_cast<size_t>(T * dim));    // [T][dim] normed
+  std::vector<float> q(static_cast<size_t>(T * qd));      // [T][n_heads][head_dim]
+  std::vector<float> k(static_cast<size_t>(T * kvd));     // [T][n_kv_heads][head_dim]
+  std::vector<float> v(static_cast<size_t>(T * kvd));
+  std::vector<float> att(static_cast<size_t>(T * qd));    // [T][n_heads][head_dim]
+  std::vector<float> proj(static_cast<size_t>(T * dim));  // [T][dim]
+  std::vector<float> gate(static_cast<size_t>(T * ffn));  // [T][ffn]
+  std::vector<float> up(static_cast<size_t>(T * ffn));    // [T][ffn]
+
+  ops::embedding_lookup(w.token_embd, ids.data(), T, x.data());
+  const float att_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  auto add_bias = [T](std::vector<float>& m, const std::vector<float>& b) {
+    if (b.empty()) return;
+    const size_t n = b.size();
+    for (int64_t t = 0; t < T; ++t) {
+      float* row = m.data() + static_cast<size_t>(t) * n;
+      for (size_t i = 0; i < n; ++i) row[i] += b[i];
+    }
+  };
+
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const Weights::Layer& L = w.layers[static_cast<size_t>(l)];
+    ops::rms_norm(x.data(), L.attn_norm.data(), T, dim, c.rms_eps, xn.data());
+    ops::matmul(L.wq, xn.data(), T, q.data(), pool);
+    ops::matmul(L.wk, xn.data(), T, k.data(), pool);
+    ops::matmul(L.wv, xn.data(), T, v.data(), pool);
+    add_bias(q, L.bq);
+    add_bias(k, L.bk);
+    add_bias(v, L.bv);
+    for (int64_t t = 0; t < T; ++t) {
+      ops::rope(q.data() + t * qd, static_cast<int>(c.n_heads), static_cast<int>(c.head_dim),
+                static_cast<int>(c.rope_dims), pos[static_cast<size_t>(t)], c.rope_inv_freq.data(), c.rope_style);
+      ops::rope(k.data() + t * kvd, static_cast<int>(c.n_kv_heads), static_cast<int>(c.head_dim),
+                static_cast<int>(c.rope_dims), pos[static_cast<size_t>(t)], c.rope_inv_freq.data(), c.rope_style);
+    }
+    const ops::PagedKvLayer& kl = kv.k[static_cast<size_t>(l)];
+    const ops::PagedKvLayer& vl = kv.v[static_cast<size_t>(l)];
+    for (size_t s = 0; s < batch.size(); ++s) {
+      const BatchSequence& seq = batch[s];
+      const int64_t r0 = seq_row0[s];
+      const auto n = static_cast<int64_t>(seq.tokens.size());
+      if (n == 0) continue;
+      for (int64_t i = 0; i < n; ++i) {
+        ops::kv_store(kl, seq.block_table.data(), pos[static_cast<size_t>(r0 + i)], k.data() + (r0 + i) * kvd);
+        ops::kv_store(vl, seq.block_table.data(), pos[static_cast<size_t>(r0 + i)], v.data() + (r0 + i) * kvd);
+      }
+      ops::attention(q.data() + r0 * qd, n, pos.data() + r0, static_cast<int>(c.n_heads), kl, vl,
+                     seq.block_table.data(), att_scale, att.data() + r0 * qd, pool);
+    }
+    ops::matmul(L.wo, att.data(), T, proj.data(), pool);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
+
+    ops::rms_norm(x.data(), L.ffn_norm.data(), T, dim, c.rms_eps, xn.data());
+    ops::matmul(L.w_gate, xn.data(), T, gate.data(), pool);
+    ops::matmul(L.w_up, xn.data(), T, up.data(), pool);
+    // Row by row: an element's result must not depend on where the batch
+    // puts it relative to vector-width boundaries (batch invariance).
+    for (int64_t t = 0; t < T; ++t) {
+      ops::silu_mul(gate.data() + t * ffn, up.data() + t * ffn, ffn, up.data() + t * ffn);
+    }
+    ops::matmul(L.w_down, up.data(), T, proj.data(), pool);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
+  }
+
+  // Only the rows that want logits go through the output head.
+  std::vector<int64_t> rows;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const auto n = static_cast<int64_t>(batch[s].tokens.size());
+    if (n == 0) continue;
+    if (batch[s].logits == BatchSequence::Logits::kLast) rows.push_back(seq_row0[s] + n - 1);
+    if (batch[s].logits == BatchSequence::Logits::kAll) {
+      for (int64_t i = 0; i < n; ++i) rows.push_back(seq_row0[s] + i);
+    }
+  }
+  if (rows.empty()) return Status::ok();
+  const auto R = static_cast<int64_t>(rows.size());
+  std::vector<float> selected(static_cast<size_t>(R * dim));
+  for (int64_t r = 0; r < R; ++r) {
+    std::copy_n(x.data() + rows[static_cast<size_t>(r)] * dim, dim, selected.data() + r * dim);
+  }
+  std::vector<float> normed(selected.size());
+  ops::rms_norm(selected.data(), w.output_norm.data(), R, dim, c.rms_eps, normed.data());
+  ops::matmul(w.output, normed.data(), R, logits.data(), pool);
+  return Status::ok();
+}
+
+}  // namespace ladder::model

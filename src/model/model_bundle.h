@@ -1,0 +1,25 @@
+// ModelBundle: everything one served model needs, loaded from one GGUF file:
+// the mapped file, its tokenizer and the bound weights.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "gguf/gguf_file.h"
+#include "model/llama_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ladder::model {
+
+struct ModelBundle {
+  std::unique_ptr<gguf::GgufFile> file;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<LlamaModel> model;
+
+  // Errors name the file and what is wrong with it; a tokenizer whose size
+  // differs from the model's vocabulary is an error.
+  static Result<ModelBundle> load(const std::string& path);
+};
+
+}  // namespace ladder::model

@@ -1,0 +1,44 @@
+// Synthetic models: a GGUF with random N(0, 0.02) weights of a real Llama
+// architecture and a real tokenizer, loadable by any GGUF consumer. Speed does
+// not depend on weight values, so benchmarks run on these at realistic sizes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "common/tensor_type.h"
+
+namespace ladder::model {
+
+struct SynthOptions {
+  int64_t dim = 128;
+  int64_t n_layers = 2;
+  int64_t n_heads = 4;
+  int64_t n_kv_heads = 2;
+  int64_t ffn_dim = 256;
+  int64_t n_vocab = 0;  // built-in vocabulary size; with vocab_from, the tokenizer decides
+  int64_t context_length = 512;
+  TensorType dtype = TensorType::kF32;  // weight matrices; norms stay F32
+  uint64_t seed = 0;
+  float init_std = 0.02f;  // standard deviation of the random weights
+  bool tied_output = false;
+  // A GGUF whose tokenizer.* metadata is copied (e.g. a vocab-only file).
+  // Empty: a built-in byte-level SentencePiece-style vocabulary.
+  std::string vocab_from;
+  std::string name = "ladder-synth";
+};
+
+// Shapes of a named preset: tiny, 110m (dim 768, 12 layers, 12 heads, FFN
+// 2048, vocab 32000, ctx 2048), 1b (Llama-3.2-1B-like shapes).
+Result<SynthOptions> synth_preset(std::string_view preset);
+
+// Called after each tensor: (tensors done, tensors total, name).
+using SynthProgress = std::function<void(int, int, const std::string&)>;
+
+Status write_synthetic_model(const SynthOptions& options, const std::string& path,
+                             const SynthProgress& progress = {});
+
+}  // namespace ladder::model

@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Independent float64 reference of the Llama forward pass, for tests.
+
+Reads an F32 llama-architecture GGUF with its own minimal parser (numpy only),
+runs the tokens given on the command line one at a time, and prints, as JSON,
+the natural-log softmax of the logits after each token:
+    llama_reference.py MODEL.gguf TOKEN [TOKEN ...]  ->  [[lp_0, ...], ...]
+Straightforward loops on purpose: it shares no code and no structure with the
+C++ engine, so agreement between the two means something.
+"""
+import json
+import struct
+import sys
+
+import numpy as np
+
+SCALAR = {0: 'B', 1: 'b', 2: 'H', 3: 'h', 4: 'I', 5: 'i', 6: 'f', 7: '?', 10: 'Q', 11: 'q', 12: 'd'}
+
+
+def read_gguf(path):
+    data = open(path, 'rb').read()
+    assert data[:4] == b'GGUF', 'not a GGUF file'
+    n_tensors, n_kv = struct.unpack_from('<QQ', data, 8)
+    off = 24
+
+    def string(off):
+        (n,) = struct.unpack_from('<Q', data, off)
+        return data[off + 8:off + 8 + n].decode('utf-8', 'replace'), off + 8 + n
+
+    def value(t, off):
+        if t == 8:
+            return string(off)
+        if t == 9:
+            et, n = struct.unpack_from('<IQ', data, off)
+            off += 12
+            items = []
+            for _ in range(n):
+                v, off = value(et, off)
+                items.append(v)
+            return items, off
+        fmt = '<' + SCALAR[t]
+        return struct.unpack_from(fmt, data, off)[0], off + struct.calcsize(fmt)
+
+    meta = {}
+    for _ in range(n_kv):
+        key, off = string(off)
+        (t,) = struct.unpack_from('<I', data, off)
+        meta[key], off = value(t, off + 4)
+    infos = {}
+    for _ in range(n_tensors):
+        name, off = string(off)
+        (nd,) = struct.unpack_from('<I', data, off)
+        dims = struct.unpack_from('<' + 'Q' * nd, data, off + 4)
+        off += 4 + 8 * nd
+        ttype, toff = struct.unpack_from('<IQ', data, off)
+        off += 12
+        infos[name] = (dims, ttype, toff)
+    align = meta.get('general.alignment', 32)
+    base = (off + align - 1) // align * align
+
+    def tensor(name):
+        dims, ttype, toff = infos[name]
+        assert ttype == 0, name + ' is not F32'
+        count = int(np.prod(dims))
+        arr = np.frombuffer(data, dtype=np.float32, count=count, offset=base + toff).astype(np.float64)
+        return arr.reshape(tuple(reversed(dims)))
+
+    return meta, infos, tensor
+
+
+def main():
+    path, tokens = sys.argv[1], [int(t) for t in sys.argv[2:]]
+    meta, infos, w = read_gguf(path)
+    arch = meta['general.architecture']
+    dim = meta[arch + '.embedding_length']
+    n_layers = meta[arch + '.block_count']
+    n_heads = meta[arch + '.attention.head_count']
+    n_kv = meta.get(arch + '.attention.head_count_kv', n_heads)
+    hd = dim // n_heads
+    eps = meta.get(arch + '.attention.layer_norm_rms_epsilon', 1e-5)
+    base = meta.get(arch + '.rope.freq_base', 10000.0)
+    rot = meta.get(arch + '.rope.dimension_count', hd)
+    inv = [base ** (-2.0 * i / rot) for i in range(rot // 2)]
+    out_name = 'output.weight' if 'output.weight' in infos else 'token_embd.weight'
+
+    def rmsnorm(x, g):
+        return x / np.sqrt(np.mean(x * x) + eps) * g
+
+    def rope(v, pos):
+        v = v.reshape(-1, hd).copy()
+        for i in range(rot // 2):
+            c, s = np.cos(pos * inv[i]), np.sin(pos * inv[i])
+            a, b = v[:, 2 * i].copy(), v[:, 2 * i + 1].copy()
+            v[:, 2 * i], v[:, 2 * i + 1] = a * c - b * s, a * s + b * c
+        return v.reshape(-1)
+
+    keys = [[] for _ in range(n_layers)]
+    vals = [[] for _ in range(n_layers)]
+    result = []
+    for pos, tok in enumerate(tokens):
+        x = w('token_embd.weight')[tok].copy()
+        for l in range(n_layers):
+            p = 'blk.%d.' % l
+            h = rmsnorm(x, w(p + 'attn_norm.weight'))
+            q = rope(w(p + 'attn_q.weight') @ h, pos)
+            keys[l].append(rope(w(p + 'attn_k.weight') @ h, pos))
+            vals[l].append(w(p + 'attn_v.weight') @ h)
+            att = np.zeros(n_heads * hd)
+            for head in range(n_heads):
+                kvh = head // (n_heads // n_kv)
+                qh = q[head * hd:(head + 1) * hd]
+                scores = np.array([qh @ k[kvh * hd:(kvh + 1) * hd] for k in keys[l]]) / np.sqrt(hd)
+                probs = np.exp(scores - scores.max())
+                probs /= probs.sum()
+                att[head * hd:(head + 1) * hd] = sum(pj * v[kvh * hd:(kvh + 1) * hd] for pj, v in zip(probs, vals[l]))
+            x = x + w(p + 'attn_output.weight') @ att
+            h = rmsnorm(x, w(p + 'ffn_norm.weight'))
+            g, u = w(p + 'ffn_gate.weight') @ h, w(p + 'ffn_up.weight') @ h
+            x = x + w(p + 'ffn_down.weight') @ (g / (1.0 + np.exp(-g)) * u)
+        logits = w(out_name) @ rmsnorm(x, w('output_norm.weight'))
+        shifted = logits - logits.max()
+        result.append((shifted - np.log(np.exp(shifted).sum())).tolist())
+    json.dump(result, sys.stdout)
+
+
+if __name__ == '__main__':
+    main()
