@@ -221,6 +221,7 @@ Result<std::string> GgufFile::get_string_or(std::string_view key, std::string fa
 }
 
 const std::string& GgufFile::digest() const {
+  LADDER_CHECK(digest_once_ != nullptr, "digest() on a moved-from GgufFile");
   std::call_once(*digest_once_, [this] {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;

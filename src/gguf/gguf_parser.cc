@@ -181,6 +181,11 @@ Status Parser::read_value(ValueType t, Value& out, int depth) {
                     fmt::format("{} elements of type {} cannot fit in the {} bytes left in the file", count,
                                 value_type_name(elem), remaining()));
       }
+      metadata_items_ += count;  // count <= 2^24 here, so no overflow
+      if (metadata_items_ > kMaxMetadataItems) {
+        return fail("array count", count_at,
+                    fmt::format("arrays hold more than {} items in total", kMaxMetadataItems));
+      }
       std::vector<Value> items(count);
       item_path_.push_back(0);
       for (uint64_t i = 0; i < count; ++i) {

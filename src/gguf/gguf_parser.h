@@ -22,7 +22,11 @@ namespace ladder::gguf {
 inline constexpr uint64_t kMaxKeyBytes = 65535;           // GGUF keys are short ASCII paths
 inline constexpr uint64_t kMaxTensorNameBytes = 65535;
 inline constexpr uint64_t kMaxStringBytes = 256ull << 20;  // chat templates are kilobytes
-inline constexpr uint64_t kMaxArrayElements = 1ull << 26;  // vocabularies are ~10^5..10^6
+// An array item costs ~48 bytes in memory however few it takes on disk, so
+// item counts are capped per array and per file (vocabularies and merge
+// lists are ~10^5..10^6 items).
+inline constexpr uint64_t kMaxArrayElements = 1ull << 24;
+inline constexpr uint64_t kMaxMetadataItems = 1ull << 25;
 inline constexpr uint64_t kMaxMetadataEntries = 1ull << 20;
 inline constexpr uint64_t kMaxTensors = 1ull << 20;
 inline constexpr int kMaxArrayDepth = 8;  // arrays of arrays of ...
@@ -72,6 +76,7 @@ class Parser {
   std::string ctx_ = "header";
   std::vector<uint64_t> item_path_;  // indices into nested arrays, for messages
   std::vector<uint64_t> value_positions_;  // byte offset of each metadata value
+  uint64_t metadata_items_ = 0;            // array items read so far, all arrays together
 };
 
 
