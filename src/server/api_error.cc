@@ -1,0 +1,59 @@
+#include "server/api_error.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ladder::server {
+
+std::string ApiError::body() const {
+  nlohmann::json err = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+  if (!param.empty()) err["param"] = param;
+  if (!code.empty()) err["code"] = code;
+  nlohmann::json doc = {{"error", std::move(err)}};
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ApiError invalid_field(std::string param, std::string message) {
+  return {400, std::move(message), "invalid_request_error", std::move(param), "invalid_value", 0};
+}
+
+ApiError api_error_from_status(const Status& status, std::string param) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+      return {400, status.message(), "invalid_request_error", std::move(param), "invalid_value", 0};
+    case StatusCode::kOutOfRange:
+      return {400, status.message(), "invalid_request_error", std::move(param), "context_length_exceeded", 0};
+    case StatusCode::kResourceExhausted:
+      return rate_limited(status.message(), "resource_exhausted", 1);
+    case StatusCode::kFailedPrecondition:
+      return unavailable(status.message(), "unavailable");
+    case StatusCode::kNotFound:
+      return not_found_error(status.message());
+    case StatusCode::kUnauthenticated:
+      return unauthenticated(status.message());
+    case StatusCode::kUnimplemented:
+      return {400, status.message(), "invalid_request_error", std::move(param), "unsupported", 0};
+    default:
+      return {500, status.message(), "server_error", std::move(param), "internal_error", 0};
+  }
+}
+
+ApiError not_found_error(std::string message, std::string code) {
+  return {404, std::move(message), "invalid_request_error", "", std::move(code), 0};
+}
+ApiError method_not_allowed(std::string message) {
+  return {405, std::move(message), "invalid_request_error", "", "method_not_allowed", 0};
+}
+ApiError unauthenticated(std::string message) {
+  return {401, std::move(message), "authentication_error", "", "invalid_api_key", 0};
+}
+ApiError payload_too_large(std::string message) {
+  return {413, std::move(message), "invalid_request_error", "", "payload_too_large", 0};
+}
+ApiError rate_limited(std::string message, std::string code, int retry_after_s) {
+  return {429, std::move(message), "rate_limit_error", "", std::move(code), retry_after_s < 1 ? 1 : retry_after_s};
+}
+ApiError unavailable(std::string message, std::string code) {
+  return {503, std::move(message), "server_error", "", std::move(code), 1};
+}
+
+}  // namespace ladder::server

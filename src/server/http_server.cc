@@ -1,0 +1,431 @@
+#include "server/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace ladder::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+std::string HttpRequest::header(const std::string& name) const {
+  auto it = headers.find(name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+std::string HttpRequest::path() const {
+  size_t q = target.find('?');
+  return q == std::string::npos ? target : target.substr(0, q);
+}
+
+namespace {
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+  }
+}
+
+// Header values from handlers must not break the framing.
+std::string sanitize_header(const std::string& v) {
+  std::string out;
+  for (char c : v) out += (c == '\r' || c == '\n') ? ' ' : c;
+  return out;
+}
+
+std::string head(int status, const std::string& content_type, const HeaderList& headers, bool keep_alive) {
+  std::string h = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
+  h += "Server: ladder\r\n";
+  if (!content_type.empty()) h += "Content-Type: " + sanitize_header(content_type) + "\r\n";
+  for (const auto& [k, v] : headers) h += sanitize_header(k) + ": " + sanitize_header(v) + "\r\n";
+  h += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  return h;
+}
+
+std::string chunk(const std::string& data) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return std::string(size) + data + "\r\n";
+}
+
+}  // namespace
+
+class Session;
+
+struct HttpServer::Impl {
+  HttpServerConfig config;
+  HttpHandler handler;
+  HttpErrorPage error_page;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+  net::signal_set signals{ioc};
+  std::vector<std::unique_ptr<net::steady_timer>> timers;
+  std::atomic<int64_t> connections{0};
+  std::atomic<bool> stopped{false};
+  std::function<void(int)> signal_fn;
+  std::mutex wait_mu;
+  bool joined = false;
+  uint16_t port = 0;
+
+  void accept();
+  void arm_signals();
+  void arm_timer(net::steady_timer* timer, std::chrono::milliseconds period,
+                 std::shared_ptr<std::function<void()>> fn);
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {
+    server_.connections.fetch_add(1);
+  }
+  ~Session() { server_.connections.fetch_sub(1); }
+
+  void start() {
+    if (server_.connections.load() > server_.config.max_connections) {
+      keep_alive_ = false;
+      write_full(server_.error_page(503, "too many open connections; retry later"));
+      return;
+    }
+    read_request();
+  }
+
+  // --- called on the strand (ResponseChannel posts here) ---
+  void write_full(HttpResponse r) {
+    if (closed_ || response_started_) return;
+    response_started_ = true;
+    r.headers.emplace_back("Content-Length", std::to_string(r.body.size()));
+    std::string bytes = head(r.status, r.content_type, r.headers, keep_alive_) + "\r\n" + r.body;
+    end_response(std::move(bytes));
+  }
+  void write_head(int status, const std::string& content_type, HeaderList headers) {
+    if (closed_ || response_started_) return;
+    response_started_ = true;
+    headers.emplace_back("Transfer-Encoding", "chunked");
+    headers.emplace_back("Cache-Control", "no-cache");
+    enqueue(head(status, content_type, headers, keep_alive_) + "\r\n");
+  }
+  void write_chunk(const std::string& data) {
+    if (closed_ || !response_started_ || response_done_ || data.empty()) return;
+    enqueue(chunk(data));
+  }
+  void write_last() {
+    if (closed_ || !response_started_ || response_done_) return;
+    end_response("0\r\n\r\n");
+  }
+  void set_on_disconnect(std::function<void()> fn) {
+    if (closed_) {
+      if (fn) fn();
+      return;
+    }
+    on_disconnect_ = std::move(fn);
+  }
+  bool closed() const { return closed_.load(); }
+  net::any_io_executor executor() { return stream_.get_executor(); }
+
+ private:
+  void read_request() {
+    parser_.emplace();
+    parser_->body_limit(server_.config.max_body_bytes);
+    parser_->header_limit(static_cast<uint32_t>(server_.config.max_header_bytes));
+    response_started_ = false;
+    response_done_ = false;
+    stream_.expires_after(server_.config.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, size_t /*bytes*/) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+        ec == net::error::operation_aborted) {
+      return close();
+    }
+    if (ec == beast::error::timeout) {
+      // A client that stalls mid-request gets a 408; an idle keep-alive one is just closed.
+      if (parser_->got_some()) {
+        keep_alive_ = false;
+        write_full(server_.error_page(408, "the request did not arrive within the read timeout"));
+        return;
+      }
+      return close();
+    }
+    if (ec == http::error::body_limit) {
+      keep_alive_ = false;
+      write_full(server_.error_page(413, "request body is larger than the limit of " +
+                                             std::to_string(server_.config.max_body_bytes) + " bytes"));
+      return;
+    }
+    if (ec == http::error::header_limit) {
+      keep_alive_ = false;
+      write_full(server_.error_page(400, "request headers are larger than the limit of " +
+                                             std::to_string(server_.config.max_header_bytes) + " bytes"));
+      return;
+    }
+    if (ec) {
+      keep_alive_ = false;
+      write_full(server_.error_page(400, "malformed HTTP request: " + ec.message()));
+      return;
+    }
+    stream_.expires_never();
+    auto& msg = parser_->get();
+    keep_alive_ = msg.keep_alive();
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    for (const auto& field : msg) {
+      std::string name(field.name_string());
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      req.headers[name] = std::string(field.value());
+    }
+    req.body = std::move(msg.body());
+    req.received = std::chrono::steady_clock::now();
+    watch_disconnect();
+    server_.handler(std::move(req), make_channel());
+  }
+
+  std::shared_ptr<ResponseChannel> make_channel();
+
+  // While a response is pending, a readable socket with nothing to read
+  // means the peer closed it: that is how a client gone mid-request is seen.
+  void watch_disconnect() {
+    if (closed_ || response_done_) return;
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (self->closed_ || self->response_done_) return;
+      if (ec) return self->close();
+      beast::error_code aec;
+      size_t n = self->stream_.socket().available(aec);
+      if (aec || n == 0) return self->close();
+      // Pipelined bytes of the next request: leave them for the next read.
+    });
+  }
+
+  void enqueue(std::string bytes) {
+    pending_bytes_ += bytes.size();
+    if (pending_bytes_ > server_.config.max_pending_write_bytes) return close();
+    out_.push_back(std::move(bytes));
+    if (!writing_) write_next();
+  }
+
+  void end_response(std::string bytes) {
+    response_done_ = true;
+    on_disconnect_ = nullptr;  // the response is complete: nothing to cancel
+    enqueue(std::move(bytes));
+  }
+
+  void write_next() {
+    if (closed_) return;
+    if (out_.empty()) {
+      writing_ = false;
+      if (response_done_) {
+        if (!keep_alive_) return shutdown_send();
+        read_request();
+      }
+      return;
+    }
+    writing_ = true;
+    stream_.expires_after(server_.config.write_timeout);
+    net::async_write(stream_, net::buffer(out_.front()),
+                     [self = shared_from_this()](beast::error_code ec, size_t n) {
+                       self->stream_.expires_never();
+                       if (ec) return self->close();
+                       self->pending_bytes_ -= n;
+                       self->out_.pop_front();
+                       self->write_next();
+                     });
+  }
+
+  void shutdown_send() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    close();
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    beast::error_code ec;
+    stream_.socket().close(ec);
+    out_.clear();
+    if (auto fn = std::move(on_disconnect_)) {
+      on_disconnect_ = nullptr;
+      fn();
+    }
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::deque<std::string> out_;
+  size_t pending_bytes_ = 0;
+  bool writing_ = false;
+  bool keep_alive_ = true;
+  bool response_started_ = false;
+  bool response_done_ = false;
+  std::atomic<bool> closed_{false};
+  std::function<void()> on_disconnect_;
+};
+
+namespace {
+
+class Channel : public ResponseChannel {
+ public:
+  explicit Channel(std::shared_ptr<Session> s) : s_(std::move(s)) {}
+  void respond(HttpResponse r) override {
+    net::post(s_->executor(), [s = s_, r = std::move(r)]() mutable { s->write_full(std::move(r)); });
+  }
+  void start_stream(int status, std::string content_type, HeaderList headers) override {
+    net::post(s_->executor(), [s = s_, status, ct = std::move(content_type), h = std::move(headers)]() mutable {
+      s->write_head(status, ct, std::move(h));
+    });
+  }
+  void send(std::string data) override {
+    net::post(s_->executor(), [s = s_, d = std::move(data)] { s->write_chunk(d); });
+  }
+  void finish() override {
+    net::post(s_->executor(), [s = s_] { s->write_last(); });
+  }
+  void on_disconnect(std::function<void()> fn) override {
+    net::post(s_->executor(), [s = s_, fn = std::move(fn)]() mutable { s->set_on_disconnect(std::move(fn)); });
+  }
+  bool disconnected() const override { return s_->closed(); }
+
+ private:
+  std::shared_ptr<Session> s_;
+};
+
+}  // namespace
+
+std::shared_ptr<ResponseChannel> Session::make_channel() { return std::make_shared<Channel>(shared_from_this()); }
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+    if (!ec) {
+      std::make_shared<Session>(std::move(socket), *this)->start();
+    } else {
+      spdlog::warn("accept failed: {}", ec.message());
+    }
+    accept();
+  });
+}
+
+HttpServer::HttpServer(HttpServerConfig config, HttpHandler handler, HttpErrorPage error_page)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->config = std::move(config);
+  impl_->handler = std::move(handler);
+  impl_->error_page = std::move(error_page);
+}
+
+HttpServer::~HttpServer() {
+  stop();
+  wait();
+}
+
+Status HttpServer::start() {
+  Impl& s = *impl_;
+  beast::error_code ec;
+  auto address = net::ip::make_address(s.config.host, ec);
+  if (ec) return invalid_argument("cannot use host '" + s.config.host + "': " + ec.message());
+  tcp::endpoint endpoint(address, s.config.port);
+  s.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(endpoint, ec);
+  if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return io_error("cannot listen on " + s.config.host + ":" + std::to_string(s.config.port) + ": " + ec.message());
+  }
+  s.port = s.acceptor.local_endpoint().port();
+  s.work.emplace(s.ioc.get_executor());
+  s.accept();
+  int n = std::max(1, s.config.io_threads);
+  for (int i = 0; i < n; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
+  return Status::ok();
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+void HttpServer::on_shutdown_signal(std::function<void(int)> fn) {
+  Impl& s = *impl_;
+  s.signal_fn = std::move(fn);
+  s.signals.add(SIGTERM);
+  s.signals.add(SIGINT);
+  s.arm_signals();
+}
+
+void HttpServer::Impl::arm_signals() {
+  // Re-armed after each signal so that a second SIGTERM is seen too.
+  signals.async_wait([this](beast::error_code ec, int sig) {
+    if (ec) return;
+    if (signal_fn) signal_fn(sig);
+    arm_signals();
+  });
+}
+
+void HttpServer::every(std::chrono::milliseconds period, std::function<void()> fn) {
+  Impl& s = *impl_;
+  s.timers.push_back(std::make_unique<net::steady_timer>(s.ioc));
+  s.arm_timer(s.timers.back().get(), period, std::make_shared<std::function<void()>>(std::move(fn)));
+}
+
+void HttpServer::Impl::arm_timer(net::steady_timer* timer, std::chrono::milliseconds period,
+                                 std::shared_ptr<std::function<void()>> fn) {
+  timer->expires_after(period);
+  timer->async_wait([this, timer, period, fn](beast::error_code ec) {
+    if (ec || stopped.load()) return;
+    (*fn)();
+    arm_timer(timer, period, fn);
+  });
+}
+
+void HttpServer::stop_accepting() {
+  Impl& s = *impl_;
+  net::post(s.ioc, [&s] {
+    beast::error_code ec;
+    s.acceptor.close(ec);
+  });
+}
+
+void HttpServer::stop() {
+  Impl& s = *impl_;
+  if (s.stopped.exchange(true)) return;
+  s.work.reset();
+  s.ioc.stop();
+}
+
+void HttpServer::wait() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.wait_mu);
+  if (s.joined) return;
+  for (auto& t : s.threads) {
+    if (t.joinable()) t.join();
+  }
+  s.joined = true;
+}
+
+int64_t HttpServer::open_connections() const { return impl_->connections.load(); }
+
+}  // namespace ladder::server

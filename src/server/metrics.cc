@@ -1,0 +1,136 @@
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace ladder::server {
+
+namespace {
+
+const std::vector<double> kLatencyBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                            0.5,   1.0,    2.5,   5.0,  10.0,  30.0, 60.0};
+
+// Prometheus label values escape backslash, quote and newline.
+std::string escape_label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string fmt_double(double v) { return fmt::format("{}", v); }
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  auto it = std::lower_bound(bounds_.begin(), bounds_.end(), value);
+  counts_[static_cast<size_t>(it - bounds_.begin())] += 1;
+  sum_ += value;
+  count_ += 1;
+}
+
+void Histogram::render(const std::string& name, const std::string& labels, std::string& out) const {
+  std::string prefix = labels.empty() ? "" : labels + ",";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += fmt::format("{}_bucket{{{}le=\"{}\"}} {}\n", name, prefix, fmt_double(bounds_[i]), cumulative);
+  }
+  cumulative += counts_.back();
+  out += fmt::format("{}_bucket{{{}le=\"+Inf\"}} {}\n", name, prefix, cumulative);
+  std::string braces = labels.empty() ? "" : "{" + labels + "}";
+  out += fmt::format("{}_sum{} {}\n{}_count{} {}\n", name, braces, fmt_double(sum_), name, braces, count_);
+}
+
+ServerMetrics::ServerMetrics()
+    : queued_(kLatencyBounds), ttft_(kLatencyBounds), itl_(kLatencyBounds), e2e_(kLatencyBounds) {}
+
+void ServerMetrics::record(const RequestRecord& r) {
+  std::lock_guard lock(mu_);
+  TenantCounters& c = tenants_[r.tenant];
+  c.by_status[r.http_status] += 1;
+  c.prompt_tokens += static_cast<uint64_t>(std::max<int64_t>(0, r.prompt_tokens));
+  c.completion_tokens += static_cast<uint64_t>(std::max<int64_t>(0, r.completion_tokens));
+  c.cached_tokens += static_cast<uint64_t>(std::max<int64_t>(0, r.cached_tokens));
+  if (r.verified) c.verified += 1;
+  if (r.slo_met) {
+    c.slo_met += 1;
+    c.goodput_tokens += static_cast<uint64_t>(std::max<int64_t>(0, r.completion_tokens));
+  }
+  if (r.queued_s >= 0) queued_.observe(r.queued_s);
+  if (r.ttft_s >= 0) ttft_.observe(r.ttft_s);
+  if (r.e2e_s >= 0) e2e_.observe(r.e2e_s);
+  for (double gap : r.itl_s) itl_.observe(gap);
+}
+
+std::string ServerMetrics::render(const GaugeSnapshot& g) const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  out.reserve(8192);
+  auto gauge = [&](const char* name, const char* help, int64_t v) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n{0} {2}\n", name, help, v);
+  };
+  out += "# HELP ladder_server_state 1 for the server's current state.\n# TYPE ladder_server_state gauge\n";
+  for (const char* s : {"loading", "ready", "draining"}) {
+    out += fmt::format("ladder_server_state{{state=\"{}\"}} {}\n", s, g.state == s ? 1 : 0);
+  }
+  gauge("ladder_queue_depth", "Requests waiting for admission.", g.admission_queue);
+  gauge("ladder_engine_waiting_sequences", "Admitted sequences waiting in the engine scheduler.", g.engine_waiting);
+  gauge("ladder_running_sequences", "Sequences running in the engine.", g.running);
+  gauge("ladder_kv_blocks_used", "KV cache blocks held by sequences.", g.kv_blocks_used);
+  gauge("ladder_kv_blocks_free", "KV cache blocks free (including evictable cached ones).", g.kv_blocks_free);
+  gauge("ladder_open_connections", "Open HTTP connections.", g.open_connections);
+  out += fmt::format("# HELP ladder_engine_prefix_cache_hit_tokens_total Prompt tokens served from the prefix "
+                     "cache, all tenants.\n# TYPE ladder_engine_prefix_cache_hit_tokens_total counter\n"
+                     "ladder_engine_prefix_cache_hit_tokens_total {}\n",
+                     g.prefix_hit_tokens);
+
+  auto per_tenant = [&](const char* name, const char* help, auto field) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n", name, help);
+    for (const auto& [tenant, c] : tenants_) {
+      out += fmt::format("{}{{tenant=\"{}\"}} {}\n", name, escape_label(tenant), field(c));
+    }
+  };
+  out += "# HELP ladder_requests_total Finished HTTP requests by tenant and status.\n"
+         "# TYPE ladder_requests_total counter\n";
+  for (const auto& [tenant, c] : tenants_) {
+    for (const auto& [status, n] : c.by_status) {
+      out += fmt::format("ladder_requests_total{{tenant=\"{}\",status=\"{}\"}} {}\n", escape_label(tenant), status, n);
+    }
+  }
+  per_tenant("ladder_prompt_tokens_total", "Prompt tokens of served requests.",
+             [](const TenantCounters& c) { return c.prompt_tokens; });
+  per_tenant("ladder_completion_tokens_total", "Output tokens of served requests.",
+             [](const TenantCounters& c) { return c.completion_tokens; });
+  per_tenant("ladder_prefix_cache_hit_tokens_total", "Prompt tokens served from the tenant's prefix cache.",
+             [](const TenantCounters& c) { return c.cached_tokens; });
+  per_tenant("ladder_verified_requests_total", "Requests finished without error.",
+             [](const TenantCounters& c) { return c.verified; });
+  per_tenant("ladder_goodput_requests_total", "Verified requests that met every SLO of theirs.",
+             [](const TenantCounters& c) { return c.slo_met; });
+  per_tenant("ladder_goodput_tokens_total", "Output tokens of requests counted in goodput.",
+             [](const TenantCounters& c) { return c.goodput_tokens; });
+
+  auto histogram = [&](const char* name, const char* help, const Histogram& h) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} histogram\n", name, help);
+    h.render(name, "", out);
+  };
+  histogram("ladder_queue_wait_seconds", "Arrival to admission.", queued_);
+  histogram("ladder_ttft_seconds", "Arrival to first token sampled.", ttft_);
+  histogram("ladder_itl_seconds", "Gap between successive output tokens.", itl_);
+  histogram("ladder_e2e_seconds", "Arrival to the last token.", e2e_);
+  return out;
+}
+
+}  // namespace ladder::server

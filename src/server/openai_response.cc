@@ -1,0 +1,129 @@
+#include "server/openai_response.h"
+
+namespace ladder::server {
+
+using nlohmann::json;
+
+std::string dump_json(const json& doc) { return doc.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string sse_data(const json& chunk) { return "data: " + dump_json(chunk) + "\n\n"; }
+
+json usage_json(const UsageInfo& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+json timings_json(const ServerTimings& t) {
+  return {{"tenant", t.tenant},           {"queued_ms", t.queued_ms},         {"ttft_ms", t.ttft_ms},
+          {"decode_ms", t.decode_ms},     {"e2e_ms", t.e2e_ms},               {"prompt_tokens", t.prompt_tokens},
+          {"cached_tokens", t.cached_tokens}, {"preemptions", t.preemptions}};
+}
+
+namespace {
+
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+json base(const ResponseMeta& meta, const char* object) {
+  return {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+}
+
+const char* chunk_object(ApiKind kind) {
+  return kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion";
+}
+
+}  // namespace
+
+json logprobs_json(ApiKind kind, const std::vector<TokenLogprobEntry>& entries, size_t text_offset) {
+  if (kind == ApiKind::kChat) {
+    json content = json::array();
+    for (const auto& e : entries) {
+      json top = json::array();
+      for (const auto& [piece, lp] : e.top) top.push_back({{"token", piece}, {"logprob", lp}, {"bytes", bytes_of(piece)}});
+      content.push_back({{"token", e.piece}, {"logprob", e.logprob}, {"bytes", bytes_of(e.piece)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
+  size_t offset = text_offset;
+  for (const auto& e : entries) {
+    tokens.push_back(e.piece);
+    token_logprobs.push_back(e.logprob);
+    json top = json::object();
+    for (const auto& [piece, lp] : e.top) top[piece] = lp;
+    top_logprobs.push_back(top);
+    offsets.push_back(offset);
+    offset += e.piece.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", offsets}};
+}
+
+json chat_role_chunk(const ResponseMeta& meta, bool include_usage) {
+  json c = base(meta, "chat.completion.chunk");
+  c["choices"] = json::array(
+      {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+  if (include_usage) c["usage"] = nullptr;
+  return c;
+}
+
+json delta_chunk(const ResponseMeta& meta, const TextDelta& delta, bool want_logprobs, size_t text_offset,
+                 bool include_usage) {
+  json c = base(meta, chunk_object(meta.kind));
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (meta.kind == ApiKind::kChat) {
+    choice["delta"] = {{"content", delta.text}};
+  } else {
+    choice["text"] = delta.text;
+  }
+  if (want_logprobs && !delta.logprobs.empty()) choice["logprobs"] = logprobs_json(meta.kind, delta.logprobs, text_offset);
+  c["choices"] = json::array({choice});
+  if (include_usage) c["usage"] = nullptr;
+  return c;
+}
+
+json final_chunk(const ResponseMeta& meta, const std::string& finish_reason, const ServerTimings& timings,
+                 bool include_usage) {
+  json c = base(meta, chunk_object(meta.kind));
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+  if (meta.kind == ApiKind::kChat) {
+    choice["delta"] = json::object();
+  } else {
+    choice["text"] = "";
+  }
+  c["choices"] = json::array({choice});
+  if (include_usage) c["usage"] = nullptr;
+  c["ladder"] = timings_json(timings);
+  return c;
+}
+
+json usage_chunk(const ResponseMeta& meta, const UsageInfo& usage) {
+  json c = base(meta, chunk_object(meta.kind));
+  c["choices"] = json::array();
+  c["usage"] = usage_json(usage);
+  return c;
+}
+
+json full_response(const ResponseMeta& meta, const std::string& text, const std::string& finish_reason,
+                   const std::vector<TokenLogprobEntry>* logprobs, const UsageInfo& usage,
+                   const ServerTimings& timings) {
+  bool chat = meta.kind == ApiKind::kChat;
+  json r = base(meta, chat ? "chat.completion" : "text_completion");
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+  if (chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  if (logprobs != nullptr) choice["logprobs"] = logprobs_json(meta.kind, *logprobs, 0);
+  r["choices"] = json::array({choice});
+  r["usage"] = usage_json(usage);
+  r["ladder"] = timings_json(timings);
+  return r;
+}
+
+}  // namespace ladder::server

@@ -1,0 +1,132 @@
+#include "server/tenants.h"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace ladder::server {
+
+TenantRegistry TenantRegistry::anonymous() {
+  TenantRegistry reg;
+  TenantConfig t;
+  t.name = "anonymous";
+  t.cache_scope = "anonymous";
+  t.reserved_share = 0;
+  reg.tenants_.push_back(std::move(t));
+  reg.requires_key_ = false;
+  return reg;
+}
+
+TenantRegistry::Digest TenantRegistry::digest(std::string_view key) {
+  Digest d{};
+  SHA256(reinterpret_cast<const unsigned char*>(key.data()), key.size(), d.data());
+  return d;
+}
+
+int TenantRegistry::authenticate(std::string_view api_key) const {
+  if (!requires_key_) return 0;
+  Digest d = digest(api_key);
+  int found = -1;
+  for (const auto& [key_digest, index] : keys_) {
+    // No early exit: the loop's time does not depend on where a match is.
+    bool equal = CRYPTO_memcmp(key_digest.data(), d.data(), d.size()) == 0;
+    found = equal ? index : found;
+  }
+  return found;
+}
+
+namespace {
+
+template <typename T>
+Status read_number(const toml::table& t, const char* key, const std::string& where, T lo, T hi, T* out) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return Status::ok();
+  double v = 0;
+  if (auto i = node->value_exact<int64_t>()) {
+    v = static_cast<double>(*i);
+  } else if (auto f = node->value_exact<double>()) {
+    v = *f;
+  } else {
+    return invalid_argument(where + ": '" + key + "' must be a number");
+  }
+  if (!(v >= static_cast<double>(lo) && v <= static_cast<double>(hi))) {
+    std::ostringstream msg;
+    msg << where << ": '" << key << "' = " << v << " is outside [" << lo << ", " << hi << "]";
+    return invalid_argument(msg.str());
+  }
+  *out = static_cast<T>(v);
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<TenantRegistry> TenantRegistry::from_toml_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot read tenants file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_toml_string(ss.str(), path);
+}
+
+Result<TenantRegistry> TenantRegistry::from_toml_string(std::string_view text, const std::string& source) {
+  toml::table doc;
+  try {
+    doc = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << source << ": " << e.description() << " (line " << e.source().begin.line << ")";
+    return invalid_argument(msg.str());
+  }
+  const toml::array* list = doc["tenant"].as_array();
+  if (list == nullptr || list->empty()) {
+    return invalid_argument(source + ": needs at least one [[tenant]] table");
+  }
+  TenantRegistry reg;
+  std::set<std::string> names;
+  std::set<Digest> seen_keys;
+  double total_share = 0;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const toml::table* t = list->get(i)->as_table();
+    std::string where = source + ": tenant #" + std::to_string(i + 1);
+    if (t == nullptr) return invalid_argument(where + " is not a table");
+    TenantConfig cfg;
+    auto name = (*t)["name"].value<std::string>();
+    if (!name || name->empty()) return invalid_argument(where + ": 'name' (a non-empty string) is required");
+    cfg.name = *name;
+    where = source + ": tenant '" + cfg.name + "'";
+    if (!names.insert(cfg.name).second) return invalid_argument(where + " is defined twice");
+    const toml::array* keys = (*t)["api_keys"].as_array();
+    if (keys == nullptr || keys->empty()) return invalid_argument(where + ": 'api_keys' (a non-empty list of strings) is required");
+    for (const auto& k : *keys) {
+      auto key = k.value<std::string>();
+      if (!key || key->empty()) return invalid_argument(where + ": every api key must be a non-empty string");
+      Digest d = digest(*key);
+      if (!seen_keys.insert(d).second) return invalid_argument(where + ": an api key is listed twice");
+      cfg.api_keys.push_back(*key);
+      reg.keys_.emplace_back(d, static_cast<int>(i));
+    }
+    cfg.cache_scope = (*t)["cache_scope"].value_or(cfg.name);
+    if (cfg.cache_scope.empty()) return invalid_argument(where + ": 'cache_scope' must not be empty");
+    LADDER_RETURN_IF_ERROR(read_number<int32_t>(*t, "priority", where, -1000, 1000, &cfg.priority));
+    LADDER_RETURN_IF_ERROR(read_number<double>(*t, "reserved_share", where, 0.0, 1.0, &cfg.reserved_share));
+    LADDER_RETURN_IF_ERROR(read_number<int32_t>(*t, "max_concurrent", where, 0, 1 << 20, &cfg.max_concurrent));
+    LADDER_RETURN_IF_ERROR(read_number<int32_t>(*t, "max_queued", where, 0, 1 << 20, &cfg.max_queued));
+    if (const toml::table* slo = (*t)["slo"].as_table()) {
+      LADDER_RETURN_IF_ERROR(read_number<double>(*slo, "ttft_ms", where + " slo", 0.0, 1e9, &cfg.slo.ttft_ms));
+      LADDER_RETURN_IF_ERROR(read_number<double>(*slo, "tpot_ms", where + " slo", 0.0, 1e9, &cfg.slo.tpot_ms));
+    }
+    total_share += cfg.reserved_share;
+    reg.tenants_.push_back(std::move(cfg));
+  }
+  if (total_share > 1.0 + 1e-9) {
+    return invalid_argument(source + ": reserved_share values add up to " + std::to_string(total_share) +
+                            ", more than 1");
+  }
+  return reg;
+}
+
+}  // namespace ladder::server

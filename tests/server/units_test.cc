@@ -1,0 +1,243 @@
+// Pure pieces of the server: stop strings, request validation, tenants,
+// error bodies and the Prometheus text.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/stop_matcher.h"
+#include "server/tenants.h"
+
+namespace ladder::server {
+namespace {
+
+std::string run_stops(std::vector<std::string> stops, std::vector<std::string> pieces, bool* stopped) {
+  StopMatcher m(std::move(stops));
+  std::string out;
+  for (const auto& p : pieces) {
+    auto step = m.feed(p);
+    out += step.emit;
+    if (step.stopped) {
+      *stopped = true;
+      return out;
+    }
+  }
+  *stopped = false;
+  return out + m.flush();
+}
+
+TEST(StopMatcher, MatchesAcrossPiecesAndCutsTheStop) {
+  bool stopped = false;
+  EXPECT_EQ(run_stops({"END"}, {"hello E", "N", "D world"}, &stopped), "hello ");
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(run_stops({"\n\n", "ab"}, {"x\n", "\ny"}, &stopped), "x");
+  EXPECT_TRUE(stopped);
+  // A prefix that does not complete is released.
+  EXPECT_EQ(run_stops({"END"}, {"EN", "x", "E"}, &stopped), "ENxE");
+  EXPECT_FALSE(stopped);
+  // The earliest stop wins, whichever is listed first.
+  EXPECT_EQ(run_stops({"cd", "b"}, {"abcd"}, &stopped), "a");
+  EXPECT_TRUE(stopped);
+}
+
+TEST(StopMatcher, HoldsBackOnlyPossiblePrefixes) {
+  StopMatcher m({"stop"});
+  EXPECT_EQ(m.feed("the st").emit, "the ");
+  EXPECT_EQ(m.feed("ory").emit, "story");
+  EXPECT_EQ(m.flush(), "");
+}
+
+TEST(RequestParsing, ValidCompletion) {
+  CompletionRequest r;
+  auto err = parse_completion_request(
+      R"({"model":"m","prompt":"hi","max_tokens":5,"temperature":0,"top_p":0.9,"top_k":3,"min_p":0.1,)"
+      R"("seed":-1,"stop":["a","b"],"presence_penalty":0.5,"frequency_penalty":-0.5,"logprobs":2,)"
+      R"("stream":true,"stream_options":{"include_usage":true},"user":"u"})",
+      &r);
+  ASSERT_FALSE(err) << err->body();
+  EXPECT_EQ(r.prompt, "hi");
+  EXPECT_EQ(*r.options.max_tokens, 5);
+  EXPECT_EQ(r.options.sampling.temperature, 0.0f);
+  EXPECT_EQ(r.options.sampling.top_k, 3);
+  EXPECT_EQ(*r.options.sampling.seed, ~uint64_t{0});
+  EXPECT_EQ(r.options.stop.size(), 2u);
+  EXPECT_TRUE(r.options.logprobs);
+  EXPECT_EQ(r.options.sampling.top_logprobs, 2);
+  EXPECT_TRUE(r.options.include_usage);
+  EXPECT_EQ(r.options.user, "u");
+}
+
+TEST(RequestParsing, TokenIdPrompt) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":[1,403,407]})", &r));
+  EXPECT_EQ(*r.prompt_tokens, (std::vector<int32_t>{1, 403, 407}));
+}
+
+struct BadCase {
+  const char* body;
+  const char* param;
+  const char* code;
+};
+
+TEST(RequestParsing, RejectionsNameTheField) {
+  const BadCase cases[] = {
+      {R"({"prompt": "x", "temperature": "hot"})", "temperature", "invalid_value"},
+      {R"({"prompt": "x", "temperature": 3})", "temperature", "invalid_value"},
+      {R"({"prompt": "x", "max_tokens": 1e300})", "max_tokens", "invalid_value"},
+      {R"({"prompt": "x", "max_tokens": 99999999999999999999999})", "max_tokens", "invalid_value"},
+      {R"({"prompt": "x", "max_tokens": 0})", "max_tokens", "invalid_value"},
+      {R"({"prompt": "x", "max_tokens": 2.5})", "max_tokens", "invalid_value"},
+      {R"({"prompt": "x", "n": 2})", "n", "invalid_value"},
+      {R"({"prompt": "x", "stop": [1]})", "stop", "invalid_value"},
+      {R"({"prompt": "x", "stop": ""})", "stop", "invalid_value"},
+      {R"({"prompt": "x", "top_p": 0})", "top_p", "invalid_value"},
+      {R"({"prompt": "x", "logprobs": 21})", "logprobs", "invalid_value"},
+      {R"({"prompt": "x", "stream_options": {"include_usage": true}})", "stream_options", "invalid_value"},
+      {R"({"prompt": "x", "seed": "1"})", "seed", "invalid_value"},
+      {R"({"prompt": ["a", "b"]})", "prompt", "invalid_value"},
+      {R"({"prompt": [1, -2]})", "prompt", "invalid_value"},
+      {R"({"prompt": 7})", "prompt", "invalid_value"},
+      {R"({"max_tokens": 5})", "prompt", "invalid_value"},
+      {R"([1,2])", "", "invalid_json"},
+      {R"({"prompt": "x",)", "", "invalid_json"},
+      {"{\"prompt\": \"\xff\xfe\"}", "", "invalid_json"},
+  };
+  for (const auto& c : cases) {
+    CompletionRequest r;
+    auto err = parse_completion_request(c.body, &r);
+    ASSERT_TRUE(err) << c.body;
+    EXPECT_EQ(err->http_status, 400) << c.body;
+    EXPECT_EQ(err->param, c.param) << c.body;
+    EXPECT_EQ(err->code, c.code) << c.body;
+  }
+}
+
+TEST(RequestParsing, Chat) {
+  ChatRequest r;
+  ASSERT_FALSE(parse_chat_request(
+      R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],)"
+      R"("max_completion_tokens":3,"logprobs":true,"top_logprobs":2})",
+      &r));
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_EQ(*r.options.max_tokens, 3);
+  EXPECT_EQ(r.options.sampling.top_logprobs, 2);
+  ChatRequest bad;
+  auto err = parse_chat_request(R"({"messages":[{"role":"wizard","content":"x"}]})", &bad);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->param, "messages[0].role");
+  err = parse_chat_request(R"({"messages":[]})", &bad);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->param, "messages");
+  err = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", &bad);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->param, "top_logprobs");
+}
+
+TEST(ApiError, OpenAiShape) {
+  ApiError e = invalid_field("temperature", "bad");
+  auto doc = nlohmann::json::parse(e.body());
+  EXPECT_EQ(doc["error"]["message"], "bad");
+  EXPECT_EQ(doc["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(doc["error"]["param"], "temperature");
+  EXPECT_EQ(doc["error"]["code"], "invalid_value");
+  doc = nlohmann::json::parse(not_found_error("x").body());
+  EXPECT_TRUE(doc["error"]["param"].is_null());
+  EXPECT_EQ(api_error_from_status(out_of_range("long")).code, "context_length_exceeded");
+  EXPECT_EQ(api_error_from_status(resource_exhausted("full")).http_status, 429);
+  EXPECT_EQ(rate_limited("x", "queue_full", 0).retry_after_s, 1);
+}
+
+TEST(Tenants, LoadsAndAuthenticates) {
+  auto reg = TenantRegistry::from_toml_string(R"(
+[[tenant]]
+name = "alpha"
+api_keys = ["ka1", "ka2"]
+priority = 2
+reserved_share = 0.5
+max_concurrent = 4
+max_queued = 8
+[tenant.slo]
+ttft_ms = 250
+tpot_ms = 50
+
+[[tenant]]
+name = "beta"
+api_keys = ["kb"]
+cache_scope = "shared-beta"
+)");
+  ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
+  EXPECT_EQ(reg->size(), 2u);
+  EXPECT_EQ(reg->authenticate("ka2"), 0);
+  EXPECT_EQ(reg->authenticate("kb"), 1);
+  EXPECT_EQ(reg->authenticate("kb "), -1);
+  EXPECT_EQ(reg->authenticate(""), -1);
+  const TenantConfig& a = reg->tenant(0);
+  EXPECT_EQ(a.priority, 2);
+  EXPECT_DOUBLE_EQ(a.reserved_share, 0.5);
+  EXPECT_EQ(a.max_concurrent, 4);
+  EXPECT_EQ(a.max_queued, 8);
+  EXPECT_DOUBLE_EQ(a.slo.ttft_ms, 250);
+  EXPECT_EQ(a.cache_scope, "alpha");
+  EXPECT_EQ(reg->tenant(1).cache_scope, "shared-beta");
+  EXPECT_TRUE(reg->requires_key());
+  EXPECT_FALSE(TenantRegistry::anonymous().requires_key());
+}
+
+TEST(Tenants, RejectsBadFiles) {
+  const char* bad[] = {
+      "",                                                                  // no tenants
+      "[[tenant]]\nname = \"a\"\n",                                        // no keys
+      "[[tenant]]\nname = \"a\"\napi_keys = [\"k\"]\nreserved_share = 1.5\n",
+      "[[tenant]]\nname = \"a\"\napi_keys = [\"k\"]\n[[tenant]]\nname = \"b\"\napi_keys = [\"k\"]\n",  // shared key
+      "[[tenant]]\nname = \"a\"\napi_keys = [\"k\"]\nreserved_share = 0.6\n"
+      "[[tenant]]\nname = \"b\"\napi_keys = [\"j\"]\nreserved_share = 0.6\n",  // shares > 1
+      "[[tenant]\nname = ",                                                 // TOML syntax
+      "[[tenant]]\nname = \"a\"\napi_keys = [\"k\"]\npriority = \"high\"\n",
+  };
+  for (const char* text : bad) {
+    auto reg = TenantRegistry::from_toml_string(text);
+    EXPECT_FALSE(reg.is_ok()) << text;
+  }
+}
+
+TEST(Metrics, PrometheusText) {
+  ServerMetrics m;
+  RequestRecord r;
+  r.tenant = "alpha";
+  r.http_status = 200;
+  r.completion_tokens = 7;
+  r.cached_tokens = 16;
+  r.ttft_s = 0.003;
+  r.e2e_s = 0.2;
+  r.itl_s = {0.001, 0.02};
+  r.verified = true;
+  r.slo_met = true;
+  m.record(r);
+  r.http_status = 429;
+  r.slo_met = false;
+  r.verified = false;
+  r.itl_s.clear();
+  r.ttft_s = -1;
+  m.record(r);
+  GaugeSnapshot g;
+  g.state = "ready";
+  g.kv_blocks_used = 3;
+  std::string text = m.render(g);
+  EXPECT_NE(text.find("ladder_requests_total{tenant=\"alpha\",status=\"200\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ladder_requests_total{tenant=\"alpha\",status=\"429\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_prefix_cache_hit_tokens_total{tenant=\"alpha\"} 32\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_goodput_requests_total{tenant=\"alpha\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_kv_blocks_used 3\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_server_state{state=\"ready\"} 1\n"), std::string::npos);
+  // 0.003 s falls in the 0.005 bucket and above; one TTFT observation only.
+  EXPECT_NE(text.find("ladder_ttft_seconds_bucket{le=\"0.0025\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_ttft_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_ttft_seconds_count 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_itl_seconds_count 2\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_itl_seconds_bucket{le=\"0.001\"} 1\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ladder::server
