@@ -120,8 +120,10 @@ TEST(Dequantize, Q8_0) {
 // bytes 4..7 = min j | (min j+4 >> 4) << 6, bytes 8..11 = low nibbles of
 // scale j+4 | low nibbles of min j+4 << 4.
 constexpr int kScales[8] = {1, 2, 3, 4, 17, 33, 49, 63};
-constexpr int kMins[8] = {5, 6, 7, 8, 20, 36, 52, 60};
-constexpr uint8_t kPackedScales[12] = {65, 130, 195, 196, 69, 134, 199, 200, 65, 65, 65, 207};
+constexpr int kMins[8] = {5, 6, 7, 8, 52, 20, 36, 12};
+// The high bits of scales 4..7 (1, 2, 3, 3) differ from those of mins 4..7
+// (3, 1, 2, 0), so mixing up which byte holds which shows.
+constexpr uint8_t kPackedScales[12] = {65, 130, 195, 196, 197, 70, 135, 8, 65, 65, 65, 207};
 
 TEST(Dequantize, Q4_K) {
   BlockQ4_K b{};
@@ -138,10 +140,10 @@ TEST(Dequantize, Q4_K) {
     EXPECT_EQ(y[e], 1.0f * kScales[sub] * q - 0.5f * kMins[sub]) << e;
   }
   // Spot values: element 0: q=0, sub 0 -> -2.5; element 255: q = 15 - 15 = 0
-  // ... element 224 (sub 7, chunk 3, l=32): q = qs[96] >> 4 = 15 -> 63*15 - 30.
+  // ... element 224 (sub 7, chunk 3, l=32): q = qs[96] >> 4 = 15 -> 63*15 - 0.5*12.
   EXPECT_EQ(y[0], -2.5f);
-  EXPECT_EQ(y[224], 63.0f * 15 - 30.0f);
-  EXPECT_EQ(y[160], 33.0f * 15 - 18.0f);  // sub 5 = chunk 2 high nibbles, qs[64] >> 4 = 15
+  EXPECT_EQ(y[224], 63.0f * 15 - 6.0f);
+  EXPECT_EQ(y[160], 33.0f * 15 - 10.0f);  // sub 5 = chunk 2 high nibbles, qs[64] >> 4 = 15
 }
 
 TEST(Dequantize, Q5_K) {
