@@ -1,0 +1,101 @@
+// `ladder generate` and `ladder synth` through the real binary.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace ladder::testing {
+namespace {
+
+const std::vector<int> kGolden = {
+    432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322,
+    265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267,
+    337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13,  438, 310, 439, 419, 357, 336};
+
+TEST(GenerateCli, GoldenIdsAndText) {
+  auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
+                        "Once upon a time", "-n", "64", "--temp", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_tokens"].get<std::vector<int>>(), (std::vector<int>{1, 403, 407, 261, 378}));
+  EXPECT_EQ(j["tokens"].get<std::vector<int>>(), kGolden);
+  EXPECT_EQ(j["text"].get<std::string>(),
+            ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, "
+            "red ball. She wanted to play with it, but it was too high.\nLily's mom said");
+}
+
+TEST(GenerateCli, ParallelGreedyCopiesAgreeWithGolden) {
+  auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
+                        "Once upon a time", "-n", "64", "--temp", "0", "--parallel", "5", "-t", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 5u);
+  for (const auto& seq : j) EXPECT_EQ(seq["tokens"].get<std::vector<int>>(), kGolden);
+}
+
+TEST(GenerateCli, SeededSamplingIsReproducible) {
+  std::vector<std::string> argv = {ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"),
+                                   "-p", "Once upon a time", "-n", "32", "--temp", "1.0", "--seed", "42"};
+  auto a = run_command(argv), b = run_command(argv);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["tokens"], nlohmann::json::parse(b.out)["tokens"]);
+}
+
+TEST(GenerateCli, StatsReportRatesBandwidthAndLogitsHash) {
+  auto r = run_command({ladder_bin(), "generate", "-m", shared_path("models/stories260K.gguf"), "-p", "Once upon a time",
+                        "-n", "16", "--temp", "0", "--stats"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Once upon a time, there was a little girl"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("prefill"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("GB/s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("last logits sha256"), std::string::npos) << r.err;
+}
+
+TEST(GenerateCli, MissingModelFileIsAClearError) {
+  auto r = run_command({ladder_bin(), "generate", "-m", "/nonexistent/model.gguf", "-p", "hi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/model.gguf"), std::string::npos) << r.err;
+}
+
+TEST(GenerateCli, PromptLongerThanContextIsRejected) {
+  std::string prompt;
+  for (int i = 0; i < 300; ++i) prompt += "Once upon a time ";
+  auto r = run_command({ladder_bin(), "generate", "-m", shared_path("models/stories260K.gguf"), "-p", prompt, "-n", "4"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
+}
+
+TEST(SynthCli, TinyModelGeneratesAndInspects) {
+  const std::string path = temp_dir() + "/synth_tiny.gguf";
+  auto s = run_command({ladder_bin(), "synth", "--preset", "tiny", "--dtype", "q8_0", "--builtin-vocab", "--seed", "1",
+                        "-o", path});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  auto g = run_command({ladder_bin(), "generate", "--json", "-m", path, "-p", "hello", "-n", "8", "--temp", "0"});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["tokens"].size(), 8u);
+}
+
+TEST(SynthCli, RealVocabularyIsCopied) {
+  const std::string path = temp_dir() + "/synth_spm.gguf";
+  auto s = run_command({ladder_bin(), "synth", "--dim", "64", "--layers", "1", "--heads", "2", "--ffn", "128", "--vocab-from",
+                        shared_path("tokenizers/ggml-vocab-llama-spm.gguf"), "-o", path});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  // The copied tokenizer tokenizes like the vocabulary it came from.
+  auto t = run_command({ladder_bin(), "tokenize", "-m", path, "--no-bos", "Hello world"});
+  auto ref = run_command({ladder_bin(), "tokenize", "-m", shared_path("tokenizers/ggml-vocab-llama-spm.gguf"), "--no-bos",
+                          "Hello world"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(t.out, ref.out);
+}
+
+TEST(SynthCli, BadShapesAreRejected) {
+  auto r = run_command({ladder_bin(), "synth", "--dim", "100", "--heads", "3", "-o", temp_dir() + "/bad.gguf"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("multiple"), std::string::npos) << r.err;
+  auto q = run_command({ladder_bin(), "synth", "--preset", "tiny", "--dtype", "q4_k", "-o", temp_dir() + "/bad2.gguf"});
+  EXPECT_NE(q.exit_code, 0);
+  EXPECT_NE(q.err.find("256"), std::string::npos) << q.err;
+}
+
+}  // namespace
+}  // namespace ladder::testing
