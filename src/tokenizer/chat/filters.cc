@@ -48,7 +48,7 @@ Result<Value> attr_path(const Value& item, const Value& attribute) {
 
 // Sort key for sort/dictsort/unique/min/max: strings folded unless case_sensitive.
 Value fold(const Value& v, bool case_sensitive) {
-  if (!case_sensitive && v.is_string()) return Value(ascii_lower(v.as_string()));
+  if (!case_sensitive && v.is_string()) return Value(py_lower(v.as_string()));
   return v;
 }
 
@@ -175,8 +175,8 @@ Result<Value> f_last(const Value& v, const CallArgs&) {
   return items.back();
 }
 
-Result<Value> f_upper(const Value& v, const CallArgs&) { return Value(ascii_upper(soft_str(v))); }
-Result<Value> f_lower(const Value& v, const CallArgs&) { return Value(ascii_lower(soft_str(v))); }
+Result<Value> f_upper(const Value& v, const CallArgs&) { return Value(py_upper(soft_str(v))); }
+Result<Value> f_lower(const Value& v, const CallArgs&) { return Value(py_lower(soft_str(v))); }
 Result<Value> f_capitalize(const Value& v, const CallArgs&) { return Value(py_capitalize(soft_str(v))); }
 Result<Value> f_title(const Value& v, const CallArgs&) { return Value(jinja_title(soft_str(v))); }
 Result<Value> f_string(const Value& v, const CallArgs&) { return Value(soft_str(v)); }
@@ -512,11 +512,11 @@ Result<bool> t_sequence(const Value& v, const CallArgs&) {
 }
 Result<bool> t_lower(const Value& v, const CallArgs&) {
   std::string s = soft_str(v);
-  return s == ascii_lower(s) && s != ascii_upper(s);
+  return s == py_lower(s) && s != py_upper(s);
 }
 Result<bool> t_upper(const Value& v, const CallArgs&) {
   std::string s = soft_str(v);
-  return s == ascii_upper(s) && s != ascii_lower(s);
+  return s == py_upper(s) && s != py_lower(s);
 }
 
 Result<int64_t> int_operand(const Value& v, const char* test) {

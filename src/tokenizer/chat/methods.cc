@@ -137,8 +137,8 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
     LADDER_ASSIGN_OR_RETURN(int64_t count, optional_int(args, 2, "count", -1));
     return Value(py_replace(s, old_v->as_string(), new_v->as_string(), count));
   }
-  if (name == "upper") return Value(ascii_upper(s));
-  if (name == "lower") return Value(ascii_lower(s));
+  if (name == "upper") return Value(py_upper(s));
+  if (name == "lower") return Value(py_lower(s));
   if (name == "title") return Value(py_title(s));
   if (name == "capitalize") return Value(py_capitalize(s));
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {

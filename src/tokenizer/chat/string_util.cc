@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "tokenizer/chat/utf8_util.h"
+
 namespace ladder::chat {
 namespace {
 bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
@@ -142,20 +144,88 @@ std::string py_replace(std::string_view s, std::string_view old_text, std::strin
   return out;
 }
 
-std::string ascii_upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = to_upper(c);
+namespace {
+
+// Simple (one-to-one) case mapping for the scripts chat text commonly uses:
+// ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic. Other code points map
+// to themselves.
+uint32_t cp_upper(uint32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if (c < 0x80) return c;
+  if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 0x20;
+  if (c == 0xFF) return 0x178;
+  if (c == 0xB5) return 0x39C;
+  if (c >= 0x100 && c <= 0x17F) {
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 0) ? c - 1 : c;
+    if (c == 0x131) return 'I';
+    if (c == 0x17F) return 'S';
+    if (c == 0x138 || c == 0x149) return c;
+    return (c % 2 == 1) ? c - 1 : c;
+  }
+  if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 0x20;
+  if (c == 0x3C2) return 0x3A3;
+  if (c >= 0x3AC && c <= 0x3AF) return c == 0x3AC ? 0x386 : c - 0x25;
+  if (c >= 0x430 && c <= 0x44F) return c - 0x20;
+  if (c >= 0x450 && c <= 0x45F) return c - 0x50;
+  return c;
+}
+
+uint32_t cp_lower(uint32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c < 0x80) return c;
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 0x20;
+  if (c == 0x178) return 0xFF;
+  if (c >= 0x100 && c <= 0x17F) {
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 1) ? c + 1 : c;
+    if (c == 0x130) return 'i';
+    if (c == 0x138 || c == 0x149 || c == 0x17F) return c;
+    return (c % 2 == 0) ? c + 1 : c;
+  }
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 0x20;
+  if (c == 0x386) return 0x3AC;
+  if (c >= 0x388 && c <= 0x38A) return c + 0x25;
+  if (c >= 0x410 && c <= 0x42F) return c + 0x20;
+  if (c >= 0x400 && c <= 0x40F) return c + 0x50;
+  return c;
+}
+
+// Applies `map` to each code point; invalid UTF-8 bytes pass through.
+template <typename Map>
+std::string map_code_points(std::string_view s, Map map) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) {
+      out += s[i++];
+      continue;
+    }
+    uint32_t cp = len == 1 ? b : (b & (0x7F >> len));
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    if (len == 1) {
+      out += static_cast<char>(map(cp));
+    } else {
+      append_utf8(out, map(cp));
+    }
+    i += len;
+  }
   return out;
 }
 
-std::string ascii_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = to_lower(c);
+}  // namespace
+
+std::string py_upper(std::string_view s) {
+  std::string out = map_code_points(s, cp_upper);
+  // German sharp s upper-cases to "SS" in Python.
+  for (size_t p = out.find("\xC3\x9F"); p != std::string::npos; p = out.find("\xC3\x9F", p + 2)) out.replace(p, 2, "SS");
   return out;
 }
+
+std::string py_lower(std::string_view s) { return map_code_points(s, cp_lower); }
 
 std::string py_capitalize(std::string_view s) {
-  std::string out = ascii_lower(s);
+  std::string out = py_lower(s);
   if (!out.empty()) out[0] = to_upper(out[0]);
   return out;
 }

@@ -1,5 +1,5 @@
 // Python str operations on UTF-8 text (whitespace as str.isspace() sees it in
-// the ASCII range; case mapping is ASCII-only).
+// the ASCII range; case mapping covers Latin, Greek and Cyrillic).
 #pragma once
 
 #include <string>
@@ -14,8 +14,8 @@ std::vector<std::string> py_split(std::string_view s, const std::string* sep, in
 std::vector<std::string> py_rsplit(std::string_view s, const std::string* sep, int64_t maxsplit);
 std::vector<std::string> py_splitlines(std::string_view s);
 std::string py_replace(std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count);
-std::string ascii_upper(std::string_view s);
-std::string ascii_lower(std::string_view s);
+std::string py_upper(std::string_view s);
+std::string py_lower(std::string_view s);
 std::string py_capitalize(std::string_view s);
 std::string py_title(std::string_view s);   // str.title()
 std::string jinja_title(std::string_view s);  // the `title` filter (splits on -, whitespace, brackets)
