@@ -35,11 +35,9 @@ Scheduler::~Scheduler() {
   for (auto& [id, seq] : seqs_) seq->blocks.release_all(pool_);
 }
 
-Status Scheduler::add(RequestId id, std::span<const int32_t> prompt, const StopCriteria& stop,
-                      const SchedulingClass& scheduling, const kv::BlockKey& ns_digest) {
-  if (prompt.empty()) return invalid_argument("the prompt has no tokens");
+Status Scheduler::validate(int64_t n_prompt, const StopCriteria& stop) const {
+  if (n_prompt <= 0) return invalid_argument("the prompt has no tokens");
   if (stop.max_tokens < 1) return invalid_argument(fmt::format("max_tokens must be >= 1, got {}", stop.max_tokens));
-  const auto n_prompt = static_cast<int64_t>(prompt.size());
   if (n_prompt > config_.max_prompt_tokens) {
     return out_of_range(fmt::format("the prompt has {} tokens; the limit is {} (context length {})", n_prompt,
                                     config_.max_prompt_tokens, config_.context_length));
@@ -52,6 +50,13 @@ Status Scheduler::add(RequestId id, std::span<const int32_t> prompt, const StopC
     return out_of_range(fmt::format("prompt + max_tokens ({} tokens) needs {} KV blocks; the pool has {}", max_len,
                                     need, pool_.n_blocks()));
   }
+  return Status::ok();
+}
+
+Status Scheduler::add(RequestId id, std::span<const int32_t> prompt, const StopCriteria& stop,
+                      const SchedulingClass& scheduling, const kv::BlockKey& ns_digest) {
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  LADDER_RETURN_IF_ERROR(validate(n_prompt, stop));
   if (seqs_.count(id) != 0) return invalid_argument(fmt::format("request id {} is already queued", id));
 
   auto seq = std::make_unique<Sequence>();

@@ -77,6 +77,10 @@ class Scheduler {
   Status add(RequestId id, std::span<const int32_t> prompt, const StopCriteria& stop,
              const SchedulingClass& scheduling, const kv::BlockKey& ns_digest);
 
+  // The bounds checks of add() alone, without queueing. Reads only immutable
+  // state, so another thread may call it (the engine's submit()).
+  Status validate(int64_t n_prompt, const StopCriteria& stop) const;
+
   SchedulerOutput schedule();
 
   // sampled: one token per chunk with sample == true, in chunk order. Returns

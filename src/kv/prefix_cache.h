@@ -28,7 +28,8 @@ class PrefixCache {
   PrefixCache& operator=(const PrefixCache&) = delete;
 
   // Extends `keys` (the chain of a sequence's full blocks so far) with the keys
-  // of the further full blocks of `tokens` (all of the sequence's tokens).
+  // of the further full blocks of `tokens` (a prefix of the sequence's
+  // tokens; keys already there for later blocks are kept).
   static void extend_keys(const BlockKey& ns_digest, std::span<const int32_t> tokens, int block_size,
                           std::vector<BlockKey>& keys);
 

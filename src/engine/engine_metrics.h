@@ -1,0 +1,25 @@
+// EngineMetrics: a snapshot of the engine loop's state, published after
+// every step (the server's /metrics and the harness read it).
+#pragma once
+
+#include <cstdint>
+
+namespace ladder::engine {
+
+struct EngineMetrics {
+  int64_t queue_depth = 0;       // submitted, not yet running (incl. preempted)
+  int64_t running = 0;           // sequences holding KV
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_used = 0;    // referenced by a sequence
+  int64_t kv_blocks_free = 0;    // clean + cached-evictable
+  int64_t kv_blocks_cached = 0;  // free blocks still holding a cached prefix
+  int64_t prefix_hit_tokens = 0; // prompt tokens whose prefill a cache hit skipped
+  int64_t prompt_tokens = 0;     // prompt tokens admitted (hits included)
+  int64_t computed_tokens = 0;   // tokens evaluated by the model (recompute included)
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  int64_t finished_requests = 0;
+};
+
+}  // namespace ladder::engine
