@@ -1,0 +1,404 @@
+#include "harness/replay.h"
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "harness/sse_stream.h"
+
+namespace ladder::harness {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+Clock::time_point at_offset(Clock::time_point t0, double seconds) {
+  return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+// Bounds requests in flight; limit 0 admits everything at once.
+class CapSemaphore {
+ public:
+  explicit CapSemaphore(int limit) : limit_(limit) {}
+  void acquire() {
+    if (limit_ <= 0) return;
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return used_ < limit_; });
+    ++used_;
+  }
+  void release() {
+    if (limit_ <= 0) return;
+    {
+      std::lock_guard lock(mu_);
+      --used_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  int limit_;
+  int used_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+struct Progress {
+  std::atomic<int> sent{0};
+  std::atomic<int> finished{0};
+  std::atomic<int> good{0};
+  std::atomic<int> in_flight{0};
+  std::atomic<int> failed{0};
+};
+
+Slo merged_slo(const Slo& base, const Slo& over) {
+  Slo s = base;
+  if (over.ttft_ms) s.ttft_ms = over.ttft_ms;
+  if (over.tpot_ms) s.tpot_ms = over.tpot_ms;
+  if (over.e2e_ms) s.e2e_ms = over.e2e_ms;
+  return s;
+}
+
+std::string error_from_body(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.contains("error")) {
+    const json& e = j["error"];
+    if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"].get<std::string>();
+    return e.dump();
+  }
+  return body.substr(0, 300);
+}
+
+// Runs one arrival unit (an independent request, or a session's turns in order).
+class UnitRunner {
+ public:
+  UnitRunner(const std::vector<WorkloadRequest>& reqs, std::vector<RequestResult>& results,
+             const ReplayOptions& opts, const std::string& model, Clock::time_point t0, CapSemaphore& cap,
+             Progress& progress)
+      : reqs_(reqs), results_(results), opts_(opts), model_(model), t0_(t0), cap_(cap), progress_(progress) {}
+
+  void run(const std::vector<size_t>& turns) {
+    std::vector<ChatMessage> history;
+    std::string prompt_history;
+    Clock::time_point scheduled = at_offset(t0_, reqs_[turns.front()].t);
+    for (size_t k = 0; k < turns.size(); ++k) {
+      const WorkloadRequest& w = reqs_[turns[k]];
+      if (k > 0) scheduled += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.think_s));
+      std::this_thread::sleep_until(scheduled);
+      std::vector<ChatMessage> messages;
+      std::string prompt;
+      if (w.is_chat()) {
+        messages = history;
+        messages.insert(messages.end(), w.messages.begin(), w.messages.end());
+      } else {
+        prompt = prompt_history + w.prompt;
+      }
+      RequestResult& r = results_[turns[k]];
+      send(w, turns[k], messages, prompt, scheduled, r);
+      if (w.is_chat()) {
+        history = std::move(messages);
+        history.push_back({"assistant", r.text});
+      } else {
+        prompt_history = prompt + r.text;
+      }
+      scheduled = at_offset(t0_, r.sent_s + r.e2e_ms / 1000.0);
+    }
+  }
+
+ private:
+  void send(const WorkloadRequest& w, size_t index, const std::vector<ChatMessage>& messages,
+            const std::string& prompt, Clock::time_point scheduled, RequestResult& r) {
+    r.index = index;
+    r.tenant = w.tenant;
+    r.slice = w.slice;
+    r.session = w.session;
+    r.turn = w.turn;
+    r.slo = merged_slo(w.slo, opts_.slo_override);
+    auto before_cap = Clock::now();
+    cap_.acquire();
+    const auto sent = Clock::now();
+    r.cap_wait_ms = ms_between(before_cap, sent);
+    r.scheduled_s = ms_between(t0_, scheduled) / 1000.0;
+    r.sent_s = ms_between(t0_, sent) / 1000.0;
+    r.send_lag_ms = std::max(0.0, ms_between(scheduled, sent));
+    for (const auto& m : messages) r.prompt_chars += m.content.size();
+    r.prompt_chars += prompt.size();
+
+    HttpRequestSpec spec;
+    spec.method = "POST";
+    spec.path = w.is_chat() ? "/v1/chat/completions" : "/v1/completions";
+    auto key = opts_.tenant_keys.find(w.tenant);
+    spec.api_key = key != opts_.tenant_keys.end() ? key->second : opts_.api_key;
+    spec.body = build_request_body(w, messages, prompt, model_, opts_.ignore_eos).dump();
+    spec.timeout_s = opts_.timeout_s;
+
+    progress_.sent.fetch_add(1);
+    progress_.in_flight.fetch_add(1);
+    StreamAccumulator acc(r);
+    SseParser parser;
+    std::vector<std::string> events;
+    bool is_sse = false;
+    std::string body;
+    Status st = http_stream(
+        opts_.endpoint, spec,
+        [&](int status, std::string_view content_type) {
+          r.http_status = status;
+          is_sse = status == 200 && content_type.rfind("text/event-stream", 0) == 0;
+        },
+        [&](std::string_view bytes) {
+          const double t = ms_between(sent, Clock::now());
+          if (!is_sse) {
+            body.append(bytes);
+            return;
+          }
+          events.clear();
+          parser.feed(bytes, events);
+          for (const auto& e : events) acc.on_event(e, t);
+        });
+    const double end_ms = ms_between(sent, Clock::now());
+    progress_.in_flight.fetch_sub(1);
+    cap_.release();
+    if (!st.is_ok()) {
+      r.error = st.message();
+    } else if (r.http_status != 200) {
+      r.error = error_from_body(body);
+    } else if (!is_sse) {
+      acc.on_whole_body(body, end_ms);
+    } else if (r.finish_reason.empty() && r.error.empty()) {
+      r.error = acc.saw_done() ? "stream finished without a finish_reason" : "stream ended early";
+    }
+    acc.finish(end_ms);
+    verify_result(r, w.expect);
+    progress_.finished.fetch_add(1);
+    if (is_good(r)) progress_.good.fetch_add(1);
+    if (!r.verified) progress_.failed.fetch_add(1);
+  }
+
+  const std::vector<WorkloadRequest>& reqs_;
+  std::vector<RequestResult>& results_;
+  const ReplayOptions& opts_;
+  const std::string& model_;
+  Clock::time_point t0_;
+  CapSemaphore& cap_;
+  Progress& progress_;
+};
+
+std::vector<std::vector<size_t>> arrival_units(const std::vector<WorkloadRequest>& reqs) {
+  std::vector<std::vector<size_t>> units;
+  std::map<std::pair<std::string, std::string>, size_t> sessions;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (reqs[i].session.empty()) {
+      units.push_back({i});
+      continue;
+    }
+    auto key = std::make_pair(reqs[i].tenant, reqs[i].session);
+    auto it = sessions.find(key);
+    if (it == sessions.end()) {
+      sessions[key] = units.size();
+      units.push_back({i});
+    } else {
+      units[it->second].push_back(i);
+    }
+  }
+  std::stable_sort(units.begin(), units.end(),
+                   [&](const auto& a, const auto& b) { return reqs[a.front()].t < reqs[b.front()].t; });
+  return units;
+}
+
+}  // namespace
+
+json build_request_body(const WorkloadRequest& r, const std::vector<ChatMessage>& messages, const std::string& prompt,
+                        const std::string& model, bool ignore_eos) {
+  json body;
+  body["model"] = model;
+  if (r.is_chat()) {
+    json msgs = json::array();
+    for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+    body["messages"] = std::move(msgs);
+  } else {
+    body["prompt"] = prompt;
+  }
+  body["max_tokens"] = r.max_tokens;
+  body["temperature"] = 0;
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  if (ignore_eos) body["ignore_eos"] = true;
+  return body;
+}
+
+std::map<std::string, double> parse_prometheus_text(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    // "name{labels} value [timestamp]": the value follows the last '}' or the name.
+    size_t brace = line.rfind('}');
+    size_t sep = line.find(' ', brace == std::string::npos ? 0 : brace);
+    if (sep == std::string::npos) continue;
+    std::string series = line.substr(0, sep);
+    std::string rest = line.substr(sep + 1);
+    try {
+      size_t used = 0;
+      double v = std::stod(rest, &used);
+      out[series] = v;
+    } catch (const std::exception&) {
+      // NaN/Inf spelled differently or garbage: not a number we can plot.
+    }
+  }
+  return out;
+}
+
+std::pair<std::string, double> find_queue_depth(const std::map<std::string, double>& samples,
+                                                const std::string& prefer) {
+  auto base_name = [](const std::string& series) { return series.substr(0, series.find('{')); };
+  auto sum_of = [&](const std::string& name) {
+    double s = 0;
+    for (const auto& [series, v] : samples) {
+      if (base_name(series) == name) s += v;
+    }
+    return s;
+  };
+  if (!prefer.empty()) return {prefer, sum_of(prefer)};
+  // Gauges of waiting requests as servers name them (Ladder, vLLM, SGLang, TGI, llama.cpp).
+  static const char* kKnown[] = {"ladder_queue_depth",         "ladder_requests_waiting", "ladder_num_requests_waiting",
+                                 "vllm:num_requests_waiting",  "sglang:num_queue_reqs",   "tgi_queue_size",
+                                 "llamacpp:requests_deferred"};
+  for (const char* k : kKnown) {
+    for (const auto& [series, v] : samples) {
+      if (base_name(series) == k) return {k, sum_of(k)};
+    }
+  }
+  for (const auto& [series, v] : samples) {
+    std::string n = base_name(series);
+    if ((n.find("queue") != std::string::npos || n.find("waiting") != std::string::npos) &&
+        n.find("_total") == std::string::npos && n.find("_bucket") == std::string::npos &&
+        n.find("_sum") == std::string::npos && n.find("_count") == std::string::npos &&
+        n.find("seconds") == std::string::npos) {
+      return {n, sum_of(n)};
+    }
+  }
+  return {"", 0.0};
+}
+
+ServerInfo probe_server(const Endpoint& ep, const std::string& api_key, double timeout_s) {
+  ServerInfo info;
+  HttpRequestSpec spec;
+  spec.path = "/v1/models";
+  spec.api_key = api_key;
+  spec.timeout_s = timeout_s;
+  auto models = http_fetch(ep, spec);
+  if (models.is_ok() && models->status == 200) {
+    json j = json::parse(models->body, nullptr, false);
+    if (!j.is_discarded()) {
+      info.models = j;
+      if (j.contains("data") && j["data"].is_array() && !j["data"].empty() && j["data"][0].contains("id") &&
+          j["data"][0]["id"].is_string()) {
+        info.model_id = j["data"][0]["id"].get<std::string>();
+      }
+    }
+  }
+  spec.path = "/metrics";
+  auto metrics = http_fetch(ep, spec);
+  if (metrics.is_ok() && metrics->status == 200) {
+    info.metrics = parse_prometheus_text(metrics->body);
+    info.metrics_available = true;
+  }
+  return info;
+}
+
+Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const ReplayOptions& opts) {
+  if (requests.empty()) return invalid_argument("the workload has no requests to replay");
+  ServerInfo server = probe_server(opts.endpoint, opts.api_key, std::min(opts.timeout_s, 10.0));
+  std::string model = !opts.model.empty() ? opts.model : !server.model_id.empty() ? server.model_id : "default";
+  ReplayRun run;
+  if (server.metrics_available) run.queue_metric = find_queue_depth(server.metrics).first;
+
+  run.results.resize(requests.size());
+  auto units = arrival_units(requests);
+  CapSemaphore cap(opts.concurrency);
+  Progress progress;
+  std::atomic<bool> all_done{false};
+  const double cpu_before = cpu_seconds();
+  const auto t0 = Clock::now() + std::chrono::milliseconds(20);  // room to start the first worker on time
+
+  std::thread sampler([&] {
+    auto next = t0;
+    auto next_progress = t0;
+    Endpoint ep = opts.endpoint;
+    while (!all_done.load()) {
+      TimelineSample s;
+      s.t_s = ms_between(t0, Clock::now()) / 1000.0;
+      s.in_flight = progress.in_flight.load();
+      if (!run.queue_metric.empty()) {
+        HttpRequestSpec spec;
+        spec.path = "/metrics";
+        spec.api_key = opts.api_key;
+        spec.timeout_s = 2;
+        auto m = http_fetch(ep, spec);
+        if (m.is_ok() && m->status == 200) {
+          s.server_queue = find_queue_depth(parse_prometheus_text(m->body), run.queue_metric).second;
+        }
+      }
+      run.timeline.push_back(s);
+      if (opts.progress && Clock::now() >= next_progress) {
+        std::fprintf(stderr, "[replay%s%s] t=%.1fs sent %d/%zu, finished %d, in flight %d, good %d, not verified %d\n",
+                     opts.label.empty() ? "" : " ", opts.label.c_str(), s.t_s, progress.sent.load(), requests.size(),
+                     progress.finished.load(), progress.in_flight.load(), progress.good.load(),
+                     progress.failed.load());
+        next_progress += std::chrono::seconds(1);
+      }
+      next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.sample_period_s));
+      while (next < Clock::now()) next += std::chrono::milliseconds(10);
+      std::this_thread::sleep_until(next);
+    }
+  });
+
+  std::vector<std::thread> workers;
+  workers.reserve(units.size());
+  for (const auto& unit : units) {
+    // Start each worker a little early; it sleeps to its exact send time.
+    std::this_thread::sleep_until(at_offset(t0, requests[unit.front()].t) - std::chrono::milliseconds(2));
+    workers.emplace_back([&, unit] {
+      UnitRunner runner(requests, run.results, opts, model, t0, cap, progress);
+      runner.run(unit);
+    });
+  }
+  for (auto& w : workers) w.join();
+  const auto end = Clock::now();
+  all_done.store(true);
+  sampler.join();
+
+  run.client_cpu_s = cpu_seconds() - cpu_before;
+  run.wall_s = ms_between(t0, end) / 1000.0;
+  for (const auto& r : run.results) {
+    run.window_s = std::max(run.window_s, r.sent_s + r.e2e_ms / 1000.0);
+    run.max_send_lag_ms = std::max(run.max_send_lag_ms, r.send_lag_ms);
+  }
+  if (run.window_s <= 0) run.window_s = std::max(run.wall_s, 1e-3);
+  if (opts.progress) {
+    std::fprintf(stderr, "[replay%s%s] done: %zu requests in %.2fs, good %d, client CPU %.2fs, max send lag %.1f ms\n",
+                 opts.label.empty() ? "" : " ", opts.label.c_str(), requests.size(), run.wall_s, progress.good.load(),
+                 run.client_cpu_s, run.max_send_lag_ms);
+  }
+  return run;
+}
+
+}  // namespace ladder::harness

@@ -1,0 +1,315 @@
+#include "harness/report_html.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace ladder::harness {
+
+using nlohmann::json;
+
+namespace {
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// JSON that is safe inside <script>: "</" cannot close the element.
+std::string script_json(const json& j) {
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<' && i + 1 < s.size() && s[i + 1] == '/') {
+      out += "<\\/";
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::vector<double> sorted_values(const std::vector<RequestResult>& rs, const std::optional<double> RequestResult::*field) {
+  std::vector<double> v;
+  for (const auto& r : rs) {
+    if (r.*field) v.push_back(*(r.*field));
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+json chart_data(const std::vector<RunReport>& runs, const json& record) {
+  json data;
+  data["runs"] = json::array();
+  for (const auto& rr : runs) {
+    json run;
+    run["label"] = rr.label;
+    run["offered_rate"] = rr.offered_rate;
+    run["goodput_rps"] = rr.summary.overall.goodput_rps;
+    run["attainment"] = rr.summary.overall.goodput_fraction;
+    run["ttft"] = sorted_values(rr.run.results, &RequestResult::ttft_ms);
+    run["tpot"] = sorted_values(rr.run.results, &RequestResult::tpot_ms);
+    std::vector<double> e2e;
+    json sent = json::array(), ttft = json::array(), good = json::array();
+    for (const auto& r : rr.run.results) {
+      if (r.http_status == 200 && r.error.empty()) e2e.push_back(r.e2e_ms);
+      if (r.ttft_ms) {
+        sent.push_back(r.sent_s);
+        ttft.push_back(*r.ttft_ms);
+        good.push_back(is_good(r));
+      }
+    }
+    std::sort(e2e.begin(), e2e.end());
+    run["e2e"] = e2e;
+    run["scatter"] = {{"sent_s", sent}, {"ttft_ms", ttft}, {"good", good}};
+    json t = json::array(), inflight = json::array(), queue = json::array();
+    for (const auto& s : rr.run.timeline) {
+      t.push_back(s.t_s);
+      inflight.push_back(s.in_flight);
+      queue.push_back(s.server_queue ? json(*s.server_queue) : json(nullptr));
+    }
+    run["timeline"] = {{"t_s", t}, {"in_flight", inflight}, {"server_queue", queue}};
+    run["queue_metric"] = rr.run.queue_metric;
+    data["runs"].push_back(std::move(run));
+  }
+  data["target"] = record.value("/sweep/target"_json_pointer, 0.9);
+  return data;
+}
+
+std::string group_rows(const std::string& name, const GroupSummary& g) {
+  return fmt::format(
+      "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{:.3f}</td><td>{:.1f}</td><td>{:.1f}</td>"
+      "<td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>\n",
+      html_escape(name), g.requests, g.verified, g.good, 100.0 * g.goodput_fraction, g.goodput_rps, g.ttft_ms.mean,
+      g.ttft_ms.p50, g.ttft_ms.p90, g.ttft_ms.p99, g.tpot_ms.p50, g.tpot_ms.p99, g.e2e_ms.p50, g.e2e_ms.p99,
+      g.send_lag_ms.max);
+}
+
+// The drawing code: a small canvas plotter (axes with round ticks, lines,
+// step CDFs, points), then the self-check.
+constexpr const char* kScript = R"JS(
+(function () {
+  var errors = document.getElementById('errors');
+  window.addEventListener('error', function (e) { errors.textContent += (e.message || 'error') + '\n'; });
+  var data = JSON.parse(document.getElementById('data').textContent);
+  var colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
+  var pad = {l: 64, r: 56, t: 24, b: 44};
+
+  function niceTicks(lo, hi, n) {
+    if (!(hi > lo)) { hi = lo + 1; }
+    var span = hi - lo, step = Math.pow(10, Math.floor(Math.log10(span / n)));
+    var err = span / n / step;
+    if (err >= 7.5) step *= 10; else if (err >= 3.5) step *= 5; else if (err >= 1.5) step *= 2;
+    var ticks = [];
+    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push(Math.round(v / step) * step);
+    return ticks;
+  }
+  function fmt(v) { return Math.abs(v) >= 1000 ? v.toFixed(0) : +v.toPrecision(3) + ''; }
+  function extent(arrays, zero) {
+    var lo = Infinity, hi = -Infinity;
+    arrays.forEach(function (a) { a.forEach(function (v) { if (v !== null && isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }); });
+    if (lo === Infinity) { lo = 0; hi = 1; }
+    if (zero) lo = Math.min(0, lo);
+    if (hi === lo) hi = lo + 1;
+    return [lo, hi];
+  }
+
+  // spec: {x: [lo, hi], y: [lo, hi], y2: [lo, hi] | null, xlabel, ylabel, y2label, series: [...]}
+  // series: {xs, ys, color, kind: 'line' | 'step' | 'points', axis: 1 | 2, label, fills: [colors per point]}
+  function plot(canvas, spec) {
+    var ctx = canvas.getContext('2d'), W = canvas.width, H = canvas.height;
+    ctx.fillStyle = '#ffffff'; ctx.fillRect(0, 0, W, H);
+    var pw = W - pad.l - pad.r, ph = H - pad.t - pad.b;
+    function sx(v) { return pad.l + (v - spec.x[0]) / (spec.x[1] - spec.x[0]) * pw; }
+    function sy(v, axis) {
+      var r = axis === 2 ? spec.y2 : spec.y;
+      return pad.t + ph - (v - r[0]) / (r[1] - r[0]) * ph;
+    }
+    ctx.font = '12px sans-serif'; ctx.strokeStyle = '#e6e6e6'; ctx.fillStyle = '#333'; ctx.lineWidth = 1;
+    niceTicks(spec.x[0], spec.x[1], 6).forEach(function (v) {
+      var x = sx(v); ctx.beginPath(); ctx.moveTo(x, pad.t); ctx.lineTo(x, pad.t + ph); ctx.stroke();
+      ctx.textAlign = 'center'; ctx.fillText(fmt(v), x, pad.t + ph + 16);
+    });
+    niceTicks(spec.y[0], spec.y[1], 5).forEach(function (v) {
+      var y = sy(v, 1); ctx.beginPath(); ctx.moveTo(pad.l, y); ctx.lineTo(pad.l + pw, y); ctx.stroke();
+      ctx.textAlign = 'right'; ctx.fillText(fmt(v), pad.l - 6, y + 4);
+    });
+    if (spec.y2) {
+      niceTicks(spec.y2[0], spec.y2[1], 5).forEach(function (v) {
+        ctx.textAlign = 'left'; ctx.fillText(fmt(v), pad.l + pw + 6, sy(v, 2) + 4);
+      });
+    }
+    ctx.strokeStyle = '#333'; ctx.strokeRect(pad.l, pad.t, pw, ph);
+    ctx.textAlign = 'center'; ctx.fillText(spec.xlabel, pad.l + pw / 2, H - 8);
+    ctx.save(); ctx.translate(14, pad.t + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(spec.ylabel, 0, 0); ctx.restore();
+    if (spec.y2) { ctx.save(); ctx.translate(W - 10, pad.t + ph / 2); ctx.rotate(Math.PI / 2); ctx.fillText(spec.y2label, 0, 0); ctx.restore(); }
+    ctx.save(); ctx.beginPath(); ctx.rect(pad.l, pad.t, pw, ph); ctx.clip();
+    spec.series.forEach(function (s) {
+      ctx.strokeStyle = s.color; ctx.fillStyle = s.color; ctx.lineWidth = 2;
+      if (s.kind === 'points') {
+        s.xs.forEach(function (x, i) {
+          if (s.ys[i] === null) return;
+          if (s.fills) ctx.fillStyle = s.fills[i];
+          ctx.beginPath(); ctx.arc(sx(x), sy(s.ys[i], s.axis), s.radius || 3, 0, 2 * Math.PI); ctx.fill();
+        });
+        return;
+      }
+      ctx.beginPath();
+      var started = false;
+      s.xs.forEach(function (x, i) {
+        var y = s.ys[i];
+        if (y === null) { started = false; return; }
+        if (!started) { ctx.moveTo(sx(x), sy(y, s.axis)); started = true; return; }
+        if (s.kind === 'step') ctx.lineTo(sx(x), sy(s.ys[i - 1], s.axis));
+        ctx.lineTo(sx(x), sy(y, s.axis));
+      });
+      ctx.stroke();
+    });
+    ctx.restore();
+    var lx = pad.l + 8;
+    spec.series.forEach(function (s) {
+      if (!s.label) return;
+      ctx.fillStyle = s.color; ctx.fillRect(lx, pad.t + 6, 10, 10);
+      ctx.fillStyle = '#333'; ctx.textAlign = 'left'; ctx.fillText(s.label, lx + 14, pad.t + 15);
+      lx += 24 + ctx.measureText(s.label).width;
+    });
+    if (spec.series.every(function (s) { return s.xs.length === 0; })) {
+      ctx.fillStyle = '#999'; ctx.textAlign = 'center'; ctx.fillText('no data', pad.l + pw / 2, pad.t + ph / 2);
+    }
+  }
+
+  function cdf(id, key, xlabel) {
+    var arrays = data.runs.map(function (r) { return r[key]; });
+    var ex = extent(arrays, true);
+    plot(document.getElementById(id), {
+      x: ex, y: [0, 1], xlabel: xlabel, ylabel: 'fraction of requests',
+      series: data.runs.map(function (r, i) {
+        var v = r[key], n = v.length;
+        var xs = [ex[0]].concat(v), ys = [0].concat(v.map(function (_, k) { return (k + 1) / n; }));
+        return {xs: n ? xs : [], ys: n ? ys : [], color: colors[i % colors.length], kind: 'step', axis: 1, label: r.label};
+      })
+    });
+  }
+  cdf('cdf-ttft', 'ttft', 'TTFT (ms)');
+  cdf('cdf-tpot', 'tpot', 'TPOT (ms)');
+  cdf('cdf-e2e', 'e2e', 'E2E latency (ms)');
+
+  var rates = data.runs.map(function (r) { return r.offered_rate; });
+  var order = rates.map(function (_, i) { return i; }).sort(function (a, b) { return rates[a] - rates[b]; });
+  var gx = order.map(function (i) { return rates[i]; });
+  var gy = order.map(function (i) { return data.runs[i].goodput_rps; });
+  var ga = order.map(function (i) { return 100 * data.runs[i].attainment; });
+  var xr = extent([gx], true); xr[1] = xr[1] * 1.1 + 1e-9;
+  plot(document.getElementById('goodput'), {
+    x: xr, y: extent([gy, gx], true), y2: [0, 100], xlabel: 'offered rate (req/s)', ylabel: 'goodput (req/s)',
+    y2label: 'SLO attainment (%)',
+    series: [
+      {xs: gx, ys: gy, color: colors[0], kind: 'line', axis: 1, label: 'goodput'},
+      {xs: gx, ys: gy, color: colors[0], kind: 'points', axis: 1, radius: 5},
+      {xs: gx, ys: ga, color: colors[1], kind: 'line', axis: 2, label: 'attainment %'},
+      {xs: gx, ys: ga, color: colors[1], kind: 'points', axis: 2, radius: 5},
+      {xs: xr, ys: [100 * data.target, 100 * data.target], color: colors[3], kind: 'line', axis: 2, label: 'target'}
+    ]
+  });
+
+  data.runs.forEach(function (r, i) {
+    var sc = r.scatter, tl = r.timeline;
+    var queue = tl.server_queue.some(function (v) { return v !== null; });
+    var y2 = extent([tl.in_flight, queue ? tl.server_queue : []], true);
+    var series = [
+      {xs: sc.sent_s, ys: sc.ttft_ms, color: colors[2], kind: 'points', axis: 1, label: 'TTFT (red: not good)',
+       fills: sc.good.map(function (g) { return g ? colors[2] : colors[3]; })},
+      {xs: tl.t_s, ys: tl.in_flight, color: colors[0], kind: 'step', axis: 2, label: 'in flight'}
+    ];
+    if (queue) series.push({xs: tl.t_s, ys: tl.server_queue, color: colors[1], kind: 'step', axis: 2, label: 'server queue'});
+    plot(document.getElementById('timeline-' + i), {
+      x: extent([sc.sent_s, tl.t_s], true), y: extent([sc.ttft_ms], true), y2: y2,
+      xlabel: 'time since start (s)', ylabel: 'TTFT (ms)', y2label: 'requests', series: series
+    });
+  });
+
+  // Self-check: coloured pixels inside each plot area (grid and axes are grey).
+  var counts = {};
+  Array.prototype.forEach.call(document.querySelectorAll('canvas'), function (c) {
+    var img = c.getContext('2d').getImageData(pad.l + 1, pad.t + 1, c.width - pad.l - pad.r - 2, c.height - pad.t - pad.b - 2).data;
+    var n = 0;
+    for (var k = 0; k < img.length; k += 4) {
+      var r = img[k], g = img[k + 1], b = img[k + 2];
+      if (Math.max(r, g, b) - Math.min(r, g, b) > 40) n++;
+    }
+    counts[c.id] = n;
+  });
+  document.getElementById('selfcheck').textContent = JSON.stringify(counts);
+  document.body.setAttribute('data-rendered', '1');
+})();
+)JS";
+
+}  // namespace
+
+std::string make_report_html(const json& record, const std::vector<RunReport>& runs) {
+  std::string h;
+  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ladder replay report</title>\n";
+  h += "<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0}"
+       "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+       "canvas{border:1px solid #ddd;margin:6px 6px 0 0}.grid{display:flex;flex-wrap:wrap}"
+       "pre{background:#f6f6f6;padding:6px;white-space:pre-wrap}</style></head><body>\n";
+  h += "<h1>ladder replay</h1>\n";
+  h += fmt::format("<p>{} &middot; endpoint {} &middot; model {}</p>\n",
+                   html_escape(record.value("timestamp", std::string())),
+                   html_escape(record.value("/configuration/endpoint"_json_pointer, std::string())),
+                   html_escape(record.value("/configuration/model"_json_pointer, std::string())));
+  h += fmt::format("<p>workload {} ({}), sha256 {}</p>\n",
+                   html_escape(record.value("/workload/source"_json_pointer, std::string())),
+                   html_escape(record.value("/workload/format"_json_pointer, std::string())),
+                   html_escape(record.value("/workload/digest_sha256"_json_pointer, std::string())));
+  if (record.contains("/workload/scaling"_json_pointer)) {
+    h += "<p>applied to the workload:</p><ul>\n";
+    for (const auto& n : record["workload"]["scaling"]) h += "<li>" + html_escape(n.get<std::string>()) + "</li>\n";
+    h += "</ul>\n";
+  }
+  if (record.contains("/sweep/max_goodput_rate"_json_pointer)) {
+    const json& s = record["sweep"];
+    h += fmt::format("<p><b>max goodput rate</b> (attainment &ge; {:.0f}%): {} req/s measured, {} interpolated</p>\n",
+                     100.0 * s.value("target", 0.9), s["max_goodput_rate"].dump(), s["interpolated_rate"].dump());
+  }
+  for (const auto& rr : runs) {
+    h += fmt::format("<h2>{} &mdash; offered {:.3f} req/s, window {:.2f} s, client CPU {:.2f} s, max send lag {:.1f} ms</h2>\n",
+                     html_escape(rr.label), rr.offered_rate, rr.run.window_s, rr.run.client_cpu_s, rr.run.max_send_lag_ms);
+    h += "<table><tr><th>group</th><th>requests</th><th>verified</th><th>good</th><th>good %</th><th>good/s</th>"
+         "<th>TTFT mean</th><th>TTFT p50</th><th>TTFT p90</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th>"
+         "<th>E2E p50</th><th>E2E p99</th><th>send lag max</th></tr>\n";
+    h += group_rows("overall", rr.summary.overall);
+    for (const auto& [k, g] : rr.summary.by_tenant) h += group_rows("tenant " + k, g);
+    for (const auto& [k, g] : rr.summary.by_slice) h += group_rows("slice " + k, g);
+    h += "</table>\n";
+  }
+  h += "<h2>Latency CDFs</h2><div class=\"grid\">\n";
+  for (const char* id : {"cdf-ttft", "cdf-tpot", "cdf-e2e"}) {
+    h += fmt::format("<canvas id=\"{}\" width=\"460\" height=\"300\"></canvas>\n", id);
+  }
+  h += "</div>\n<h2>Goodput vs offered rate</h2>\n<canvas id=\"goodput\" width=\"700\" height=\"320\"></canvas>\n";
+  h += "<h2>Timeline: TTFT at send time, requests in flight, server queue</h2>\n";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    h += fmt::format("<h3>{}</h3><canvas id=\"timeline-{}\" width=\"940\" height=\"320\"></canvas>\n",
+                     html_escape(runs[i].label), i);
+  }
+  h += "<h2>Machine and server</h2><pre>" + html_escape(record.value("machine", json::object()).dump(2)) + "</pre>\n";
+  h += "<pre id=\"selfcheck\"></pre><pre id=\"errors\"></pre>\n";
+  h += "<script type=\"application/json\" id=\"data\">" + script_json(chart_data(runs, record)) + "</script>\n";
+  h += "<script>" + std::string(kScript) + "</script>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace ladder::harness

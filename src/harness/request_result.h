@@ -1,0 +1,74 @@
+// What the replay client measured for one request (client clock; DESIGN.md
+// "Metrics"): all times are milliseconds from the moment the request was
+// sent, except scheduled_s / sent_s (seconds from the replay's start).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/workload.h"
+
+namespace ladder::harness {
+
+struct RequestResult {
+  size_t index = 0;  // position in the scheduled workload
+  std::string tenant = "default";
+  std::string slice = "default";
+  std::string session;
+  int turn = 0;
+  Slo slo;
+
+  double scheduled_s = 0.0;  // when the schedule said to send it
+  double sent_s = 0.0;       // when it was actually sent
+  double send_lag_ms = 0.0;  // sent - scheduled: a late send is reported, never hidden
+  double cap_wait_ms = 0.0;  // part of the lag spent waiting for the concurrency cap
+
+  int http_status = 0;  // 0: no HTTP response (connect/transport failure)
+  std::string error;    // transport error, HTTP error body, or an SSE error event
+  std::string finish_reason;
+
+  std::optional<double> ttft_ms;   // first output token of any kind
+  std::optional<double> ttfat_ms;  // first answer (non-reasoning) token
+  std::optional<double> tpot_ms;   // (e2e - ttft) / (output_tokens - 1), when output_tokens >= 2
+  double e2e_ms = 0.0;             // sent -> last byte
+  std::vector<double> itl_ms;      // gaps between successive token-carrying chunks
+
+  int64_t output_tokens = -1;  // from usage; -1 when the server sent none
+  int64_t prompt_tokens = -1;  // from usage
+  int64_t sse_events = 0;      // data events, [DONE] excluded
+  int64_t token_chunks = 0;    // events that carried text (reported apart from usage)
+  size_t prompt_chars = 0;     // characters sent (history included), for the chars/token check
+
+  std::string text;            // the answer
+  std::string reasoning_text;  // reasoning_content, if the server separates it
+
+  bool verified = false;
+  std::string verify_note;  // why not, or which expectation matched
+
+  nlohmann::json server_timings;  // the server's own per-request timings ("ladder" extension), if sent
+};
+
+// Verification (DESIGN.md): finished without error, with finish_reason stop or
+// length, and the expectation (exact after trimming whitespace, or substring)
+// matched where there is one. Sets verified and verify_note.
+void verify_result(RequestResult& r, const std::optional<Expectation>& expect);
+
+// Per-SLO verdicts. A missing TTFT fails a TTFT SLO; TPOT is undefined with
+// fewer than 2 output tokens and then passes (there is no inter-token time);
+// without usage it fails (output tokens are never guessed from chunks).
+struct SloVerdict {
+  bool ttft = true;
+  bool tpot = true;
+  bool e2e = true;
+  bool all() const { return ttft && tpot && e2e; }
+};
+SloVerdict check_slo(const RequestResult& r);
+
+// Goodput counts it: verified and within every SLO.
+inline bool is_good(const RequestResult& r) { return r.verified && check_slo(r).all(); }
+
+}  // namespace ladder::harness
