@@ -171,7 +171,8 @@ void dequantize_row_scalar(TensorType type, const void* src, float* dst, int64_t
   }
 }
 
-void quantize_activations(const float* x, int64_t rows, int64_t n_in, int8_t* xq, float* xd, float* xsum) {
+void quantize_activations(const float* x, int64_t rows, int64_t n_in, int8_t* xq, uint8_t* xu, float* xd,
+                          float* xsum) {
   const int64_t nb = n_in / kActBlock;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < nb; ++b) {
@@ -188,6 +189,7 @@ void quantize_activations(const float* x, int64_t rows, int64_t n_in, int8_t* xq
         const float s = std::nearbyint(v[j] * id);
         const int qi = static_cast<int>(std::clamp(s, -127.0f, 127.0f));
         q[j] = static_cast<int8_t>(qi);
+        xu[r * n_in + b * kActBlock + j] = static_cast<uint8_t>(qi + 128);
         sum += qi;
       }
       xd[r * nb + b] = d;

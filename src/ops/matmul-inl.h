@@ -20,6 +20,7 @@
 #include "common/tensor_type.h"
 #include "hwy/highway.h"
 #include "ops/matmul_internal.h"
+#include "ops/matmul_q8_interleaved-inl.h"
 
 #undef LADDER_X86_INT8
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -30,6 +31,11 @@
 #endif
 
 HWY_BEFORE_NAMESPACE();
+#if HWY_TARGET == HWY_AVX3_DL
+// Highway 1.0.3's AVX3_DL flags name AVX-VNNI (VEX) but not AVX512-VNNI; the
+// CPUs it dispatches to (Ice Lake+, Zen 4) have the latter.
+#pragma GCC target("avx512vnni")
+#endif
 namespace ladder::ops::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -436,28 +442,282 @@ struct Q6KTile {
   }
 };
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// AVX-512: two 32-element blocks per 512-bit vector (16 int32 lanes: lanes
+// 0-7 the first block, 8-15 the second). An odd last block fills the low
+// half and leaves zero weights and scales in the high half.
+
+HWY_INLINE __m512i dot_us512(__m512i u, __m512i s) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s);
+#else
+  return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
+#endif
+}
+
+HWY_INLINE float hsum16(__m512 v) {
+  return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+// [a x8 | b x8]
+HWY_INLINE __m512 two_halves(float a, float b) {
+  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+
+HWY_INLINE __m512i join256(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// x * sign(w) for the lanes where w < 0 (AVX-512 has no vpsignb).
+HWY_INLINE __m512i apply_sign(__m512i x, __mmask64 neg) {
+  return _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+}
+
+template <bool kIsQ4>
+HWY_INLINE __m256i q32_block_s8(const uint8_t* row, int64_t b, float* d) {
+  if constexpr (kIsQ4) {
+    const auto* blk = reinterpret_cast<const BlockQ4_0*>(row) + b;
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
+    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+    *d = half_to_f32(blk->d);
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+  } else {
+    const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
+    *d = half_to_f32(blk->d);
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+  }
+}
+
+template <bool kIsQ4>
+struct Q32Tile512 {
+  const detail::MatmulTask& t;
+
+  template <int R>
+  HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
+    constexpr int C = kQ8Cols;
+    const int64_t nb = t.n_in / 32;
+    const int8_t* xr[R];
+    const float* xd[R];
+    const uint8_t* wc[C];
+    for (int i = 0; i < R; ++i) {
+      xr[i] = t.xq + r_idx[i] * t.n_in;
+      xd[i] = t.xd + r_idx[i] * nb;
+    }
+    for (int c = 0; c < C; ++c) wc[c] = t.w + o_idx[c] * t.w_row_bytes;
+    __m512 acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b += 2) {
+      const bool pair = b + 1 < nb;
+      __m512i wa[C];
+      __mmask64 neg[C];
+      __m512 dw[C];
+      for (int c = 0; c < C; ++c) {
+        float d0 = 0.0f, d1 = 0.0f;
+        const __m256i w0 = q32_block_s8<kIsQ4>(wc[c], b, &d0);
+        const __m256i w1 = pair ? q32_block_s8<kIsQ4>(wc[c], b + 1, &d1) : _mm256_setzero_si256();
+        const __m512i ws = join256(w0, w1);
+        wa[c] = _mm512_abs_epi8(ws);
+        neg[c] = _mm512_movepi8_mask(ws);
+        dw[c] = two_halves(d0, d1);
+      }
+      for (int i = 0; i < R; ++i) {
+        const __m512i xv = pair ? _mm512_loadu_si512(xr[i] + b * 32)
+                                : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + b * 32)));
+        const __m512 dx = two_halves(xd[i][b], pair ? xd[i][b + 1] : 0.0f);
+        for (int c = 0; c < C; ++c) {
+          const __m512i isum = dot_us512(wa[c], apply_sign(xv, neg[c]));
+          acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[c], dx), acc[i][c]);
+        }
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum16(acc[i][c]);
+  }
+};
+
+// Q4_K: sub-blocks 2k (low nibbles of qs[32k..32k+32)) and 2k+1 (high
+// nibbles) cover 64 consecutive elements: one vector. Unsigned q needs no
+// sign trick; the min term goes into the low 8 lanes, one per sub-block.
+struct Q4KTile512 {
+  const detail::MatmulTask& t;
+
+  template <int R>
+  HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
+    constexpr int C = kKCols;
+    const int64_t nsb = t.n_in / kQK_K;
+    const int64_t nb32 = t.n_in / 32;
+    const int8_t* xr[R];
+    const float* xd[R];
+    const float* xs[R];
+    const BlockQ4_K* wc[C];
+    for (int i = 0; i < R; ++i) {
+      xr[i] = t.xq + r_idx[i] * t.n_in;
+      xd[i] = t.xd + r_idx[i] * nb32;
+      xs[i] = t.xsum + r_idx[i] * nb32;
+    }
+    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const BlockQ4_K*>(t.w + o_idx[c] * t.w_row_bytes);
+    __m512 acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      alignas(32) float dsc[C][8];
+      __m512 negmin[C];
+      for (int c = 0; c < C; ++c) {
+        const BlockQ4_K& blk = wc[c][sb];
+        const float d = half_to_f32(blk.d);
+        const float dmin = half_to_f32(blk.dmin);
+        alignas(32) float mins[8];
+        for (int j = 0; j < 8; ++j) {
+          int sc, m;
+          k4_scale_min(j, blk.scales, &sc, &m);
+          dsc[c][j] = d * static_cast<float>(sc);
+          mins[j] = -(dmin * static_cast<float>(m));
+        }
+        negmin[c] = _mm512_zextps256_ps512(_mm256_load_ps(mins));
+      }
+      for (int i = 0; i < R; ++i) {
+        const __m512 xsum = _mm512_zextps256_ps512(_mm256_loadu_ps(xs[i] + sb * 8));
+        for (int c = 0; c < C; ++c) acc[i][c] = _mm512_fmadd_ps(negmin[c], xsum, acc[i][c]);
+      }
+      for (int k = 0; k < 4; ++k) {
+        __m512i qv[C];
+        __m512 scv[C];
+        for (int c = 0; c < C; ++c) {
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wc[c][sb].qs + 32 * k));
+          qv[c] = join256(_mm256_and_si256(q, low4), _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
+          scv[c] = two_halves(dsc[c][2 * k], dsc[c][2 * k + 1]);
+        }
+        const int64_t j0 = sb * 8 + 2 * k;
+        for (int i = 0; i < R; ++i) {
+          const __m512i xv = _mm512_loadu_si512(xr[i] + j0 * 32);
+          const __m512 dx = two_halves(xd[i][j0], xd[i][j0 + 1]);
+          for (int c = 0; c < C; ++c) {
+            acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_us512(qv[c], xv)), _mm512_mul_ps(scv[c], dx),
+                                        acc[i][c]);
+          }
+        }
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum16(acc[i][c]);
+  }
+};
+
+// Q6_K: per 128-element half, sub-blocks (0,1) are the low nibbles of
+// ql[0..64) with qh bits 0-1 / 2-3, and (2,3) the high nibbles with qh bits
+// 4-5 / 6-7: each pair is 64 consecutive elements, one vector, with four
+// 16-element scales (lanes 0-3, 4-7, 8-11, 12-15).
+struct Q6KTile512 {
+  const detail::MatmulTask& t;
+
+  template <int R>
+  HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
+    constexpr int C = kKCols;
+    const int64_t nsb = t.n_in / kQK_K;
+    const int64_t nb32 = t.n_in / 32;
+    const int8_t* xr[R];
+    const float* xd[R];
+    const BlockQ6_K* wc[C];
+    for (int i = 0; i < R; ++i) {
+      xr[i] = t.xq + r_idx[i] * t.n_in;
+      xd[i] = t.xd + r_idx[i] * nb32;
+    }
+    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const BlockQ6_K*>(t.w + o_idx[c] * t.w_row_bytes);
+    __m512 acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m256i bits45 = _mm256_set1_epi8(0x30);
+    const __m512i k32 = _mm512_set1_epi8(32);
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      for (int half = 0; half < 2; ++half) {
+        for (int pp = 0; pp < 2; ++pp) {
+          __m512i wa[C];
+          __mmask64 neg[C];
+          __m512 scv[C];
+          for (int c = 0; c < C; ++c) {
+            const BlockQ6_K& blk = wc[c][sb];
+            const __m512i l = _mm512_loadu_si512(blk.ql + 64 * half);
+            const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * half));
+            __m512i lq, hq;
+            if (pp == 0) {
+              lq = _mm512_and_si512(l, low4);
+              hq = join256(_mm256_and_si256(_mm256_slli_epi16(h, 4), bits45),
+                           _mm256_and_si256(_mm256_slli_epi16(h, 2), bits45));
+            } else {
+              lq = _mm512_and_si512(_mm512_srli_epi16(l, 4), low4);
+              hq = join256(_mm256_and_si256(h, bits45), _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45));
+            }
+            const __m512i ws = _mm512_sub_epi8(_mm512_or_si512(lq, hq), k32);
+            wa[c] = _mm512_abs_epi8(ws);
+            neg[c] = _mm512_movepi8_mask(ws);
+            const float d = half_to_f32(blk.d);
+            const int g = 8 * half + 4 * pp;  // scale of the first 16 elements
+            const __m128 s4 = _mm_mul_ps(_mm_set1_ps(d), _mm_setr_ps(blk.scales[g], blk.scales[g + 1],
+                                                                        blk.scales[g + 2], blk.scales[g + 3]));
+            scv[c] = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(s4));
+          }
+          const int64_t j = sb * 8 + half * 4 + 2 * pp;  // first 32-element block of x
+          for (int i = 0; i < R; ++i) {
+            const __m512i xv = _mm512_loadu_si512(xr[i] + j * 32);
+            const __m512 dx = two_halves(xd[i][j], xd[i][j + 1]);
+            for (int c = 0; c < C; ++c) {
+              const __m512i isum = dot_us512(wa[c], apply_sign(xv, neg[c]));
+              acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scv[c], dx), acc[i][c]);
+            }
+          }
+        }
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum16(acc[i][c]);
+  }
+};
+
+template <bool kIsQ4>
+using Q32TileBest = Q32Tile512<kIsQ4>;
+using Q4KTileBest = Q4KTile512;
+using Q6KTileBest = Q6KTile512;
+#else
+template <bool kIsQ4>
+using Q32TileBest = Q32Tile<kIsQ4>;
+using Q4KTileBest = Q4KTile;
+using Q6KTileBest = Q6KTile;
+#endif  // AVX3 / AVX3_DL
+
 bool HasIntKernels() { return true; }
 
 // Exported: Q8_0/Q4_0/Q4_K/Q6_K weights against quantized activations.
 void MatmulIntCols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
   switch (t.type) {
     case TensorType::kQ8_0: {
-      Q32Tile<false> tile{t};
+#if HWY_TARGET == HWY_AVX3_DL
+      q8_interleaved_cols<false>(t, o_begin, o_end);
+      break;
+#endif
+      Q32TileBest<false> tile{t};
       drive_tiles<kIntRows, kQ8Cols>(t, o_begin, o_end, col_block_for<kQ8Cols>(t.w_row_bytes), tile);
       break;
     }
     case TensorType::kQ4_0: {
-      Q32Tile<true> tile{t};
+#if HWY_TARGET == HWY_AVX3_DL
+      q8_interleaved_cols<true>(t, o_begin, o_end);
+      break;
+#endif
+      Q32TileBest<true> tile{t};
       drive_tiles<kIntRows, kQ8Cols>(t, o_begin, o_end, col_block_for<kQ8Cols>(t.w_row_bytes), tile);
       break;
     }
     case TensorType::kQ4_K: {
-      Q4KTile tile{t};
+      Q4KTileBest tile{t};
       drive_tiles<kIntRows, kKCols>(t, o_begin, o_end, col_block_for<kKCols>(t.w_row_bytes), tile);
       break;
     }
     default: {  // kQ6_K
-      Q6KTile tile{t};
+      Q6KTileBest tile{t};
       drive_tiles<kIntRows, kKCols>(t, o_begin, o_end, col_block_for<kKCols>(t.w_row_bytes), tile);
       break;
     }

@@ -33,6 +33,7 @@ size_t weight_row_bytes(const WeightMatrix& w) { return row_bytes(traits_of(w.ty
 // Activation scratch of the calling thread (the engine thread in practice).
 struct ActScratch {
   std::vector<int8_t> xq;
+  std::vector<uint8_t> xu;
   std::vector<float> xd;
   std::vector<float> xsum;
 };
@@ -95,16 +96,20 @@ void matmul(const WeightMatrix& w, const float* x, int64_t rows, float* y, Threa
     thread_local ActScratch s;
     const int64_t nb = w.n_in / detail::kActBlock;
     s.xq.resize(static_cast<size_t>(rows * w.n_in));
+    s.xu.resize(static_cast<size_t>(rows * w.n_in));
     s.xd.resize(static_cast<size_t>(rows * nb));
     s.xsum.resize(static_cast<size_t>(rows * nb));
     int8_t* xq = s.xq.data();
+    uint8_t* xu = s.xu.data();
     float* xd = s.xd.data();
     float* xsum = s.xsum.data();
     // Each row is quantized on its own, so the split cannot change results.
     pool.parallel_for(rows, 4, [&](int64_t b, int64_t e) {
-      detail::quantize_activations(x + b * w.n_in, e - b, w.n_in, xq + b * w.n_in, xd + b * nb, xsum + b * nb);
+      detail::quantize_activations(x + b * w.n_in, e - b, w.n_in, xq + b * w.n_in, xu + b * w.n_in, xd + b * nb,
+                                   xsum + b * nb);
     });
     t.xq = xq;
+    t.xu = xu;
     t.xd = xd;
     t.xsum = xsum;
     pool.parallel_for(w.n_out, kColGrain, [&](int64_t b, int64_t e) { detail::matmul_int_cols(t, b, e); });

@@ -25,6 +25,7 @@ struct MatmulTask {
   const float* x = nullptr;  // [rows][n_in]
   // Integer kernels: x quantized per row, per kActBlock elements.
   const int8_t* xq = nullptr;   // [rows][n_in]
+  const uint8_t* xu = nullptr;  // [rows][n_in] xq + 128 (for u8 x s8 dot products)
   const float* xd = nullptr;    // [rows][n_in / kActBlock] block scales
   const float* xsum = nullptr;  // [rows][n_in / kActBlock] xd * sum(xq) of the block
   float* y = nullptr;
@@ -33,7 +34,8 @@ struct MatmulTask {
 
 // Quantizes `rows` rows of n_in floats (n_in % kActBlock == 0). Each row's
 // result depends on that row alone: d = max|x| / 127, q = round(x / d).
-void quantize_activations(const float* x, int64_t rows, int64_t n_in, int8_t* xq, float* xd, float* xsum);
+void quantize_activations(const float* x, int64_t rows, int64_t n_in, int8_t* xq, uint8_t* xu, float* xd,
+                          float* xsum);
 
 // Scalar dequantization of one row of n elements of any dequantizable type
 // (the reference for every kernel, and the slow path for rare types).

@@ -1,0 +1,155 @@
+#include "ops/roofline_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include "common/half.h"
+#include "hwy/aligned_allocator.h"
+#include "ops/matmul.h"
+#include "ops/simd_targets.h"
+
+namespace ladder::ops {
+namespace {
+
+// Random but valid weights: random bytes, then every block scale set to a
+// small finite F16 (a random F16 could be inf/NaN).
+void fill_random_weights(TensorType type, uint8_t* data, size_t bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  if (type == TensorType::kF32) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    auto* f = reinterpret_cast<float*>(data);
+    for (size_t i = 0; i < bytes / sizeof(float); ++i) f[i] = dist(rng);
+    return;
+  }
+  for (size_t i = 0; i + 4 <= bytes; i += 4) {
+    const uint32_t r = rng();
+    std::memcpy(data + i, &r, 4);
+  }
+  const uint16_t scale = f32_to_f16(0.01f);
+  const auto& tr = traits_of(type);
+  if (type == TensorType::kF16 || type == TensorType::kBF16) {
+    auto* h = reinterpret_cast<uint16_t*>(data);
+    const uint16_t one = type == TensorType::kF16 ? f32_to_f16(0.5f) : f32_to_bf16(0.5f);
+    for (size_t i = 0; i < bytes / 2; ++i) h[i] = static_cast<uint16_t>(one ^ (h[i] & 0x83FFu));  // |v| < 1
+    return;
+  }
+  for (size_t b = 0; b + tr.block_bytes <= bytes; b += tr.block_bytes) {
+    uint8_t* blk = data + b;
+    switch (type) {
+      case TensorType::kQ6_K:
+        std::memcpy(blk + offsetof(BlockQ6_K, d), &scale, 2);
+        break;
+      case TensorType::kQ4_K:
+      case TensorType::kQ5_K:
+      case TensorType::kQ4_1:
+      case TensorType::kQ5_1:
+        std::memcpy(blk, &scale, 2);
+        std::memcpy(blk + 2, &scale, 2);
+        break;
+      case TensorType::kQ8_K: {
+        const float d = 0.01f;
+        std::memcpy(blk, &d, 4);
+        break;
+      }
+      default:  // Q4_0, Q5_0, Q8_0: scale first
+        std::memcpy(blk, &scale, 2);
+        break;
+    }
+  }
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_out, int64_t rows, double seconds,
+                   size_t cycle_bytes) {
+  const size_t wbytes = row_bytes(traits_of(type), static_cast<size_t>(n_in)) * static_cast<size_t>(n_out);
+  const size_t copies = std::max<size_t>(1, (cycle_bytes + wbytes - 1) / wbytes);
+  std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> weights;
+  for (size_t c = 0; c < copies; ++c) {
+    weights.push_back(hwy::AllocateAligned<uint8_t>(wbytes));
+    fill_random_weights(type, weights.back().get(), wbytes, static_cast<uint32_t>(c + 1));
+  }
+  std::vector<float> x(static_cast<size_t>(rows * n_in));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto& v : x) v = dist(rng);
+  std::vector<float> y(static_cast<size_t>(rows * n_out));
+  auto call = [&](size_t c) { matmul({type, weights[c].get(), n_in, n_out}, x.data(), rows, y.data(), pool); };
+  for (size_t c = 0; c < copies; ++c) call(c);  // warm-up: page faults, scratch
+  // Best of three timed rounds, each at least `seconds / 3` and one full cycle.
+  double best = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    const double t0 = now_s();
+    int64_t calls = 0;
+    do {
+      for (size_t c = 0; c < copies; ++c, ++calls) call(c);
+    } while (now_s() - t0 < seconds / 3);
+    best = std::min(best, (now_s() - t0) / static_cast<double>(calls));
+  }
+  return best;
+}
+
+RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
+  RooflineReport r;
+  r.target = active_target_name();
+  r.threads = pool.size();
+  r.bandwidth = measure_memory_bandwidth(pool);
+  r.peak_gflops = measure_peak_gflops(pool);
+  const int64_t shapes[][2] = {{768, 2048}, {2048, 768}, {768, 32000}};  // {n_in, n_out}
+  for (TensorType type : {TensorType::kF32, TensorType::kQ8_0, TensorType::kQ4_0}) {
+    for (const auto& s : shapes) {
+      GemvResult g;
+      g.type = type;
+      g.n_in = s[0];
+      g.n_out = s[1];
+      const double secs = time_matmul(pool, type, s[0], s[1], 1, opts.seconds_per_case, opts.cycle_bytes);
+      const double bytes = static_cast<double>(row_bytes(traits_of(type), static_cast<size_t>(s[0])) * s[1]);
+      g.us_per_call = secs * 1e6;
+      g.gbps = bytes / secs / 1e9;
+      g.pct_of_peak = 100.0 * g.gbps / r.bandwidth.read_gbps;
+      r.gemv.push_back(g);
+    }
+  }
+  for (const auto& s : {std::pair<int64_t, int64_t>{768, 768}, {768, 2048}}) {
+    GemmResult g;
+    g.rows = 512;
+    g.n_in = s.first;
+    g.n_out = s.second;
+    // Weights small enough to stay in cache here: a GEMM reuses them 512 times.
+    const double secs = time_matmul(pool, TensorType::kF32, s.first, s.second, g.rows, opts.seconds_per_case, 0);
+    g.ms_per_call = secs * 1e3;
+    g.gflops = 2.0 * static_cast<double>(g.rows * g.n_in * g.n_out) / secs / 1e9;
+    g.pct_of_peak = 100.0 * g.gflops / r.peak_gflops;
+    r.gemm.push_back(g);
+  }
+  return r;
+}
+
+std::string format_roofline(const RooflineReport& r) {
+  std::string out = fmt::format("roofline: {} threads, target {}\n", r.threads, r.target);
+  out += fmt::format("  memory read  {:7.1f} GB/s   (STREAM-like, {} MiB buffer)\n", r.bandwidth.read_gbps,
+                     r.bandwidth.bytes >> 20);
+  out += fmt::format("  memory triad {:7.1f} GB/s\n", r.bandwidth.triad_gbps);
+  out += fmt::format("  FMA peak     {:7.1f} GFLOP/s\n", r.peak_gflops);
+  out += "matmul, batch 1 (weights cycled from memory):\n";
+  for (const auto& g : r.gemv) {
+    out += fmt::format("  {:<5} {:>5}x{:<5} {:8.1f} us  {:6.1f} GB/s  {:5.1f}% of read bandwidth\n",
+                       tensor_type_name(g.type), g.n_in, g.n_out, g.us_per_call, g.gbps, g.pct_of_peak);
+  }
+  out += "GEMM, F32 weights:\n";
+  for (const auto& g : r.gemm) {
+    out += fmt::format("  {} rows x {}x{} {:8.2f} ms  {:6.1f} GFLOP/s  {:5.1f}% of FMA peak\n", g.rows, g.n_in,
+                       g.n_out, g.ms_per_call, g.gflops, g.pct_of_peak);
+  }
+  return out;
+}
+
+}  // namespace ladder::ops
