@@ -164,12 +164,8 @@ class Session : public std::enable_shared_from_this<Session> {
       return close();
     }
     if (ec == beast::error::timeout) {
-      // A client that stalls mid-request gets a 408; an idle keep-alive one is just closed.
-      if (parser_->got_some()) {
-        keep_alive_ = false;
-        write_full(server_.error_page(408, "the request did not arrive within the read timeout"));
-        return;
-      }
+      // tcp_stream has already closed the socket: a sender that stalls
+      // mid-request (or an idle keep-alive client) is simply cut off.
       return close();
     }
     if (ec == http::error::body_limit) {

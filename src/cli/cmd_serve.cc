@@ -1,0 +1,88 @@
+// `ladder serve`: the OpenAI-compatible server (src/server/api_server.h).
+// Prints `listening on http://HOST:PORT` on stdout once the socket is bound,
+// so scripts and tests using --port 0 can find it; /health turns "ready"
+// when the model is loaded. SIGTERM drains and exits 0.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "server/api_server.h"
+
+namespace ladder::cli {
+namespace {
+
+struct ServeOptions {
+  std::string model;
+  server::ServeConfig config;
+  size_t max_body_bytes = size_t{1} << 20;
+  double read_timeout_s = 30;
+  int64_t max_connections = 20000;
+  int io_threads = 2;
+};
+
+int run_serve(ServeOptions& o) {
+  o.config.model_path = resolve_model_path(o.model);
+  if (o.config.model_path.empty()) return 2;
+  o.config.http.max_body_bytes = o.max_body_bytes;
+  o.config.http.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.read_timeout_s * 1000));
+  o.config.http.max_connections = o.max_connections;
+  o.config.http.io_threads = o.io_threads;
+  server::ApiServer srv(o.config);
+  if (Status st = srv.start(); !st.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  std::printf("listening on http://%s:%u\n", o.config.http.host.c_str(), static_cast<unsigned>(srv.port()));
+  std::fflush(stdout);
+  if (Status st = srv.load(); !st.is_ok()) {
+    std::fprintf(stderr, "error: cannot load %s: %s\n", o.config.model_path.c_str(), st.to_string().c_str());
+    srv.drain();
+    srv.wait();
+    return 1;
+  }
+  spdlog::info("ready");
+  srv.wait();
+  return 0;
+}
+
+CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
+  auto* cmd = app.add_subcommand("serve", "Serve a GGUF model over an OpenAI-compatible HTTP API");
+  auto o = std::make_shared<ServeOptions>();
+  auto& c = o->config;
+  cmd->add_option("-m,--model", o->model, "GGUF model file (default: $LADDER_MODEL or the shared stories260K)");
+  cmd->add_option("--served-model-name", c.served_model_name, "Model id clients use (default: the file name)");
+  cmd->add_option("--host", c.http.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", c.http.port, "Port; 0 picks a free one")->capture_default_str();
+  cmd->add_option("--tenants", c.tenants_file, "Tenants TOML (API keys, reservations, SLOs); none = anonymous");
+  cmd->add_option("--max-input-tokens", c.max_input_tokens, "Prompt token bound; 0 = context - 1")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-output-tokens", c.max_output_tokens, "max_tokens bound; 0 = context")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-queue", c.max_queue, "Requests waiting for admission")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-running", c.max_running, "Sequences running at once (admission capacity)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch-tokens", c.max_batch_tokens, "Token budget of one engine step")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-body-bytes", o->max_body_bytes, "Request body bound")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--read-timeout-s", o->read_timeout_s, "A request must arrive within this; also the idle limit")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-connections", o->max_connections, "Open connections bound")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--io-threads", o->io_threads, "HTTP io threads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", c.threads, "Op threads for the model; 0 = all cores")->capture_default_str();
+  cmd->add_option("--kv-blocks", c.kv_blocks, "KV cache blocks; 0 = sized from memory")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--initial-service-ms", c.initial_service_ms,
+                  "Admission's estimate of a request's run time before it has measured one")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  return [o] { return run_serve(*o); };
+}};
+
+}  // namespace
+}  // namespace ladder::cli

@@ -1,0 +1,458 @@
+// `ladder serve` through real HTTP on a loopback port: golden output, the
+// OpenAI shapes, every error status, tenants, admission, disconnects and the
+// SIGTERM drain. Slow cases use a synthetic model (random weights, ~tens of
+// ms per token) so that requests really overlap.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "server/http_test_client.h"
+#include "test_support.h"
+
+namespace ladder::testing {
+namespace {
+
+using nlohmann::json;
+using Ms = std::chrono::milliseconds;
+
+// ../shared/models/README.md: greedy, BOS + "Once upon a time", 64 tokens.
+const char* kGoldenText =
+    ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red "
+    "ball. She wanted to play with it, but it was too high.\nLily's mom said";
+
+std::string stories() { return shared_path("models/stories260K.gguf"); }
+
+// A model slow enough (~10-30 ms a token here) for requests to overlap.
+const std::string& slow_model() {
+  static std::string path = [] {
+    std::string p = temp_dir() + "/slow.gguf";
+    auto r = run_command({ladder_bin(), "synth", "-o", p, "--dim", "512", "--layers", "6", "--heads", "8", "--ffn",
+                          "1536", "--ctx", "1024", "--vocab-from", stories()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return p;
+  }();
+  return path;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  std::string p = temp_dir() + "/" + name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+json post_json(int port, const std::string& path, const json& body, const std::map<std::string, std::string>& h = {}) {
+  HttpReply r = http_request(port, "POST", path, body.dump(), h);
+  EXPECT_EQ(r.status, 200) << r.body;
+  return json::parse(r.body, nullptr, false);
+}
+
+// Concatenated text of a completions SSE body; fills the parsed chunks.
+std::string stream_text(const std::string& body, std::vector<json>* chunks) {
+  std::string text;
+  for (const auto& p : sse_payloads(body)) {
+    if (p == "[DONE]") continue;
+    json c = json::parse(p);
+    if (!c["choices"].empty()) {
+      const json& ch = c["choices"][0];
+      if (ch.contains("text")) text += ch["text"].get<std::string>();
+      if (ch.contains("delta") && ch["delta"].contains("content")) text += ch["delta"]["content"].get<std::string>();
+    }
+    chunks->push_back(std::move(c));
+  }
+  return text;
+}
+
+std::string metrics(int port) { return http_request(port, "GET", "/metrics").body; }
+
+TEST(Serve, GoldenGreedyStream) {
+  ServerProcess srv({"-m", stories()});
+  ASSERT_TRUE(srv.ok());
+  for (json prompt : {json("Once upon a time"), json::array({1, 403, 407, 261, 378})}) {
+    json req = {{"model", "stories260K"}, {"prompt", prompt}, {"max_tokens", 64}, {"temperature", 0},
+                {"stream", true},        {"logprobs", 1},    {"stream_options", {{"include_usage", true}}}};
+    HttpReply r = http_request(srv.port(), "POST", "/v1/completions", req.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.header("content-type"), "text/event-stream");
+    std::vector<json> chunks;
+    EXPECT_EQ(stream_text(r.body, &chunks), kGoldenText);
+    auto payloads = sse_payloads(r.body);
+    ASSERT_FALSE(payloads.empty());
+    EXPECT_EQ(payloads.back(), "[DONE]");
+    int n_logprob_tokens = 0;
+    for (const auto& c : chunks) {
+      if (!c["choices"].empty() && c["choices"][0]["logprobs"].is_object()) {
+        n_logprob_tokens += static_cast<int>(c["choices"][0]["logprobs"]["tokens"].size());
+      }
+    }
+    EXPECT_EQ(n_logprob_tokens, 64);
+    // Second to last: the usage chunk; before it the final chunk with timings.
+    ASSERT_GE(chunks.size(), 2u);
+    const json& usage = chunks.back()["usage"];
+    EXPECT_EQ(usage["prompt_tokens"], 5);
+    EXPECT_EQ(usage["completion_tokens"], 64);
+    const json& fin = chunks[chunks.size() - 2];
+    EXPECT_EQ(fin["choices"][0]["finish_reason"], "length");
+    EXPECT_GE(fin["ladder"]["ttft_ms"].get<double>(), 0.0);
+    EXPECT_GE(fin["ladder"]["decode_ms"].get<double>(), 0.0);
+    EXPECT_EQ(fin["ladder"]["prompt_tokens"], 5);
+  }
+}
+
+TEST(Serve, NonStreamingChatModelsAndStops) {
+  ServerProcess srv({"-m", stories()});
+  ASSERT_TRUE(srv.ok());
+  json models = json::parse(http_request(srv.port(), "GET", "/v1/models").body);
+  ASSERT_EQ(models["data"].size(), 1u);
+  EXPECT_EQ(models["data"][0]["id"], "stories260K");
+
+  json r = post_json(srv.port(), "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0}});
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["choices"][0]["text"], kGoldenText);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 64);
+  EXPECT_EQ(r["usage"]["total_tokens"], 69);
+  EXPECT_TRUE(r["ladder"].contains("queued_ms"));
+
+  // "girl" streams as " g" "ir" "l": the stop string spans three tokens and is cut.
+  for (bool stream : {false, true}) {
+    json req = {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0}, {"stop", {"xyz", "irl named"}},
+                {"stream", stream}};
+    HttpReply h = http_request(srv.port(), "POST", "/v1/completions", req.dump());
+    ASSERT_EQ(h.status, 200);
+    std::string text;
+    std::string finish;
+    if (stream) {
+      std::vector<json> chunks;
+      text = stream_text(h.body, &chunks);
+      finish = chunks.back()["choices"][0]["finish_reason"];
+    } else {
+      json doc = json::parse(h.body);
+      text = doc["choices"][0]["text"];
+      finish = doc["choices"][0]["finish_reason"];
+      EXPECT_EQ(doc["usage"]["completion_tokens"], 9);  // ", there was a little g ir l named" = 9 tokens
+    }
+    EXPECT_EQ(text, ", there was a little g") << stream;
+    EXPECT_EQ(finish, "stop");
+  }
+
+  json chat = post_json(srv.port(), "/v1/chat/completions",
+                        {{"model", "stories260K"},
+                         {"messages", {{{"role", "system"}, {"content", "Tell a story."}}, {{"role", "user"}, {"content", "Once upon a time"}}}},
+                         {"max_completion_tokens", 12},
+                         {"temperature", 0},
+                         {"logprobs", true},
+                         {"top_logprobs", 2}});
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(chat["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(chat["choices"][0]["logprobs"]["content"].size(), 12u);
+  EXPECT_EQ(chat["choices"][0]["logprobs"]["content"][0]["top_logprobs"].size(), 2u);
+
+  HttpReply s = http_request(srv.port(), "POST", "/v1/chat/completions",
+                             json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 5}, {"stream", true}}.dump());
+  ASSERT_EQ(s.status, 200);
+  std::vector<json> chunks;
+  stream_text(s.body, &chunks);
+  ASSERT_GE(chunks.size(), 2u);
+  EXPECT_EQ(chunks[0]["object"], "chat.completion.chunk");
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "length");
+}
+
+void expect_error(const HttpReply& r, int status, const std::string& param, const std::string& code) {
+  EXPECT_EQ(r.status, status) << r.body;
+  json doc = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(doc.is_object() && doc.contains("error")) << r.body;
+  const json& e = doc["error"];
+  EXPECT_TRUE(e["message"].is_string());
+  EXPECT_TRUE(e["type"].is_string());
+  if (param.empty()) {
+    EXPECT_TRUE(e["param"].is_null()) << r.body;
+  } else {
+    EXPECT_EQ(e["param"], param) << r.body;
+  }
+  if (!code.empty()) {
+    EXPECT_EQ(e["code"], code) << r.body;
+  }
+}
+
+TEST(Serve, ErrorStatuses) {
+  ServerProcess srv({"-m", stories(), "--max-body-bytes", "4096", "--max-input-tokens", "64", "--max-output-tokens", "100"});
+  ASSERT_TRUE(srv.ok());
+  int p = srv.port();
+  expect_error(http_request(p, "POST", "/v1/completions", "{\"prompt\": "), 400, "", "invalid_json");
+  expect_error(http_request(p, "POST", "/v1/completions", R"({"prompt":"a","temperature":"x"})"), 400, "temperature", "");
+  expect_error(http_request(p, "POST", "/v1/completions", R"({"prompt":"a","n":2})"), 400, "n", "");
+  expect_error(http_request(p, "POST", "/v1/chat/completions", R"({"messages":"hi"})"), 400, "messages", "");
+  std::string long_prompt;
+  for (int i = 0; i < 100; ++i) long_prompt += "the cat sat on the mat ";
+  expect_error(http_request(p, "POST", "/v1/completions", json{{"prompt", long_prompt}}.dump()), 400, "prompt",
+               "context_length_exceeded");
+  expect_error(http_request(p, "POST", "/v1/completions", R"({"prompt":"a","max_tokens":101})"), 400, "max_tokens", "");
+  expect_error(http_request(p, "POST", "/v1/completions", R"({"prompt":"a","model":"gpt-9"})"), 404, "",
+               "model_not_found");
+  expect_error(http_request(p, "GET", "/v2/nothing"), 404, "", "");
+  HttpReply r = http_request(p, "GET", "/v1/completions");
+  expect_error(r, 405, "", "method_not_allowed");
+  EXPECT_EQ(r.header("allow"), "POST");
+  expect_error(http_request(p, "POST", "/v1/completions", json{{"prompt", std::string(5000, 'a')}}.dump()), 413, "",
+               "payload_too_large");
+  // Still healthy after all of it.
+  EXPECT_EQ(http_request(p, "GET", "/health").status, 200);
+  json m = json::parse(http_request(p, "GET", "/health").body);
+  EXPECT_EQ(m["status"], "ready");
+  std::string text = metrics(p);
+  EXPECT_EQ(metric_value(text, "ladder_requests_total{tenant=\"anonymous\",status=\"400\"}"), 6) << text;
+  EXPECT_EQ(metric_value(text, "ladder_requests_total{tenant=\"anonymous\",status=\"404\"}"), 1) << text;
+}
+
+const char* kTenants = R"(
+[[tenant]]
+name = "alpha"
+api_keys = ["key-alpha"]
+reserved_share = 0.5
+
+[[tenant]]
+name = "beta"
+api_keys = ["key-beta"]
+reserved_share = 0.5
+[tenant.slo]
+ttft_ms = 3000
+)";
+
+TEST(Serve, AuthAndTenantCacheIsolation) {
+  ServerProcess srv({"-m", stories(), "--tenants", write_file("tenants.toml", kTenants)});
+  ASSERT_TRUE(srv.ok());
+  int p = srv.port();
+  std::string body = json{{"prompt", "Once upon a time"}, {"max_tokens", 2}}.dump();
+  expect_error(http_request(p, "POST", "/v1/completions", body), 401, "", "invalid_api_key");
+  expect_error(http_request(p, "POST", "/v1/completions", body, {{"Authorization", "Bearer key-alph"}}), 401, "", "");
+  EXPECT_EQ(http_request(p, "GET", "/health").status, 200);  // no key needed
+
+  // A prompt of several full KV blocks.
+  std::string prompt;
+  for (int i = 0; i < 4; ++i) prompt += "Lily and Ben played in the park with a red ball. ";
+  json req = {{"prompt", prompt}, {"max_tokens", 4}, {"temperature", 0}};
+  auto cached = [&](const std::string& key) {
+    json r = post_json(p, "/v1/completions", req, {{"Authorization", "Bearer " + key}});
+    return r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  };
+  EXPECT_EQ(cached("key-alpha"), 0);
+  int64_t alpha_hit = cached("key-alpha");
+  EXPECT_GT(alpha_hit, 0) << "the same tenant's repeat must hit its prefix cache";
+  EXPECT_EQ(cached("key-beta"), 0) << "another tenant must never hit alpha's blocks";
+  std::string text = metrics(p);
+  EXPECT_EQ(metric_value(text, "ladder_prefix_cache_hit_tokens_total{tenant=\"alpha\"}"), alpha_hit) << text;
+  EXPECT_EQ(metric_value(text, "ladder_prefix_cache_hit_tokens_total{tenant=\"beta\"}"), 0) << text;
+  EXPECT_EQ(cached("key-beta"), alpha_hit) << "beta's own repeat hits its own blocks";
+}
+
+// Opens a streaming completion and returns the socket once the first chunk
+// of data arrived (the request is running).
+int open_stream(int port, const std::string& body, const std::string& extra_headers = "") {
+  int fd = connect_loopback(port);
+  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers +
+                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  EXPECT_TRUE(send_all(fd, req));
+  return fd;
+}
+
+bool wait_for_bytes(int fd, const std::string& needle, Ms timeout) {
+  std::string buf;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    char c[4096];
+    ssize_t n = recv(fd, c, sizeof c, MSG_DONTWAIT);
+    if (n > 0) {
+      buf.append(c, static_cast<size_t>(n));
+      if (buf.find(needle) != std::string::npos) return true;
+    } else if (n == 0) {
+      return false;
+    } else {
+      std::this_thread::sleep_for(Ms(5));
+    }
+  }
+  return false;
+}
+
+TEST(Serve, QueueFullAndInfeasibleDeadlineGet429) {
+  ServerProcess srv({"-m", slow_model(), "--max-running", "1", "--max-queue", "1", "--threads", "1"});
+  ASSERT_TRUE(srv.ok());
+  int p = srv.port();
+  std::string long_req = json{{"prompt", "Once upon a time"}, {"max_tokens", 400}, {"stream", true}}.dump();
+  int fd = open_stream(p, long_req);
+  ASSERT_TRUE(wait_for_bytes(fd, "data: ", Ms(20000)));
+  // The only slot is busy; a request whose first token is due in 50 ms
+  // cannot wait ~1 s for it.
+  HttpReply r = http_request(p, "POST", "/v1/completions", R"({"prompt":"a","max_tokens":2})",
+                             {{"x-ladder-deadline-ms", "50"}});
+  expect_error(r, 429, "", "deadline_infeasible");
+  EXPECT_FALSE(r.header("retry-after").empty());
+  // One may wait (queue of 1) ...
+  int fd2 = open_stream(p, long_req);
+  std::this_thread::sleep_for(Ms(200));
+  // ... the next finds the queue full.
+  r = http_request(p, "POST", "/v1/completions", R"({"prompt":"a","max_tokens":2})");
+  expect_error(r, 429, "", "queue_full");
+  EXPECT_GE(std::atoi(r.header("retry-after").c_str()), 1);
+  std::string text = metrics(p);
+  EXPECT_EQ(metric_value(text, "ladder_queue_depth"), 1) << text;
+  EXPECT_EQ(metric_value(text, "ladder_running_sequences"), 1) << text;
+  close(fd);
+  close(fd2);
+}
+
+TEST(Serve, DisconnectMidStreamFreesBlocks) {
+  ServerProcess srv({"-m", slow_model(), "--threads", "1"});
+  ASSERT_TRUE(srv.ok());
+  int p = srv.port();
+  int fd = open_stream(p, json{{"prompt", "Once upon a time"}, {"max_tokens", 600}, {"stream", true}}.dump());
+  ASSERT_TRUE(wait_for_bytes(fd, "data: ", Ms(20000)));
+  EXPECT_GT(metric_value(metrics(p), "ladder_kv_blocks_used"), 0);
+  close(fd);
+  double used = -1;
+  std::string text;
+  for (int i = 0; i < 200 && used != 0; ++i) {
+    std::this_thread::sleep_for(Ms(25));
+    text = metrics(p);
+    used = metric_value(text, "ladder_kv_blocks_used");
+  }
+  EXPECT_EQ(used, 0) << text;
+  EXPECT_EQ(metric_value(text, "ladder_running_sequences"), 0);
+  EXPECT_EQ(metric_value(text, "ladder_requests_total{tenant=\"anonymous\",status=\"499\"}"), 1) << text;
+  // The generation stopped well before its 600 tokens.
+  EXPECT_LT(metric_value(text, "ladder_completion_tokens_total{tenant=\"anonymous\"}"), 600) << text;
+}
+
+TEST(Serve, SigtermDrainsRunningRequestsAndExitsZero) {
+  ServerProcess srv({"-m", slow_model(), "--threads", "1", "--drain-grace-s", "30"});
+  ASSERT_TRUE(srv.ok());
+  int p = srv.port();
+  // A keep-alive connection opened before the drain.
+  int idle = connect_loopback(p);
+  ASSERT_TRUE(send_all(idle, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_EQ(read_reply(idle).status, 200);
+  int fd = open_stream(p, json{{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"stream", true}}.dump());
+  ASSERT_TRUE(wait_for_bytes(fd, "data: ", Ms(20000)));
+  kill(srv.pid(), SIGTERM);
+  std::this_thread::sleep_for(Ms(100));
+  // New work on an open connection is refused with 503 while draining ...
+  std::string body = R"({"prompt":"a","max_tokens":2})";
+  ASSERT_TRUE(send_all(idle, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\n\r\n" + body));
+  expect_error(read_reply(idle), 503, "", "server_draining");
+  // ... while the running stream still finishes.
+  EXPECT_TRUE(wait_for_bytes(fd, "data: [DONE]", Ms(30000)));
+  close(fd);
+  close(idle);
+  EXPECT_EQ(srv.terminate(Ms(20000)), 0) << srv.log();
+}
+
+TEST(Serve, ReservationHoldsUnderFlood) {
+  // 4 running slots: alpha and beta hold 2 each. Alpha floods with 12
+  // streams; beta's requests still start at once and meet their 3 s TTFT SLO.
+  ServerProcess srv({"-m", slow_model(), "--threads", "1", "--max-running", "4", "--max-queue", "64",
+                     "--tenants", write_file("flood.toml", kTenants)});
+  ASSERT_TRUE(srv.ok());
+  int p = srv.port();
+  std::string flood = json{{"prompt", "Once upon a time"}, {"max_tokens", 200}, {"stream", true}}.dump();
+  std::vector<int> fds;
+  for (int i = 0; i < 12; ++i) fds.push_back(open_stream(p, flood, "Authorization: Bearer key-alpha\r\n"));
+  ASSERT_TRUE(wait_for_bytes(fds[0], "data: ", Ms(20000)));
+  std::this_thread::sleep_for(Ms(200));
+  std::string text = metrics(p);
+  EXPECT_EQ(metric_value(text, "ladder_queue_depth"), 10) << "alpha runs only its 2 reserved slots";
+  std::vector<double> ttfts(2, -1);
+  std::vector<std::thread> beta;
+  for (int i = 0; i < 2; ++i) {
+    beta.emplace_back([&, i] {
+      HttpReply r = http_request(p, "POST", "/v1/completions",
+                                 json{{"prompt", "Once upon a time"}, {"max_tokens", 8}}.dump(),
+                                 {{"Authorization", "Bearer key-beta"}});
+      if (r.status == 200) ttfts[static_cast<size_t>(i)] = json::parse(r.body)["ladder"]["ttft_ms"].get<double>();
+    });
+  }
+  for (auto& t : beta) t.join();
+  for (double t : ttfts) {
+    EXPECT_GE(t, 0);
+    EXPECT_LT(t, 3000) << "beta's TTFT under alpha's flood";
+  }
+  text = metrics(p);
+  EXPECT_EQ(metric_value(text, "ladder_goodput_requests_total{tenant=\"beta\"}"), 2) << text;
+  std::printf("beta TTFT under flood: %.1f ms, %.1f ms (SLO 3000 ms); alpha queued: 10\n", ttfts[0], ttfts[1]);
+  for (int fd : fds) close(fd);
+}
+
+TEST(Serve, MalformedBarrageLeavesServerHealthy) {
+  ServerProcess srv({"-m", stories(), "--read-timeout-s", "2"});
+  ASSERT_TRUE(srv.ok());
+  int p = srv.port();
+  const std::vector<std::string> bodies = {
+      "{", "[]", "null", R"({"prompt":1e999})", R"({"prompt":"a","max_tokens":1e308})",
+      R"({"prompt":"a","max_tokens":-1})", R"({"prompt":"a","temperature":[1]})", "{\"prompt\":\"\xc3\x28\"}",
+      "\xff\xfe\xfd", R"({"prompt":"a","stop":{"x":1}})", R"({"prompt":[999999999]})",
+      R"({"messages":[{"role":"user"}]})", std::string(3000, '['), R"({"prompt":"a","seed":1.5})"};
+  int n = 0;
+  for (int round = 0; round < 8; ++round) {
+    for (const auto& b : bodies) {
+      for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+        HttpReply r = http_request(p, "POST", path, b);
+        EXPECT_EQ(r.status, 400) << path << " " << b << " -> " << r.body;
+        ++n;
+      }
+    }
+  }
+  // Broken HTTP framing and truncated bodies.
+  for (const std::string& raw : {std::string("GARBAGE\r\n\r\n"), std::string("POST /v1/completions HTTP/1.1\r\nContent-Length: zz\r\n\r\n"),
+                                std::string("POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n")}) {
+    HttpReply r = http_raw(p, raw, Ms(5000));
+    EXPECT_EQ(r.status, 400) << raw;
+  }
+  {
+    int fd = connect_loopback(p);
+    send_all(fd, "POST /v1/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"prompt\":");
+    shutdown(fd, SHUT_WR);  // the body never completes
+    HttpReply r = read_reply(fd, Ms(5000));
+    EXPECT_TRUE(r.status == 400 || r.status == 0) << r.status;
+    close(fd);
+  }
+  // A sender that stalls past the read timeout (2 s) is cut off; one that
+  // is slow but within it is served.
+  std::thread stalled([p] {
+    int fd = connect_loopback(p);
+    send_all(fd, "POST /v1/completions HTTP/1.1\r\nContent-Length: 50\r\n\r\n{\"pro");
+    auto t0 = std::chrono::steady_clock::now();
+    char c;
+    ssize_t got = recv(fd, &c, 1, 0);  // blocks until the server closes
+    double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(got, 0);
+    EXPECT_GT(waited_s, 1.5);
+    EXPECT_LT(waited_s, 6.0);
+    close(fd);
+  });
+  std::thread slow([p] {
+    std::string body = R"({"prompt":"Once upon a time","max_tokens":3})";
+    std::string req = "POST /v1/completions HTTP/1.1\r\nConnection: close\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body;
+    int fd = connect_loopback(p);
+    for (size_t i = 0; i < req.size(); i += 8) {
+      send_all(fd, req.substr(i, 8));
+      std::this_thread::sleep_for(Ms(10));
+    }
+    EXPECT_EQ(read_reply(fd, Ms(10000)).status, 200);
+    close(fd);
+  });
+  // Meanwhile everyone else is served.
+  json r = post_json(p, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0}});
+  EXPECT_EQ(r["choices"][0]["text"], kGoldenText);
+  stalled.join();
+  slow.join();
+  EXPECT_EQ(http_request(p, "GET", "/health").status, 200);
+  EXPECT_GT(n, 200);
+}
+
+}  // namespace
+}  // namespace ladder::testing
