@@ -97,6 +97,54 @@ double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_ou
   return best;
 }
 
+ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch, double seconds) {
+  constexpr int64_t kDim = 768, kFfn = 2048, kLayers = 12, kVocab = 32000;
+  struct Shape {
+    int64_t n_in, n_out;
+  };
+  std::vector<Shape> shapes;
+  for (int64_t l = 0; l < kLayers; ++l) {
+    for (int i = 0; i < 4; ++i) shapes.push_back({kDim, kDim});  // q, k, v, o
+    shapes.push_back({kDim, kFfn});                              // gate
+    shapes.push_back({kDim, kFfn});                              // up
+    shapes.push_back({kFfn, kDim});                              // down
+  }
+  shapes.push_back({kDim, kVocab});  // output head
+  std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> weights;
+  double total_bytes = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const size_t bytes = row_bytes(traits_of(type), static_cast<size_t>(shapes[i].n_in)) * shapes[i].n_out;
+    weights.push_back(hwy::AllocateAligned<uint8_t>(bytes));
+    fill_random_weights(type, weights.back().get(), bytes, static_cast<uint32_t>(i + 1));
+    total_bytes += static_cast<double>(bytes);
+  }
+  std::vector<float> x(static_cast<size_t>(batch * kFfn), 0.25f);
+  std::vector<float> y(static_cast<size_t>(batch * kVocab));
+  auto pass = [&] {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      matmul({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, x.data(), batch, y.data(), pool);
+    }
+  };
+  pass();  // warm-up
+  double best = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    const double t0 = now_s();
+    int64_t n = 0;
+    do {
+      pass();
+      ++n;
+    } while (now_s() - t0 < seconds / 3);
+    best = std::min(best, (now_s() - t0) / static_cast<double>(n));
+  }
+  ModelPassResult r;
+  r.type = type;
+  r.batch = batch;
+  r.ms_per_pass = best * 1e3;
+  r.tokens_per_s = static_cast<double>(batch) / best;
+  r.gbps = total_bytes / best / 1e9;
+  return r;
+}
+
 RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
   RooflineReport r;
   r.target = active_target_name();
@@ -130,6 +178,13 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
     g.pct_of_peak = 100.0 * g.gflops / r.peak_gflops;
     r.gemm.push_back(g);
   }
+  for (TensorType type : {TensorType::kF32, TensorType::kQ8_0, TensorType::kQ4_0}) {
+    for (int64_t batch : {1, 16}) {
+      ModelPassResult m = time_model_pass(pool, type, batch, 2 * opts.seconds_per_case);
+      m.pct_of_bw = 100.0 * m.gbps / r.bandwidth.read_gbps;
+      r.model.push_back(m);
+    }
+  }
   return r;
 }
 
@@ -148,6 +203,15 @@ std::string format_roofline(const RooflineReport& r) {
   for (const auto& g : r.gemm) {
     out += fmt::format("  {} rows x {}x{} {:8.2f} ms  {:6.1f} GFLOP/s  {:5.1f}% of FMA peak\n", g.rows, g.n_in,
                        g.n_out, g.ms_per_call, g.gflops, g.pct_of_peak);
+  }
+  out += "model-shaped decode step, matmuls only (dim 768, 12 layers, FFN 2048, vocab 32000):\n";
+  for (const auto& m : r.model) {
+    double speedup = 0;
+    for (const auto& b1 : r.model) {
+      if (b1.type == m.type && b1.batch == 1) speedup = m.tokens_per_s / b1.tokens_per_s;
+    }
+    out += fmt::format("  {:<5} batch {:>2} {:8.2f} ms  {:8.1f} tok/s  {:6.1f} GB/s  {:5.1f}% of read bandwidth  {:4.1f}x batch 1\n",
+                       tensor_type_name(m.type), m.batch, m.ms_per_pass, m.tokens_per_s, m.gbps, m.pct_of_bw, speedup);
   }
   return out;
 }

@@ -29,6 +29,18 @@ struct GemmResult {
   double pct_of_peak = 0;  // gflops / measured FMA peak
 };
 
+// Every matmul of one decode step of a Llama-shaped model (dim 768, 12
+// layers, FFN 2048, vocab 32000: q, k, v, o, gate, up, down per layer, then
+// the output head), all weights distinct so they stream from memory.
+struct ModelPassResult {
+  TensorType type;
+  int64_t batch = 0;
+  double ms_per_pass = 0;
+  double tokens_per_s = 0;  // batch / pass time
+  double gbps = 0;          // weight bytes / pass time
+  double pct_of_bw = 0;     // gbps / measured read bandwidth
+};
+
 struct RooflineReport {
   std::string target;
   int threads = 0;
@@ -36,6 +48,7 @@ struct RooflineReport {
   double peak_gflops = 0;
   std::vector<GemvResult> gemv;
   std::vector<GemmResult> gemm;
+  std::vector<ModelPassResult> model;
 };
 
 struct RooflineOptions {
@@ -45,6 +58,9 @@ struct RooflineOptions {
   // they stream from memory as in a real forward pass (not from cache).
   size_t cycle_bytes = size_t{256} << 20;
 };
+
+// Times the model-shaped matmul pass at `batch` rows (see ModelPassResult).
+ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch, double seconds);
 
 RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts = {});
 

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# `make bench`: this machine's roofline and how close Ladder's kernels get to
+# it, as ratios measured in the same run. Usage: scripts/bench.sh BUILD_DIR
+# Threads: LADDER_BENCH_THREADS (default 2).
+set -euo pipefail
+BUILD_DIR=${1:-build}
+THREADS=${LADDER_BENCH_THREADS:-2}
+
+echo "== ladder bench roofline (threads=$THREADS)"
+"$BUILD_DIR/src/cli/ladder" bench roofline --threads "$THREADS"
+
+echo
+echo "== kernel micro-benchmarks (weights hot in cache: the compute side)"
+"$BUILD_DIR/bench/ops_bench" --benchmark_counters_tabular=true \
+  --benchmark_filter='Matmul/(F32|Q8_0|Q4_0|Q4_K|Q6_K)_768x768/(1|16)/|RmsNorm|SiluMul|Softmax|Rope|Attention|PoolDispatch'
+
+echo
+echo "== roofline as Google Benchmark cases"
+LADDER_BENCH_THREADS=$THREADS "$BUILD_DIR/bench/roofline_bench" --benchmark_counters_tabular=true
