@@ -79,7 +79,11 @@ status=0
 "$bin" "$corpus" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
   -print_final_stats=1 -artifact_prefix="$artifacts/" > "$log" 2>&1 || status=$?
 
-tail -n 25 "$log"
+if [[ $status -ne 0 ]]; then
+  tail -n 60 "$log"  # the crash report and the reproducer's path
+else
+  grep -E '^#[0-9]+[[:space:]]+DONE|^stat::' "$log" || tail -n 10 "$log"
+fi
 execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
 echo "fuzz.sh: executions run: $execs (in ${seconds}s); exit status $status"
 if [[ $status -ne 0 ]]; then
