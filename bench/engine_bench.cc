@@ -1,0 +1,159 @@
+// Offline throughput of the engine: N greedy requests submitted together
+// (continuous batching, one ragged forward per step) against the same N run
+// one by one through the same engine, on the same model in the same process.
+// The speedup ratio survives a noisy machine; the batched outputs are checked
+// token for token against the one-by-one outputs (batch invariance).
+//
+// Reproduce:
+//   build-*/bench/engine_bench                                  # stories260K
+//   LADDER_BENCH_MODEL=/tmp/110m-q8_0.gguf build-*/bench/engine_bench
+//     (ladder synth --preset 110m --type q8_0 -o /tmp/110m-q8_0.gguf)
+//   LADDER_BENCH_THREADS sets the op thread pool (default: all cores).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "gguf/gguf_file.h"
+#include "model/llama_model.h"
+
+namespace ladder::engine {
+namespace {
+
+struct LoadedModel {
+  std::string path;
+  std::unique_ptr<gguf::GgufFile> file;
+  std::unique_ptr<model::LlamaModel> model;
+  Status status;
+};
+
+const LoadedModel& bench_model() {
+  static const LoadedModel* m = [] {
+    auto* out = new LoadedModel;
+    const char* env = std::getenv("LADDER_BENCH_MODEL");
+    out->path = env != nullptr ? env : std::string(LADDER_DEFAULT_SHARED_DIR) + "/models/stories260K.gguf";
+    auto file = gguf::GgufFile::open(out->path);
+    if (!file.is_ok()) {
+      out->status = file.status();
+      return out;
+    }
+    out->file = std::make_unique<gguf::GgufFile>(std::move(file).value());
+    auto model = model::LlamaModel::load(*out->file);
+    if (!model.is_ok()) {
+      out->status = model.status();
+      return out;
+    }
+    out->model = std::move(model).value();
+    return out;
+  }();
+  return *m;
+}
+
+int env_threads() {
+  const char* env = std::getenv("LADDER_BENCH_THREADS");
+  return env != nullptr ? std::atoi(env) : 0;
+}
+
+std::vector<int32_t> prompt_for(int64_t i, int64_t len, int64_t n_vocab) {
+  std::vector<int32_t> t;
+  uint64_t x = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(i + 1);
+  while (static_cast<int64_t>(t.size()) < len) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    t.push_back(static_cast<int32_t>(3 + (x >> 33) % static_cast<uint64_t>(n_vocab - 3)));
+  }
+  return t;
+}
+
+std::vector<int32_t> drain(TokenStream& s) {
+  std::vector<int32_t> out;
+  while (auto e = s.next()) {
+    if (e->kind == StreamEvent::Kind::kToken) out.push_back(e->token.token);
+  }
+  return out;
+}
+
+// Args: requests, prompt tokens, output tokens.
+void BM_EngineOffline(benchmark::State& state) {
+  const LoadedModel& lm = bench_model();
+  if (!lm.status.is_ok()) {
+    state.SkipWithError(lm.status.to_string().c_str());
+    return;
+  }
+  const int64_t n = state.range(0);
+  const int64_t prompt_len = state.range(1);
+  const int64_t max_tokens = state.range(2);
+  const model::ModelConfig& mc = lm.model->config();
+  if (prompt_len + max_tokens > mc.context_length) {
+    state.SkipWithError("prompt + output exceed the model's context");
+    return;
+  }
+  EngineConfig cfg;
+  cfg.n_threads = env_threads();
+  cfg.prefix_caching = false;  // distinct prompts; measure compute, not cache
+  cfg.scheduler.max_batch_tokens = 512;
+  cfg.scheduler.max_running = 256;
+  cfg.n_kv_blocks = static_cast<int32_t>(n * ((prompt_len + max_tokens + 15) / 16) + 16);
+  auto created = Engine::create(*lm.model, cfg);
+  if (!created.is_ok()) {
+    state.SkipWithError(created.status().to_string().c_str());
+    return;
+  }
+  Engine& engine = **created;
+  std::vector<Request> requests;
+  for (int64_t i = 0; i < n; ++i) {
+    Request r;
+    r.prompt = prompt_for(i, prompt_len, mc.n_vocab);
+    r.sampling.temperature = 0.0f;
+    r.stop.max_tokens = max_tokens;
+    requests.push_back(std::move(r));
+  }
+
+  using Secs = std::chrono::duration<double>;
+  double seq_s = 0, batch_s = 0;
+  int64_t batch_steps = 0, batch_tokens_computed = 0;
+  for (auto _ : state) {
+    std::vector<std::vector<int32_t>> solo;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const Request& r : requests) solo.push_back(drain(*engine.submit(r)->stream));
+    const auto t1 = std::chrono::steady_clock::now();
+    const EngineMetrics before = engine.metrics();
+    std::vector<Submission> subs;
+    for (const Request& r : requests) subs.push_back(*engine.submit(r));
+    std::vector<std::vector<int32_t>> batched;
+    for (Submission& s : subs) batched.push_back(drain(*s.stream));
+    const auto t2 = std::chrono::steady_clock::now();
+    const EngineMetrics after = engine.metrics();
+    seq_s += Secs(t1 - t0).count();
+    batch_s += Secs(t2 - t1).count();
+    batch_steps += after.steps - before.steps;
+    batch_tokens_computed += after.computed_tokens - before.computed_tokens;
+    if (batched != solo) {
+      state.SkipWithError("batched outputs differ from one-by-one outputs (batch invariance broken)");
+      return;
+    }
+  }
+  const double out_tokens = static_cast<double>(n * max_tokens) * static_cast<double>(state.iterations());
+  state.counters["seq_out_tok/s"] = out_tokens / seq_s;
+  state.counters["batch_out_tok/s"] = out_tokens / batch_s;
+  state.counters["speedup"] = seq_s / batch_s;
+  state.counters["tokens/step"] = static_cast<double>(batch_tokens_computed) / static_cast<double>(batch_steps);
+  state.SetLabel(lm.path.substr(lm.path.find_last_of('/') + 1));
+}
+
+BENCHMARK(BM_EngineOffline)
+    ->ArgNames({"requests", "prompt", "output"})
+    ->Args({8, 32, 32})
+    ->Args({32, 32, 32})
+    ->Args({32, 64, 64})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace ladder::engine
+
+BENCHMARK_MAIN();

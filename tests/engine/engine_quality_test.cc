@@ -1,0 +1,153 @@
+// The scheduler's choices (batching, chunked prefill, preemption, prefix
+// hits) must be invisible in the tokens: the model is batch-invariant, so
+// every request produces exactly what it produces alone.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine_test_util.h"
+
+namespace ladder::engine {
+namespace {
+
+using namespace ladder::engine::testing;  // NOLINT
+
+struct Case {
+  std::vector<int32_t> prompt;
+  int64_t max_tokens;
+  int32_t priority;
+};
+
+std::vector<Case> mixed_cases() {
+  std::vector<Case> cases;
+  for (int i = 0; i < 32; ++i) {
+    Case c;
+    // Prompt lengths 5..94, outputs 4..33 (the model's context is 128), three
+    // priority classes.
+    const size_t len = 5 + static_cast<size_t>((i * 37) % 90);
+    c.prompt = i % 4 == 0 ? kOnceUponATime : synthetic_prompt(len, static_cast<uint64_t>(i));
+    c.max_tokens = 4 + (i * 29) % 30;
+    c.priority = i % 3;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+TEST(EngineQuality, ThirtyTwoMixedRequestsUnderPreemptionMatchTheirSoloRuns) {
+  const std::vector<Case> cases = mixed_cases();
+
+  // Solo references: a roomy engine, whole prompts in one chunk, no cache.
+  std::vector<std::vector<int32_t>> solo;
+  {
+    EngineConfig cfg;
+    cfg.n_kv_blocks = 64;
+    cfg.prefix_caching = false;
+    auto engine = make_engine(cfg);
+    for (const Case& c : cases) solo.push_back(run(*engine, greedy_request(c.prompt, c.max_tokens)).tokens);
+    expect_pool_whole(*engine);
+  }
+  // The golden request is among them and right.
+  EXPECT_EQ(solo[0], std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + cases[0].max_tokens));
+
+  // All together: 16 blocks of 16 for 32 requests of up to 127 tokens forces
+  // preemption; a 48-token budget with 20-token chunks forces chunked prefill.
+  EngineConfig cfg;
+  cfg.n_kv_blocks = 16;
+  cfg.scheduler.max_batch_tokens = 48;
+  cfg.scheduler.max_chunk_tokens = 20;
+  cfg.scheduler.max_running = 16;
+  auto engine = make_engine(cfg);
+  std::vector<Submission> subs;
+  for (const Case& c : cases) {
+    Request r = greedy_request(c.prompt, c.max_tokens);
+    r.scheduling.priority = c.priority;
+    auto s = engine->submit(r);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    subs.push_back(*s);
+  }
+  int64_t preempted_requests = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Outcome o = drain(*subs[i].stream);
+    EXPECT_EQ(o.tokens, solo[i]) << "request " << i;
+    EXPECT_EQ(o.final_event.finish, FinishReason::kLength);
+    if (o.final_event.n_preemptions > 0) ++preempted_requests;
+  }
+  const EngineMetrics m = engine->metrics();
+  EXPECT_GT(m.preemptions, 0);
+  EXPECT_GT(preempted_requests, 0);
+  EXPECT_EQ(m.finished_requests, 32);
+  expect_pool_whole(*engine);
+}
+
+TEST(EngineQuality, PrefixCacheSkipsTheSharedPrefixOnlyWithinATenant) {
+  EngineConfig cfg;
+  cfg.n_kv_blocks = 128;
+  auto engine = make_engine(cfg);
+  // The model's context is 128 tokens, so the shared prefix is 96 (6 full
+  // blocks); the scheduler tests cover longer chains.
+  const std::vector<int32_t> prefix = synthetic_prompt(96, 77);
+  auto with_suffix = [&](std::vector<int32_t> suffix) {
+    std::vector<int32_t> p = prefix;
+    p.insert(p.end(), suffix.begin(), suffix.end());
+    return p;
+  };
+  const std::vector<int32_t> first = with_suffix({300, 301, 302, 303, 304, 305, 306, 307, 308, 309});
+  const std::vector<int32_t> second = with_suffix({400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411});
+  constexpr int64_t kMaxTokens = 8;
+
+  const Outcome a = run(*engine, greedy_request(first, kMaxTokens, "tenant-a"));
+  EXPECT_EQ(a.final_event.usage.cached_prompt_tokens, 0);
+  const EngineMetrics before = engine->metrics();
+
+  const Outcome b = run(*engine, greedy_request(second, kMaxTokens, "tenant-a"));
+  const EngineMetrics after_b = engine->metrics();
+  EXPECT_EQ(b.final_event.usage.cached_prompt_tokens, 96);
+  EXPECT_EQ(after_b.prefix_hit_tokens - before.prefix_hit_tokens, 96);
+  // Only the 12-token suffix was prefilled, then 7 decode steps.
+  EXPECT_EQ(after_b.computed_tokens - before.computed_tokens, 12 + (kMaxTokens - 1));
+
+  const Outcome c = run(*engine, greedy_request(second, kMaxTokens, "tenant-b"));
+  const EngineMetrics after_c = engine->metrics();
+  EXPECT_EQ(c.final_event.usage.cached_prompt_tokens, 0);
+  EXPECT_EQ(after_c.prefix_hit_tokens, after_b.prefix_hit_tokens);
+  EXPECT_EQ(after_c.computed_tokens - after_b.computed_tokens, static_cast<int64_t>(second.size()) + kMaxTokens - 1);
+
+  // A hit never changes the output: tenant-b computed everything itself.
+  EXPECT_EQ(b.tokens, c.tokens);
+  EngineConfig no_cache = cfg;
+  no_cache.prefix_caching = false;
+  auto plain = make_engine(no_cache);
+  EXPECT_EQ(run(*plain, greedy_request(second, kMaxTokens)).tokens, b.tokens);
+  EXPECT_EQ(run(*plain, greedy_request(first, kMaxTokens)).tokens, a.tokens);
+  expect_pool_whole(*plain);
+
+  // The same prompt again hits all but its last block's worth (the last
+  // token must be computed to have logits).
+  const Outcome d = run(*engine, greedy_request(second, kMaxTokens, "tenant-a"));
+  EXPECT_EQ(d.final_event.usage.cached_prompt_tokens, 96);
+  EXPECT_EQ(d.tokens, b.tokens);
+  expect_pool_whole(*engine);
+  EXPECT_GT(engine->metrics().kv_blocks_cached, 0);
+}
+
+TEST(EngineQuality, CachedPrefixHitsWhileTheOwnerIsStillRunning) {
+  EngineConfig cfg;
+  cfg.n_kv_blocks = 64;
+  auto engine = make_engine(cfg);
+  const std::vector<int32_t> prompt = synthetic_prompt(60, 5);
+  auto long_one = engine->submit(greedy_request(prompt, 60, "t"));
+  ASSERT_TRUE(long_one.is_ok());
+  auto first_token = long_one->stream->next_for(std::chrono::seconds(60));  // prefill done
+  ASSERT_TRUE(first_token.has_value());
+  const Outcome second = run(*engine, greedy_request(prompt, 5, "t"));
+  EXPECT_EQ(second.final_event.usage.cached_prompt_tokens, 48);
+  Outcome first = drain(*long_one->stream);
+  first.tokens.insert(first.tokens.begin(), first_token->token.token);
+  ASSERT_EQ(first.tokens.size(), 60u);
+  EXPECT_EQ(second.tokens, std::vector<int32_t>(first.tokens.begin(), first.tokens.begin() + 5));
+  expect_pool_whole(*engine);
+}
+
+}  // namespace
+}  // namespace ladder::engine
