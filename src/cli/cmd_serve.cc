@@ -3,6 +3,7 @@
 // so scripts and tests using --port 0 can find it; /health turns "ready"
 // when the model is loaded. SIGTERM drains and exits 0.
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <memory>
@@ -22,7 +23,18 @@ struct ServeOptions {
   int io_threads = 2;
 };
 
+// Each connection is a file descriptor; the usual soft limit (1024) would cap
+// the server far below --max-connections, so take what the hard limit allows.
+void raise_fd_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) spdlog::warn("could not raise the open-files limit");
+  }
+}
+
 int run_serve(ServeOptions& o) {
+  raise_fd_limit();
   o.config.model_path = resolve_model_path(o.model);
   if (o.config.model_path.empty()) return 2;
   o.config.http.max_body_bytes = o.max_body_bytes;

@@ -127,6 +127,8 @@ Status ApiServer::load() {
   ec.max_requests = int64_t{s.config.max_running} + s.config.max_queue + 16;
   ec.model_digest = s.file->digest();
   ec.tokenizer_digest = s.tok->digest();
+  s.pump = std::make_unique<StreamPump>();
+  ec.on_step = [pump = s.pump.get()](const engine::StepReport&) { pump->wake(); };
   LADDER_ASSIGN_OR_RETURN(s.engine, engine::Engine::create(*s.model, ec));
   s.context_length = s.engine->context_length();
   s.max_input = s.config.max_input_tokens > 0 ? std::min(s.config.max_input_tokens, s.context_length - 1)
@@ -136,7 +138,6 @@ Status ApiServer::load() {
   if (s.config.served_model_name.empty()) {
     s.config.served_model_name = std::filesystem::path(s.config.model_path).stem().string();
   }
-  s.pump = std::make_unique<StreamPump>();
   spdlog::info("model {} loaded in {:.0f} ms: context {}, {} KV blocks, {} running slots, queue {}",
                s.config.served_model_name, ms_between(t0, Clock::now()), s.context_length, s.engine->n_kv_blocks(),
                s.config.max_running, s.config.max_queue);

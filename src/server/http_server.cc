@@ -148,6 +148,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void read_request() {
+    ++request_seq_;
     parser_.emplace();
     parser_->body_limit(server_.config.max_body_bytes);
     parser_->header_limit(static_cast<uint32_t>(server_.config.max_header_bytes));
@@ -208,8 +209,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // means the peer closed it: that is how a client gone mid-request is seen.
   void watch_disconnect() {
     if (closed_ || response_done_) return;
-    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
-      if (self->closed_ || self->response_done_) return;
+    // A wait left over from an earlier request may fire while the next one is
+    // being read: the request number tells it apart.
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), seq = request_seq_](beast::error_code ec) {
+      if (self->closed_ || self->response_done_ || seq != self->request_seq_) return;
       if (ec) return self->close();
       beast::error_code aec;
       size_t n = self->stream_.socket().available(aec);
@@ -278,6 +281,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::deque<std::string> out_;
   size_t pending_bytes_ = 0;
   bool writing_ = false;
+  uint64_t request_seq_ = 0;
   bool keep_alive_ = true;
   bool response_started_ = false;
   bool response_done_ = false;

@@ -16,6 +16,14 @@ void StreamPump::add(std::shared_ptr<engine::TokenStream> stream, Consumer consu
   cv_.notify_one();
 }
 
+void StreamPump::wake() {
+  {
+    std::lock_guard lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_one();
+}
+
 void StreamPump::stop() {
   {
     std::lock_guard lock(mu_);
@@ -62,9 +70,8 @@ void StreamPump::loop() {
     if (!progressed) {
       std::unique_lock lock(mu_);
       n_active_ = active.size();
-      // The engine produces at most one token per stream per step (>= ~1 ms),
-      // so a short sleep costs little latency and no busy core.
-      cv_.wait_for(lock, std::chrono::microseconds(500), [&] { return stopping_ || !incoming_.empty(); });
+      cv_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stopping_ || woken_ || !incoming_.empty(); });
+      woken_ = false;
     }
   }
 }

@@ -1,8 +1,9 @@
 // StreamPump: one thread that moves engine events to their consumers, so that
 // serving N streams costs no thread per stream. The engine's TokenStream is a
 // pull channel; the pump polls the streams it holds (only admitted requests,
-// at most the engine's running capacity plus its queue) and sleeps briefly
-// when none had anything.
+// at most the engine's running capacity plus its queue) whenever the engine
+// reports a finished step (wake()), and every few ms regardless, since a
+// cancellation can end a stream without a step.
 #pragma once
 
 #include <atomic>
@@ -29,6 +30,8 @@ class StreamPump {
   StreamPump& operator=(const StreamPump&) = delete;
 
   void add(std::shared_ptr<engine::TokenStream> stream, Consumer consumer);
+  // New events may be waiting (the engine finished a step): poll now.
+  void wake();
   // Joins the thread; streams still held are dropped unread.
   void stop();
   size_t size() const;
@@ -45,6 +48,7 @@ class StreamPump {
   std::vector<Entry> incoming_;
   std::atomic<size_t> n_active_{0};
   bool stopping_ = false;
+  bool woken_ = false;
   std::thread thread_;
 };
 
