@@ -58,7 +58,8 @@ void touch(const GgufFile& f) {
     const TensorTypeTraits& traits = traits_of(t.type);
     if (!traits.dequantizable || t.n_bytes < traits.block_bytes) continue;
     std::vector<float> y(traits.block_elems);
-    if (!dequantize_row(t.type, t.data, y.data(), y.size()).is_ok()) fail("dequantize_row failed on a valid block");
+    if (!dequantize_row(t.type, t.data, y.data(), y.size()).is_ok())
+      fail("dequantize_row failed on a valid block");
     acc += y[0];
   }
   g_sink = g_sink + acc;
@@ -83,7 +84,8 @@ void round_trip(const GgufFile& f) {
     fail("a re-written file has different counts");
   }
   for (size_t i = 0; i < f.metadata().size(); ++i) {
-    if (g->metadata()[i].first != f.metadata()[i].first || !same(g->metadata()[i].second, f.metadata()[i].second)) {
+    if (g->metadata()[i].first != f.metadata()[i].first ||
+        !same(g->metadata()[i].second, f.metadata()[i].second)) {
       fail("a re-written file has a different metadata value");
     }
   }

@@ -79,7 +79,8 @@ std::string scalar_text(const gguf::Value& v) {
 std::string value_text(const gguf::Value& v) {
   if (auto s = v.as_string()) {
     if (s->size() <= kMaxStringBytesShown) return quoted(*s);
-    return fmt::format("{}... (truncated, {} bytes)", quoted(utf8_prefix(*s, kMaxStringBytesShown)), s->size());
+    return fmt::format("{}... (truncated, {} bytes)", quoted(utf8_prefix(*s, kMaxStringBytesShown)),
+                       s->size());
   }
   if (const gguf::Array* a = v.as_array()) {
     std::string out = "[";
@@ -185,15 +186,16 @@ int print_text(const gguf::GgufFile& f) {
   for (const auto& [key, value] : f.metadata()) key_width = std::max(key_width, key.size());
   std::printf("\nmetadata:\n");
   for (const auto& [key, value] : f.metadata()) {
-    std::string line = fmt::format("  {:<{}}  {:<14} {}", key, key_width, type_label(value), value_text(value));
+    std::string line =
+        fmt::format("  {:<{}}  {:<14} {}", key, key_width, type_label(value), value_text(value));
     std::printf("%s\n", line.c_str());
   }
 
   size_t name_width = 4;
   for (const auto& t : f.tensors()) name_width = std::max(name_width, t.name.size());
   std::printf("\ntensors:\n");
-  std::string header = fmt::format("  {:<{}}  {:<5} {:<24} {:>12} {:>12}", "name", name_width, "type", "shape",
-                                   "bytes", "offset");
+  std::string header = fmt::format("  {:<{}}  {:<5} {:<24} {:>12} {:>12}", "name", name_width, "type",
+                                   "shape", "bytes", "offset");
   std::printf("%s\n", header.c_str());
   uint64_t total = 0;
   for (const auto& t : f.tensors()) {
@@ -216,7 +218,8 @@ int run_inspect(const InspectOptions& opts) {
 }
 
 CommandRegistrar reg{"inspect", 20, [](CLI::App& app) -> CommandRun {
-                       auto* cmd = app.add_subcommand("inspect", "Show a GGUF file's header, metadata and tensors");
+                       auto* cmd =
+                           app.add_subcommand("inspect", "Show a GGUF file's header, metadata and tensors");
                        auto opts = std::make_shared<InspectOptions>();
                        cmd->add_option("file", opts->path, "The .gguf file")->required();
                        cmd->add_flag("--json", opts->json, "Print JSON instead of text");

@@ -91,7 +91,8 @@ std::string type_label(const Value& v) {
 }
 
 Status wrong_type(std::string_view key, const Value& v, std::string_view expected) {
-  return invalid_argument(fmt::format("gguf: key \"{}\" has type {}, expected {}", key, type_label(v), expected));
+  return invalid_argument(
+      fmt::format("gguf: key \"{}\" has type {}, expected {}", key, type_label(v), expected));
 }
 
 bool is_integer_type(ValueType t) {
@@ -107,14 +108,16 @@ bool is_integer_type(ValueType t) {
     default: return false;
   }
 }
-bool is_float_type(ValueType t) { return t == ValueType::kFloat32 || t == ValueType::kFloat64; }
+bool is_float_type(ValueType t) {
+  return t == ValueType::kFloat32 || t == ValueType::kFloat64;
+}
 
 }  // namespace
 
 // Each getter: missing key -> kNotFound; present with an unusable type or a
 // value that does not fit -> kInvalidArgument naming the key.
-#define LADDER_GGUF_FIND_OR_NOT_FOUND(v, key)                                            \
-  const Value* v = find(key);                                                           \
+#define LADDER_GGUF_FIND_OR_NOT_FOUND(v, key) \
+  const Value* v = find(key);                 \
   if (v == nullptr) return not_found(fmt::format("gguf: metadata key \"{}\" is missing", key))
 
 Result<std::string> GgufFile::get_string(std::string_view key) const {
@@ -129,8 +132,8 @@ Result<uint64_t> GgufFile::get_uint(std::string_view key) const {
   if (!is_integer_type(v->type())) return wrong_type(key, *v, "an unsigned integer");
   auto u = v->as_uint();
   if (!u) {
-    return invalid_argument(fmt::format("gguf: key \"{}\" holds the negative value {}, expected an unsigned integer",
-                                        key, *v->as_int()));
+    return invalid_argument(fmt::format(
+        "gguf: key \"{}\" holds the negative value {}, expected an unsigned integer", key, *v->as_int()));
   }
   return *u;
 }
@@ -140,8 +143,8 @@ Result<int64_t> GgufFile::get_int(std::string_view key) const {
   if (!is_integer_type(v->type())) return wrong_type(key, *v, "an integer");
   auto i = v->as_int();
   if (!i) {
-    return invalid_argument(
-        fmt::format("gguf: key \"{}\" holds {}, which does not fit a signed 64-bit integer", key, *v->as_uint()));
+    return invalid_argument(fmt::format(
+        "gguf: key \"{}\" holds {}, which does not fit a signed 64-bit integer", key, *v->as_uint()));
   }
   return *i;
 }
@@ -190,8 +193,9 @@ Result<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key) const
   for (size_t i = 0; i < a->items.size(); ++i) {
     auto x = a->items[i].as_int();
     if (!x) {
-      return invalid_argument(fmt::format("gguf: key \"{}\" item {} holds {}, which does not fit a signed 64-bit integer",
-                                          key, i, *a->items[i].as_uint()));
+      return invalid_argument(
+          fmt::format("gguf: key \"{}\" item {} holds {}, which does not fit a signed 64-bit integer", key, i,
+                      *a->items[i].as_uint()));
     }
     out.push_back(*x);
   }

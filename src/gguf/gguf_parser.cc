@@ -19,7 +19,7 @@ namespace {
 //   padding to general.alignment | data section (tensor offsets are relative to it)
 // A string is u64 length + bytes; an array is u32 elem_type + u64 count + items.
 constexpr uint64_t kHeaderBytes = 24;
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;          // empty key, type, one-byte value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // empty key, type, one-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims, type, offset
 
 // Printable, bounded rendering of a name taken from the file, for messages.
@@ -58,7 +58,6 @@ uint64_t min_value_bytes(ValueType t) {
   return 1;
 }
 
-
 }  // namespace
 
 Status Parser::read_string(std::string& out, std::string_view field, uint64_t max_len) {
@@ -69,7 +68,8 @@ Status Parser::read_string(std::string& out, std::string_view field, uint64_t ma
     return fail(field, at, fmt::format("string length {} exceeds the limit of {} bytes", len, max_len));
   }
   if (len > remaining()) {
-    return fail(field, at, fmt::format("string length {} exceeds the {} bytes left in the file", len, remaining()));
+    return fail(field, at,
+                fmt::format("string length {} exceeds the {} bytes left in the file", len, remaining()));
   }
   out.assign(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
   pos_ += len;
@@ -207,17 +207,20 @@ Status Parser::read_header(uint64_t& n_tensors, uint64_t& n_kv) {
   uint32_t magic = 0;
   LADDER_RETURN_IF_ERROR(read_le(magic, "magic"));
   if (magic != kGgufMagic) {
-    return fail("magic", 0, fmt::format("not a GGUF file (magic 0x{:08x}, expected 0x{:08x} \"GGUF\")", magic, kGgufMagic));
+    return fail(
+        "magic", 0,
+        fmt::format("not a GGUF file (magic 0x{:08x}, expected 0x{:08x} \"GGUF\")", magic, kGgufMagic));
   }
   uint32_t version = 0;
   LADDER_RETURN_IF_ERROR(read_le(version, "version"));
   const uint32_t swapped = __builtin_bswap32(version);
   if (version > 0xffff && swapped >= 1 && swapped <= 3) {
-    return fail("version", 4,
-                fmt::format("byte-swapped version {} ({:#010x}): a big-endian GGUF file, which Ladder does not read; "
-                            "convert it to little-endian",
-                            swapped, version),
-                StatusCode::kUnimplemented);
+    return fail(
+        "version", 4,
+        fmt::format("byte-swapped version {} ({:#010x}): a big-endian GGUF file, which Ladder does not read; "
+                    "convert it to little-endian",
+                    swapped, version),
+        StatusCode::kUnimplemented);
   }
   if (version == 1) {
     return fail("version", 4, "GGUF v1 (32-bit counts) is not supported; re-convert the model to GGUF v3",
@@ -232,18 +235,18 @@ Status Parser::read_header(uint64_t& n_tensors, uint64_t& n_kv) {
   LADDER_RETURN_IF_ERROR(read_le(n_kv, "n_kv"));
   if (n_tensors > kMaxTensors || n_tensors > remaining() / kMinTensorInfoBytes) {
     return fail("n_tensors", 8,
-                fmt::format("{} tensors cannot be described in the {} bytes left (limit {})", n_tensors, remaining(),
-                            kMaxTensors));
+                fmt::format("{} tensors cannot be described in the {} bytes left (limit {})", n_tensors,
+                            remaining(), kMaxTensors));
   }
   if (n_kv > kMaxMetadataEntries || n_kv > remaining() / kMinKvBytes) {
     return fail("n_kv", 16,
-                fmt::format("{} metadata entries cannot fit in the {} bytes left (limit {})", n_kv, remaining(),
-                            kMaxMetadataEntries));
+                fmt::format("{} metadata entries cannot fit in the {} bytes left (limit {})", n_kv,
+                            remaining(), kMaxMetadataEntries));
   }
   if (n_tensors * kMinTensorInfoBytes + n_kv * kMinKvBytes > remaining()) {
     return fail("n_tensors", 8,
-                fmt::format("{} tensors and {} metadata entries cannot fit in the {} bytes left", n_tensors, n_kv,
-                            remaining()));
+                fmt::format("{} tensors and {} metadata entries cannot fit in the {} bytes left", n_tensors,
+                            n_kv, remaining()));
   }
   return Status::ok();
 }
@@ -283,14 +286,16 @@ Status Parser::read_tensor_infos(uint64_t n_tensors, std::vector<uint64_t>& offs
     if (info.name.empty()) return fail("name", name_at, "empty tensor name");
     ctx_ = fmt::format("tensor {} (\"{}\")", i, printable(info.name));
     if (auto it = file_.tensor_index_.find(info.name); it != file_.tensor_index_.end()) {
-      return fail("name", name_at, fmt::format("duplicate tensor name (first defined by tensor {})", it->second));
+      return fail("name", name_at,
+                  fmt::format("duplicate tensor name (first defined by tensor {})", it->second));
     }
 
     const uint64_t n_dims_at = pos_;
     uint32_t n_dims = 0;
     LADDER_RETURN_IF_ERROR(read_le(n_dims, "n_dims"));
     if (n_dims > static_cast<uint32_t>(kMaxDims)) {
-      return fail("n_dims", n_dims_at, fmt::format("{} dimensions, at most {} are allowed", n_dims, kMaxDims));
+      return fail("n_dims", n_dims_at,
+                  fmt::format("{} dimensions, at most {} are allowed", n_dims, kMaxDims));
     }
     const uint64_t dims_at = pos_;
     LADDER_RETURN_IF_ERROR(need(8ull * n_dims, "dims"));
@@ -311,7 +316,8 @@ Status Parser::read_tensor_infos(uint64_t n_tensors, std::vector<uint64_t>& offs
     LADDER_RETURN_IF_ERROR(read_le(raw_type, "type"));
     const auto traits = tensor_type_traits(raw_type);
     if (!traits) {
-      return fail("type", type_at, fmt::format("unknown tensor type id {}", raw_type), StatusCode::kUnimplemented);
+      return fail("type", type_at, fmt::format("unknown tensor type id {}", raw_type),
+                  StatusCode::kUnimplemented);
     }
     info.type = traits->type;
     if (info.row_length() % traits->block_elems != 0) {
@@ -350,8 +356,9 @@ Status Parser::resolve_alignment() {
   const bool is_unsigned = v.type() == ValueType::kUint8 || v.type() == ValueType::kUint16 ||
                            v.type() == ValueType::kUint32 || v.type() == ValueType::kUint64;
   if (!is_unsigned) {
-    return fail("value", at, fmt::format("alignment has type {}, expected an unsigned integer",
-                                         value_type_name(v.type())));
+    return fail(
+        "value", at,
+        fmt::format("alignment has type {}, expected an unsigned integer", value_type_name(v.type())));
   }
   const uint64_t a = *v.as_uint();
   if (a == 0 || (a & (a - 1)) != 0 || a > (1ull << 30)) {
@@ -370,8 +377,8 @@ Status Parser::place_tensors(const std::vector<uint64_t>& offset_positions) {
     if (!file_.tensors_.empty()) {
       ctx_ = "header";
       return fail("data section", pos_,
-                  fmt::format("padding to alignment {} ends at byte {}, past the end of the file ({} bytes)", align,
-                              data_offset, size));
+                  fmt::format("padding to alignment {} ends at byte {}, past the end of the file ({} bytes)",
+                              align, data_offset, size));
     }
     data_offset = size;  // a metadata-only file (a vocabulary) may end unpadded
   }
@@ -383,17 +390,20 @@ Status Parser::place_tensors(const std::vector<uint64_t>& offset_positions) {
     ctx_ = fmt::format("tensor {} (\"{}\")", i, printable(t.name));
     const uint64_t at = offset_positions[i];
     if (t.offset % align != 0) {
-      return fail("offset", at, fmt::format("offset {} is not a multiple of the alignment {}", t.offset, align));
+      return fail("offset", at,
+                  fmt::format("offset {} is not a multiple of the alignment {}", t.offset, align));
     }
     if (t.offset > data_size || t.n_bytes > data_size - t.offset) {
-      return fail("offset", at,
-                  fmt::format("data [{}, +{}) lies outside the file's {}-byte data section (starting at byte {})",
-                              t.offset, t.n_bytes, data_size, data_offset));
+      return fail(
+          "offset", at,
+          fmt::format("data [{}, +{}) lies outside the file's {}-byte data section (starting at byte {})",
+                      t.offset, t.n_bytes, data_size, data_offset));
     }
     total += t.n_bytes;  // each n_bytes <= data_size, so no overflow before the check below trips
     if (total > data_size) {
-      return fail("offset", at,
-                  fmt::format("tensors so far need {} bytes, more than the {}-byte data section", total, data_size));
+      return fail(
+          "offset", at,
+          fmt::format("tensors so far need {} bytes, more than the {}-byte data section", total, data_size));
     }
     t.data = bytes_.data() + data_offset + t.offset;
   }

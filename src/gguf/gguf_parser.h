@@ -3,14 +3,14 @@
 // against those bytes and a sane limit before anything is allocated.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "common/status.h"
 #include "gguf/gguf_file.h"
@@ -19,7 +19,7 @@ namespace ladder::gguf {
 
 // Limits beyond "fits in the file": they stop a small hostile file from
 // asking for deep recursion or many times its size in memory.
-inline constexpr uint64_t kMaxKeyBytes = 65535;           // GGUF keys are short ASCII paths
+inline constexpr uint64_t kMaxKeyBytes = 65535;  // GGUF keys are short ASCII paths
 inline constexpr uint64_t kMaxTensorNameBytes = 65535;
 inline constexpr uint64_t kMaxStringBytes = 256ull << 20;  // chat templates are kilobytes
 // An array item costs ~48 bytes in memory however few it takes on disk, so
@@ -43,7 +43,8 @@ class Parser {
   uint64_t remaining() const { return bytes_.size() - pos_; }
 
   // "gguf: <ctx><items> <field> at byte <at>: <msg>"
-  Status fail(std::string_view field, uint64_t at, std::string_view msg, StatusCode code = StatusCode::kInvalidArgument) const {
+  Status fail(std::string_view field, uint64_t at, std::string_view msg,
+              StatusCode code = StatusCode::kInvalidArgument) const {
     std::string where = ctx_;
     for (uint64_t i : item_path_) where += fmt::format(" item {}", i);
     return Status(code, fmt::format("gguf: {} {} at byte {}: {}", where, field, at, msg));
@@ -74,10 +75,9 @@ class Parser {
   GgufFile& file_;
   uint64_t pos_ = 0;
   std::string ctx_ = "header";
-  std::vector<uint64_t> item_path_;  // indices into nested arrays, for messages
+  std::vector<uint64_t> item_path_;        // indices into nested arrays, for messages
   std::vector<uint64_t> value_positions_;  // byte offset of each metadata value
   uint64_t metadata_items_ = 0;            // array items read so far, all arrays together
 };
-
 
 }  // namespace ladder::gguf

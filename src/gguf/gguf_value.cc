@@ -144,6 +144,8 @@ std::optional<std::string_view> Value::as_string() const {
   return std::nullopt;
 }
 
-const Array* Value::as_array() const { return std::get_if<Array>(&v_); }
+const Array* Value::as_array() const {
+  return std::get_if<Array>(&v_);
+}
 
 }  // namespace ladder::gguf

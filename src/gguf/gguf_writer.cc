@@ -52,7 +52,9 @@ void put_value(std::vector<uint8_t>& out, const Value& v) {
   LADDER_CHECK(false, "unknown value type");
 }
 
-uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+uint64_t align_up(uint64_t x, uint64_t a) {
+  return (x + a - 1) / a * a;
+}
 
 }  // namespace
 
@@ -73,8 +75,8 @@ Status GgufWriter::add_tensor(std::string name, TensorType type, std::vector<uin
     if (t.name == name) return invalid_argument(fmt::format("gguf writer: duplicate tensor \"{}\"", name));
   }
   if (shape.empty() || shape.size() > static_cast<size_t>(kMaxDims)) {
-    return invalid_argument(
-        fmt::format("gguf writer: tensor \"{}\" has {} dimensions, expected 1..{}", name, shape.size(), kMaxDims));
+    return invalid_argument(fmt::format("gguf writer: tensor \"{}\" has {} dimensions, expected 1..{}", name,
+                                        shape.size(), kMaxDims));
   }
   uint64_t n = 1;
   for (uint64_t d : shape) {
@@ -86,13 +88,15 @@ Status GgufWriter::add_tensor(std::string name, TensorType type, std::vector<uin
   }
   const TensorTypeTraits& traits = traits_of(type);
   if (shape[0] % traits.block_elems != 0) {
-    return invalid_argument(fmt::format("gguf writer: tensor \"{}\" row length {} is not a multiple of the {} block size {}",
-                                        name, shape[0], traits.name, traits.block_elems));
+    return invalid_argument(
+        fmt::format("gguf writer: tensor \"{}\" row length {} is not a multiple of the {} block size {}",
+                    name, shape[0], traits.name, traits.block_elems));
   }
   const uint64_t expected = n / traits.block_elems * traits.block_bytes;
   if (data.size() != expected) {
-    return invalid_argument(fmt::format("gguf writer: tensor \"{}\" has {} bytes of data, its {} shape needs {}", name,
-                                        data.size(), traits.name, expected));
+    return invalid_argument(
+        fmt::format("gguf writer: tensor \"{}\" has {} bytes of data, its {} shape needs {}", name,
+                    data.size(), traits.name, expected));
   }
   tensors_.push_back({std::move(name), type, std::move(shape), std::move(data)});
   return Status::ok();
@@ -103,7 +107,8 @@ Status GgufWriter::add_tensor(std::string name, TensorType type, std::vector<uin
 static std::vector<uint8_t> build_preamble(uint32_t alignment,
                                            const std::vector<std::pair<std::string, Value>>& metadata,
                                            const auto& tensors, uint64_t& data_bytes) {
-  LADDER_CHECK(alignment != 0 && (alignment & (alignment - 1)) == 0, "GgufWriter alignment must be a power of two");
+  LADDER_CHECK(alignment != 0 && (alignment & (alignment - 1)) == 0,
+               "GgufWriter alignment must be a power of two");
   bool has_alignment_key = false;
   for (const auto& [k, v] : metadata) {
     if (k == kAlignmentKey) {

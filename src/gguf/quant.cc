@@ -19,7 +19,9 @@ int round_clamp(float v, int lo, int hi) {
   return static_cast<int>(std::nearbyint(v));
 }
 
-float inverse_or_zero(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
+float inverse_or_zero(float d) {
+  return d != 0.0f ? 1.0f / d : 0.0f;
+}
 
 // ---- 32-element blocks ---------------------------------------------------
 
@@ -106,7 +108,9 @@ void quant_q4_1(const float* x, BlockQ4_1& b) {
   }
 }
 
-void store_qh(uint32_t qh, uint8_t* out) { std::memcpy(out, &qh, 4); }
+void store_qh(uint32_t qh, uint8_t* out) {
+  std::memcpy(out, &qh, 4);
+}
 
 void quant_q5_0(const float* x, BlockQ5_0& b) {
   float amax = 0.0f, max = 0.0f;
@@ -188,8 +192,10 @@ void dequant_q4_k(const BlockQ4_K& b, float* y) {  // y: [256]
     unpack_scale_min(2 * j + 1, b.scales, sc1, m1);
     const uint8_t* q = b.qs + 32 * j;
     for (int l = 0; l < 32; ++l) {
-      y[64 * j + l] = d * static_cast<float>(sc0) * static_cast<float>(q[l] & 0x0F) - dmin * static_cast<float>(m0);
-      y[64 * j + 32 + l] = d * static_cast<float>(sc1) * static_cast<float>(q[l] >> 4) - dmin * static_cast<float>(m1);
+      y[64 * j + l] =
+          d * static_cast<float>(sc0) * static_cast<float>(q[l] & 0x0F) - dmin * static_cast<float>(m0);
+      y[64 * j + 32 + l] =
+          d * static_cast<float>(sc1) * static_cast<float>(q[l] >> 4) - dmin * static_cast<float>(m1);
     }
   }
 }
@@ -208,7 +214,8 @@ void dequant_q5_k(const BlockQ5_K& b, float* y) {
       const int v0 = (q[l] & 0x0F) | (((b.qh[l] >> (2 * j)) & 1) << 4);
       const int v1 = (q[l] >> 4) | (((b.qh[l] >> (2 * j + 1)) & 1) << 4);
       y[64 * j + l] = d * static_cast<float>(sc0) * static_cast<float>(v0) - dmin * static_cast<float>(m0);
-      y[64 * j + 32 + l] = d * static_cast<float>(sc1) * static_cast<float>(v1) - dmin * static_cast<float>(m1);
+      y[64 * j + 32 + l] =
+          d * static_cast<float>(sc1) * static_cast<float>(v1) - dmin * static_cast<float>(m1);
     }
   }
 }
@@ -270,7 +277,8 @@ KScales choose_k_scales(const float* x, int nmax) {
   float max_offset = 0.0f;
   for (int s = 0; s < 8; ++s) {
     lo[s] = x[32 * s], hi[s] = x[32 * s];
-    for (int l = 1; l < 32; ++l) lo[s] = std::min(lo[s], x[32 * s + l]), hi[s] = std::max(hi[s], x[32 * s + l]);
+    for (int l = 1; l < 32; ++l)
+      lo[s] = std::min(lo[s], x[32 * s + l]), hi[s] = std::max(hi[s], x[32 * s + l]);
     lo[s] = std::min(lo[s], 0.0f);
     max_offset = std::max(max_offset, -lo[s]);
   }
@@ -310,7 +318,8 @@ void quant_q4_k(const float* x, BlockQ4_K& b) {
   b.dmin = k.dmin;
   pack_scale_min(k.sc, k.m, b.scales);
   for (int j = 0; j < 4; ++j) {
-    for (int l = 0; l < 32; ++l) b.qs[32 * j + l] = static_cast<uint8_t>(q[64 * j + l] | (q[64 * j + 32 + l] << 4));
+    for (int l = 0; l < 32; ++l)
+      b.qs[32 * j + l] = static_cast<uint8_t>(q[64 * j + l] | (q[64 * j + 32 + l] << 4));
   }
 }
 
@@ -358,7 +367,8 @@ void quant_q6_k(const float* x, BlockQ6_K& b) {
       const int q0 = e[0], q1 = e[32], q2 = e[64], q3 = e[96];
       b.ql[64 * h + l] = static_cast<uint8_t>((q0 & 0x0F) | ((q2 & 0x0F) << 4));
       b.ql[64 * h + l + 32] = static_cast<uint8_t>((q1 & 0x0F) | ((q3 & 0x0F) << 4));
-      b.qh[32 * h + l] = static_cast<uint8_t>((q0 >> 4) | ((q1 >> 4) << 2) | ((q2 >> 4) << 4) | ((q3 >> 4) << 6));
+      b.qh[32 * h + l] =
+          static_cast<uint8_t>((q0 >> 4) | ((q1 >> 4) << 2) | ((q2 >> 4) << 4) | ((q3 >> 4) << 6));
     }
   }
 }
@@ -401,8 +411,8 @@ void for_each_block_out(const float* src, void* dst, size_t n, Fn fn) {
 Status check_length(TensorType type, size_t n) {
   const TensorTypeTraits& t = traits_of(type);
   if (n % t.block_elems != 0) {
-    return invalid_argument(
-        fmt::format("row of {} elements is not a multiple of the {} block size {}", n, t.name, t.block_elems));
+    return invalid_argument(fmt::format("row of {} elements is not a multiple of the {} block size {}", n,
+                                        t.name, t.block_elems));
   }
   return Status::ok();
 }
@@ -422,15 +432,33 @@ Status dequantize_row(TensorType type, const void* src, float* dst, size_t n) {
         dst[i] = type == TensorType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
       }
       return Status::ok();
-    case TensorType::kQ4_0: for_each_block_in<BlockQ4_0, kQK4_0>(src, dst, n, dequant_q4_0); return Status::ok();
-    case TensorType::kQ4_1: for_each_block_in<BlockQ4_1, kQK4_1>(src, dst, n, dequant_q4_1); return Status::ok();
-    case TensorType::kQ5_0: for_each_block_in<BlockQ5_0, kQK5_0>(src, dst, n, dequant_q5_0); return Status::ok();
-    case TensorType::kQ5_1: for_each_block_in<BlockQ5_1, kQK5_1>(src, dst, n, dequant_q5_1); return Status::ok();
-    case TensorType::kQ8_0: for_each_block_in<BlockQ8_0, kQK8_0>(src, dst, n, dequant_q8_0); return Status::ok();
-    case TensorType::kQ4_K: for_each_block_in<BlockQ4_K, kQK_K>(src, dst, n, dequant_q4_k); return Status::ok();
-    case TensorType::kQ5_K: for_each_block_in<BlockQ5_K, kQK_K>(src, dst, n, dequant_q5_k); return Status::ok();
-    case TensorType::kQ6_K: for_each_block_in<BlockQ6_K, kQK_K>(src, dst, n, dequant_q6_k); return Status::ok();
-    case TensorType::kQ8_K: for_each_block_in<BlockQ8_K, kQK_K>(src, dst, n, dequant_q8_k); return Status::ok();
+    case TensorType::kQ4_0:
+      for_each_block_in<BlockQ4_0, kQK4_0>(src, dst, n, dequant_q4_0);
+      return Status::ok();
+    case TensorType::kQ4_1:
+      for_each_block_in<BlockQ4_1, kQK4_1>(src, dst, n, dequant_q4_1);
+      return Status::ok();
+    case TensorType::kQ5_0:
+      for_each_block_in<BlockQ5_0, kQK5_0>(src, dst, n, dequant_q5_0);
+      return Status::ok();
+    case TensorType::kQ5_1:
+      for_each_block_in<BlockQ5_1, kQK5_1>(src, dst, n, dequant_q5_1);
+      return Status::ok();
+    case TensorType::kQ8_0:
+      for_each_block_in<BlockQ8_0, kQK8_0>(src, dst, n, dequant_q8_0);
+      return Status::ok();
+    case TensorType::kQ4_K:
+      for_each_block_in<BlockQ4_K, kQK_K>(src, dst, n, dequant_q4_k);
+      return Status::ok();
+    case TensorType::kQ5_K:
+      for_each_block_in<BlockQ5_K, kQK_K>(src, dst, n, dequant_q5_k);
+      return Status::ok();
+    case TensorType::kQ6_K:
+      for_each_block_in<BlockQ6_K, kQK_K>(src, dst, n, dequant_q6_k);
+      return Status::ok();
+    case TensorType::kQ8_K:
+      for_each_block_in<BlockQ8_K, kQK_K>(src, dst, n, dequant_q8_k);
+      return Status::ok();
     default: break;
   }
   return unimplemented(fmt::format("dequantizing {} is not supported", tensor_type_name(type)));
@@ -448,15 +476,33 @@ Status quantize_row(TensorType type, const float* src, void* dst, size_t n) {
         std::memcpy(bytes + 2 * i, &h, 2);
       }
       return Status::ok();
-    case TensorType::kQ4_0: for_each_block_out<BlockQ4_0, kQK4_0>(src, dst, n, quant_q4_0); return Status::ok();
-    case TensorType::kQ4_1: for_each_block_out<BlockQ4_1, kQK4_1>(src, dst, n, quant_q4_1); return Status::ok();
-    case TensorType::kQ5_0: for_each_block_out<BlockQ5_0, kQK5_0>(src, dst, n, quant_q5_0); return Status::ok();
-    case TensorType::kQ5_1: for_each_block_out<BlockQ5_1, kQK5_1>(src, dst, n, quant_q5_1); return Status::ok();
-    case TensorType::kQ8_0: for_each_block_out<BlockQ8_0, kQK8_0>(src, dst, n, quant_q8_0); return Status::ok();
-    case TensorType::kQ4_K: for_each_block_out<BlockQ4_K, kQK_K>(src, dst, n, quant_q4_k); return Status::ok();
-    case TensorType::kQ5_K: for_each_block_out<BlockQ5_K, kQK_K>(src, dst, n, quant_q5_k); return Status::ok();
-    case TensorType::kQ6_K: for_each_block_out<BlockQ6_K, kQK_K>(src, dst, n, quant_q6_k); return Status::ok();
-    case TensorType::kQ8_K: for_each_block_out<BlockQ8_K, kQK_K>(src, dst, n, quant_q8_k); return Status::ok();
+    case TensorType::kQ4_0:
+      for_each_block_out<BlockQ4_0, kQK4_0>(src, dst, n, quant_q4_0);
+      return Status::ok();
+    case TensorType::kQ4_1:
+      for_each_block_out<BlockQ4_1, kQK4_1>(src, dst, n, quant_q4_1);
+      return Status::ok();
+    case TensorType::kQ5_0:
+      for_each_block_out<BlockQ5_0, kQK5_0>(src, dst, n, quant_q5_0);
+      return Status::ok();
+    case TensorType::kQ5_1:
+      for_each_block_out<BlockQ5_1, kQK5_1>(src, dst, n, quant_q5_1);
+      return Status::ok();
+    case TensorType::kQ8_0:
+      for_each_block_out<BlockQ8_0, kQK8_0>(src, dst, n, quant_q8_0);
+      return Status::ok();
+    case TensorType::kQ4_K:
+      for_each_block_out<BlockQ4_K, kQK_K>(src, dst, n, quant_q4_k);
+      return Status::ok();
+    case TensorType::kQ5_K:
+      for_each_block_out<BlockQ5_K, kQK_K>(src, dst, n, quant_q5_k);
+      return Status::ok();
+    case TensorType::kQ6_K:
+      for_each_block_out<BlockQ6_K, kQK_K>(src, dst, n, quant_q6_k);
+      return Status::ok();
+    case TensorType::kQ8_K:
+      for_each_block_out<BlockQ8_K, kQK_K>(src, dst, n, quant_q8_k);
+      return Status::ok();
     default: break;
   }
   return unimplemented(fmt::format("quantizing to {} is not supported", tensor_type_name(type)));

@@ -27,7 +27,8 @@ void expect_error(const std::vector<uint8_t>& bytes, StatusCode code, std::vecto
   EXPECT_EQ(f.status().code(), code) << f.status().to_string();
   EXPECT_EQ(f.status().message().rfind("gguf: ", 0), 0u) << f.status().message();
   for (const auto& n : needles) {
-    EXPECT_NE(f.status().message().find(n), std::string::npos) << "'" << n << "' not in: " << f.status().message();
+    EXPECT_NE(f.status().message().find(n), std::string::npos)
+        << "'" << n << "' not in: " << f.status().message();
   }
 }
 
@@ -131,10 +132,12 @@ TEST(Malformed, DuplicateKeysAndTensorNames) {
 TEST(Malformed, TensorShapes) {
   RawGguf five;
   five.header(1, 0).tensor("blk.0.attn_q.weight", {1, 1, 1, 1, 1}, 0, 0).pad_to(32).zeros(32);
-  expect_error(five.bytes, StatusCode::kInvalidArgument, {"tensor 0 (\"blk.0.attn_q.weight\")", "n_dims", "5"});
+  expect_error(five.bytes, StatusCode::kInvalidArgument,
+               {"tensor 0 (\"blk.0.attn_q.weight\")", "n_dims", "5"});
   RawGguf zero;
   zero.header(1, 0).tensor("z", {4, 0}, 0, 0).pad_to(32).zeros(32);
-  expect_error(zero.bytes, StatusCode::kInvalidArgument, {"tensor 0 (\"z\") dims at byte", "dimension 1 is 0"});
+  expect_error(zero.bytes, StatusCode::kInvalidArgument,
+               {"tensor 0 (\"z\") dims at byte", "dimension 1 is 0"});
   RawGguf overflow;
   overflow.header(1, 0).tensor("o", {uint64_t{1} << 32, uint64_t{1} << 32}, 0, 0).pad_to(32).zeros(32);
   expect_error(overflow.bytes, StatusCode::kInvalidArgument, {"\"o\"", "dims", "overflow"});
@@ -152,7 +155,8 @@ TEST(Malformed, TensorShapes) {
 TEST(Malformed, TensorOffsets) {
   RawGguf outside;  // 32 bytes of F32 [8] at offset 32 in a 32-byte data section
   outside.header(1, 0).tensor("w", {8}, 0, 32).pad_to(32).zeros(32);
-  expect_error(outside.bytes, StatusCode::kInvalidArgument, {"tensor 0 (\"w\")", "offset", "outside the file"});
+  expect_error(outside.bytes, StatusCode::kInvalidArgument,
+               {"tensor 0 (\"w\")", "offset", "outside the file"});
   RawGguf huge;
   huge.header(1, 0).tensor("w", {8}, 0, ~uint64_t{0} - 31).pad_to(32).zeros(32);
   expect_error(huge.bytes, StatusCode::kInvalidArgument, {"\"w\"", "offset", "outside"});
@@ -215,13 +219,14 @@ TEST(Truncation, EveryPrefixOfTheHeaderFailsCleanly) {
 
 TEST(Truncation, WriterFileWithEveryTypeAndNestedArrays) {
   GgufWriter w(64);
-  w.set("nested", Value::make_array(ValueType::kArray, {Value::make_array(ValueType::kString,
-                                                                           {Value::make_string("ab")})}));
+  w.set("nested", Value::make_array(ValueType::kArray,
+                                    {Value::make_array(ValueType::kString, {Value::make_string("ab")})}));
   w.set_f32("f", 1.5f);
   for (TensorType t : {TensorType::kQ4_K, TensorType::kQ6_K, TensorType::kQ8_0, TensorType::kBF16}) {
     const auto& traits = traits_of(t);
-    ASSERT_TRUE(
-        w.add_tensor(std::string(traits.name), t, {256, 2}, std::vector<uint8_t>(row_bytes(traits, 512), 0x41)).is_ok());
+    ASSERT_TRUE(w.add_tensor(std::string(traits.name), t, {256, 2},
+                             std::vector<uint8_t>(row_bytes(traits, 512), 0x41))
+                    .is_ok());
   }
   const auto bytes = w.to_bytes();
   ASSERT_TRUE(GgufFile::parse(bytes).is_ok());

@@ -54,8 +54,8 @@ TEST(Dequantize, Q4_0) {
   for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
   auto y = dequant(TensorType::kQ4_0, b, 32);
   for (int j = 0; j < 16; ++j) {
-    EXPECT_EQ(y[j], (j - 8) * 0.5f) << j;             // low nibble: element j
-    EXPECT_EQ(y[j + 16], (15 - j - 8) * 0.5f) << j;   // high nibble: element j + 16
+    EXPECT_EQ(y[j], (j - 8) * 0.5f) << j;            // low nibble: element j
+    EXPECT_EQ(y[j + 16], (15 - j - 8) * 0.5f) << j;  // high nibble: element j + 16
   }
 }
 
@@ -94,8 +94,8 @@ TEST(Dequantize, Q5_0) {
 
 TEST(Dequantize, Q5_1) {
   BlockQ5_1 b{};
-  b.d = 0x3800;  // 0.5
-  b.m = 0x4000;  // 2.0
+  b.d = 0x3800;    // 0.5
+  b.m = 0x4000;    // 2.0
   b.qh[0] = 0xFF;  // elements 0..7 have the fifth bit
   b.qh[3] = 0x80;  // element 31 has it
   for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>(j | (j << 4));
@@ -222,7 +222,8 @@ TEST(Dequantize, RejectsBadLengthAndUnsupportedTypes) {
   std::vector<uint8_t> src(1024);
   std::vector<float> y(512);
   EXPECT_EQ(dequantize_row(TensorType::kQ4_0, src.data(), y.data(), 33).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(dequantize_row(TensorType::kQ4_K, src.data(), y.data(), 128).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dequantize_row(TensorType::kQ4_K, src.data(), y.data(), 128).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(dequantize_row(TensorType::kQ2_K, src.data(), y.data(), 256).code(), StatusCode::kUnimplemented);
   EXPECT_EQ(dequantize_row(TensorType::kI32, src.data(), y.data(), 4).code(), StatusCode::kUnimplemented);
   EXPECT_EQ(quantize_row(TensorType::kQ8_1, y.data(), src.data(), 32).code(), StatusCode::kUnimplemented);
@@ -281,8 +282,8 @@ INSTANTIATE_TEST_SUITE_P(
                       RoundTripCase{TensorType::kQ5_K, 0.06}, RoundTripCase{TensorType::kQ4_K, 0.12}),
     [](const auto& p) { return std::string(tensor_type_name(p.param.type)); });
 
-// Max-error bounds from the step sizes (d = amax/levels or range/levels); K-quant errors <= half a step, the step being the
-// sub-block's range over nmax, rounded up by at most one 6-bit scale unit.
+// Max-error bounds from the step sizes (d = amax/levels or range/levels); K-quant errors <= half a step, the
+// step being the sub-block's range over nmax, rounded up by at most one 6-bit scale unit.
 TEST(RoundTripBounds, MaxErrorPerBlock) {
   const size_t n = 2048;
   const auto x = test_data(n, 99);
@@ -296,9 +297,10 @@ TEST(RoundTripBounds, MaxErrorPerBlock) {
     // opposite sign and similar magnitude is clipped by up to one step.
     double steps_of_error;
   };
-  for (const Case c : {Case{TensorType::kQ4_0, 32, 8, true, 1.0}, Case{TensorType::kQ5_0, 32, 16, true, 1.0},
-                       Case{TensorType::kQ8_0, 32, 127, true, 0.5}, Case{TensorType::kQ4_1, 32, 15, false, 0.5},
-                       Case{TensorType::kQ5_1, 32, 31, false, 0.5}, Case{TensorType::kQ8_K, 256, 127, true, 0.5}}) {
+  for (const Case c :
+       {Case{TensorType::kQ4_0, 32, 8, true, 1.0}, Case{TensorType::kQ5_0, 32, 16, true, 1.0},
+        Case{TensorType::kQ8_0, 32, 127, true, 0.5}, Case{TensorType::kQ4_1, 32, 15, false, 0.5},
+        Case{TensorType::kQ5_1, 32, 31, false, 0.5}, Case{TensorType::kQ8_K, 256, 127, true, 0.5}}) {
     std::vector<uint8_t> q(row_bytes(traits_of(c.type), n));
     ASSERT_TRUE(quantize_row(c.type, x.data(), q.data(), n).is_ok());
     std::vector<float> y(n);
@@ -310,15 +312,17 @@ TEST(RoundTripBounds, MaxErrorPerBlock) {
       }
       const double step = c.symmetric ? amax / c.levels : (hi - lo) / c.levels;
       // f16 rounding of the scale and min moves the grid by ~1e-3 relative.
-      const double bound = c.steps_of_error * step * 1.01 + 2e-3 * std::max(std::fabs(lo), std::fabs(hi)) / c.levels + 1e-6;
+      const double bound =
+          c.steps_of_error * step * 1.01 + 2e-3 * std::max(std::fabs(lo), std::fabs(hi)) / c.levels + 1e-6;
       for (int i = 0; i < c.block; ++i) {
         ASSERT_LE(std::fabs(x[b + i] - y[b + i]), bound)
             << tensor_type_name(c.type) << " element " << b + i << " x=" << x[b + i] << " y=" << y[b + i];
       }
     }
   }
-  for (const auto& [type, nmax, sub] : {std::tuple{TensorType::kQ4_K, 15, 32}, std::tuple{TensorType::kQ5_K, 31, 32},
-                                        std::tuple{TensorType::kQ6_K, 31, 16}}) {
+  for (const auto& [type, nmax, sub] :
+       {std::tuple{TensorType::kQ4_K, 15, 32}, std::tuple{TensorType::kQ5_K, 31, 32},
+        std::tuple{TensorType::kQ6_K, 31, 16}}) {
     std::vector<uint8_t> q(row_bytes(traits_of(type), n));
     ASSERT_TRUE(quantize_row(type, x.data(), q.data(), n).is_ok());
     std::vector<float> y(n);
@@ -352,8 +356,9 @@ TEST(RoundTripBounds, MaxErrorPerBlock) {
 
 TEST(RoundTripBounds, ZerosStayZeroAndQ8KBsums) {
   std::vector<float> zeros(256, 0.0f);
-  for (TensorType t : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ8_0,
-                       TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kQ8_K}) {
+  for (TensorType t :
+       {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ8_0,
+        TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kQ8_K}) {
     std::vector<uint8_t> q(row_bytes(traits_of(t), 256));
     ASSERT_TRUE(quantize_row(t, zeros.data(), q.data(), 256).is_ok());
     std::vector<float> y(256, 1.0f);
@@ -375,9 +380,9 @@ TEST(RoundTripBounds, NonFiniteInputDoesNotCrash) {
   x[3] = std::nanf("");
   x[100] = INFINITY;
   x[200] = -INFINITY;
-  for (TensorType t : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ8_0,
-                       TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kQ8_K, TensorType::kF16,
-                       TensorType::kBF16}) {
+  for (TensorType t : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1,
+                       TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K,
+                       TensorType::kQ8_K, TensorType::kF16, TensorType::kBF16}) {
     std::vector<uint8_t> q(row_bytes(traits_of(t), 256));
     EXPECT_TRUE(quantize_row(t, x.data(), q.data(), 256).is_ok());
     std::vector<float> y(256);

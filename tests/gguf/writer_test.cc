@@ -1,7 +1,5 @@
 // GgufWriter -> GgufFile round trips: every value type, nested arrays,
 // tensors with alignment padding; and the writer's input checks.
-#include "gguf/gguf_writer.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +7,7 @@
 #include <string>
 
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "test_support.h"
 
 namespace ladder::gguf {
@@ -55,20 +54,22 @@ std::vector<std::pair<std::string, Value>> every_value_type() {
   kv.emplace_back("t.str_nul", Value::make_string(std::string("a\0b", 3)));
   kv.emplace_back("t.arr_empty", Value::make_array(VT::kInt32, {}));
   kv.emplace_back("t.arr_u8", Value::make_array(VT::kUint8, {Value::make_uint(VT::kUint8, 0),
-                                                              Value::make_uint(VT::kUint8, 200)}));
+                                                             Value::make_uint(VT::kUint8, 200)}));
   kv.emplace_back("t.arr_i64", Value::make_array(VT::kInt64, {Value::make_int(VT::kInt64, -5),
-                                                               Value::make_int(VT::kInt64, 1ll << 40)}));
+                                                              Value::make_int(VT::kInt64, 1ll << 40)}));
   kv.emplace_back("t.arr_f32", Value::make_array(VT::kFloat32, {Value::make_float(VT::kFloat32, -1.5),
-                                                                 Value::make_float(VT::kFloat32, 1e30)}));
+                                                                Value::make_float(VT::kFloat32, 1e30)}));
   kv.emplace_back("t.arr_f64", Value::make_array(VT::kFloat64, {Value::make_float(VT::kFloat64, 1e300)}));
-  kv.emplace_back("t.arr_bool", Value::make_array(VT::kBool, {Value::make_bool(true), Value::make_bool(false)}));
-  kv.emplace_back("t.arr_str", Value::make_array(VT::kString, {Value::make_string("a"), Value::make_string(""),
-                                                                Value::make_string("<0x0A>")}));
+  kv.emplace_back("t.arr_bool",
+                  Value::make_array(VT::kBool, {Value::make_bool(true), Value::make_bool(false)}));
+  kv.emplace_back("t.arr_str",
+                  Value::make_array(VT::kString, {Value::make_string("a"), Value::make_string(""),
+                                                  Value::make_string("<0x0A>")}));
   // [[1, 2], [], [3]] and [[["x"]], [["y", "z"]]]
   kv.emplace_back(
       "t.nested2",
       Value::make_array(VT::kArray, {Value::make_array(VT::kInt32, {Value::make_int(VT::kInt32, 1),
-                                                                     Value::make_int(VT::kInt32, 2)}),
+                                                                    Value::make_int(VT::kInt32, 2)}),
                                      Value::make_array(VT::kInt32, {}),
                                      Value::make_array(VT::kInt32, {Value::make_int(VT::kInt32, 3)})}));
   kv.emplace_back(
@@ -77,7 +78,7 @@ std::vector<std::pair<std::string, Value>> every_value_type() {
           VT::kArray,
           {Value::make_array(VT::kArray, {Value::make_array(VT::kString, {Value::make_string("x")})}),
            Value::make_array(VT::kArray, {Value::make_array(VT::kString, {Value::make_string("y"),
-                                                                           Value::make_string("z")})})}));
+                                                                          Value::make_string("z")})})}));
   return kv;
 }
 
@@ -99,8 +100,8 @@ TEST(Writer, EveryValueTypeRoundTrips) {
   EXPECT_EQ(f->get_uint("t.u8").value(), 255u);
   EXPECT_EQ(f->get_int("t.u32").value(), 4000000000ll);
   EXPECT_EQ(f->get_int("t.i8").value(), -128);
-  EXPECT_FALSE(f->get_uint("t.i8").is_ok());   // negative
-  EXPECT_FALSE(f->get_int("t.u64").is_ok());   // too large for int64
+  EXPECT_FALSE(f->get_uint("t.i8").is_ok());  // negative
+  EXPECT_FALSE(f->get_int("t.u64").is_ok());  // too large for int64
   EXPECT_EQ(f->get_float("t.f32").value(), static_cast<double>(0.1f));
   EXPECT_EQ(f->get_float("t.f64").value(), 0.1);
   EXPECT_EQ(f->get_float("t.i32").value(), -2000000000.0);
@@ -180,8 +181,8 @@ TEST(Writer, WriteToFileMatchesToBytes) {
   ASSERT_TRUE(w.add_tensor("t", TensorType::kF32, {5}, pattern(20, 9)).is_ok());
   const std::string path = ladder::testing::temp_dir() + "/w.gguf";
   ASSERT_TRUE(w.write(path).is_ok());
-  EXPECT_EQ(ladder::testing::read_file(path), std::string(reinterpret_cast<const char*>(w.to_bytes().data()),
-                                                          w.to_bytes().size()));
+  EXPECT_EQ(ladder::testing::read_file(path),
+            std::string(reinterpret_cast<const char*>(w.to_bytes().data()), w.to_bytes().size()));
   auto f = GgufFile::open(path);
   ASSERT_TRUE(f.is_ok()) << f.status().to_string();
   EXPECT_EQ(f->path(), path);
