@@ -7,11 +7,14 @@
 // Reproduce:
 //   build-*/bench/engine_bench                                  # stories260K
 //   LADDER_BENCH_MODEL=/tmp/110m-q8_0.gguf build-*/bench/engine_bench
-//     (ladder synth --preset 110m --type q8_0 -o /tmp/110m-q8_0.gguf)
+//   LADDER_BENCH_SYNTH=110m:q8_0 build-*/bench/engine_bench
+//     (writes a random-weight model of that preset and weight type to
+//      $TMPDIR or /tmp once, then uses it)
 //   LADDER_BENCH_THREADS sets the op thread pool (default: all cores).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -20,6 +23,7 @@
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "model/llama_model.h"
+#include "model/synth.h"
 
 namespace ladder::engine {
 namespace {
@@ -31,11 +35,33 @@ struct LoadedModel {
   Status status;
 };
 
+// "preset:type" (e.g. "110m:q8_0") -> a synthetic model file, written once.
+Status synthesize(const std::string& spec, std::string& path) {
+  const size_t colon = spec.find(':');
+  const std::string preset = spec.substr(0, colon);
+  const std::string type_name = colon == std::string::npos ? "f32" : spec.substr(colon + 1);
+  LADDER_ASSIGN_OR_RETURN(model::SynthOptions opts, model::synth_preset(preset));
+  const auto type = tensor_type_from_name(type_name);
+  if (!type) return invalid_argument("LADDER_BENCH_SYNTH: unknown weight type " + type_name);
+  opts.dtype = *type;
+  const char* tmp = std::getenv("TMPDIR");
+  path = std::string(tmp != nullptr ? tmp : "/tmp") + "/ladder-bench-" + preset + "-" + type_name + ".gguf";
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    std::fclose(f);
+    return Status::ok();
+  }
+  return model::write_synthetic_model(opts, path);
+}
+
 const LoadedModel& bench_model() {
   static const LoadedModel* m = [] {
     auto* out = new LoadedModel;
     const char* env = std::getenv("LADDER_BENCH_MODEL");
     out->path = env != nullptr ? env : std::string(LADDER_DEFAULT_SHARED_DIR) + "/models/stories260K.gguf";
+    if (const char* synth = std::getenv("LADDER_BENCH_SYNTH")) {
+      out->status = synthesize(synth, out->path);
+      if (!out->status.is_ok()) return out;
+    }
     auto file = gguf::GgufFile::open(out->path);
     if (!file.is_ok()) {
       out->status = file.status();

@@ -13,7 +13,9 @@ struct EngineMetrics {
   int64_t kv_blocks_used = 0;    // referenced by a sequence
   int64_t kv_blocks_free = 0;    // clean + cached-evictable
   int64_t kv_blocks_cached = 0;  // free blocks still holding a cached prefix
-  int64_t prefix_hit_tokens = 0; // prompt tokens whose prefill a cache hit skipped
+  // Tokens whose computation a prefix-cache hit skipped (re-admissions after
+  // preemption included).
+  int64_t prefix_hit_tokens = 0;
   int64_t prompt_tokens = 0;     // prompt tokens admitted (hits included)
   int64_t computed_tokens = 0;   // tokens evaluated by the model (recompute included)
   int64_t generated_tokens = 0;
