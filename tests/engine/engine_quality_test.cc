@@ -149,5 +149,26 @@ TEST(EngineQuality, CachedPrefixHitsWhileTheOwnerIsStillRunning) {
   expect_pool_whole(*engine);
 }
 
+TEST(EngineQuality, F16KvIsBatchInvariantToo) {
+  EngineConfig cfg;
+  cfg.kv_dtype = TensorType::kF16;
+  cfg.n_kv_blocks = 12;
+  cfg.scheduler.max_batch_tokens = 32;
+  cfg.prefix_caching = false;
+  auto engine = make_engine(cfg);
+  std::vector<Request> requests;
+  for (uint64_t i = 0; i < 8; ++i) requests.push_back(greedy_request(synthetic_prompt(20 + 9 * i, 40 + i), 30));
+  std::vector<std::vector<int32_t>> solo;
+  for (const Request& r : requests) solo.push_back(run(*engine, r).tokens);
+  std::vector<Submission> subs;
+  for (const Request& r : requests) subs.push_back(*engine->submit(r));
+  for (size_t i = 0; i < subs.size(); ++i) EXPECT_EQ(drain(*subs[i].stream).tokens, solo[i]) << "request " << i;
+  EXPECT_GT(engine->metrics().preemptions, 0);
+  expect_pool_whole(*engine);
+  // Half-precision KV is close to F32 on this model: the golden prefix holds.
+  const Outcome golden = run(*engine, greedy_request(kOnceUponATime, 16));
+  EXPECT_EQ(golden.tokens, std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 16));
+}
+
 }  // namespace
 }  // namespace ladder::engine
