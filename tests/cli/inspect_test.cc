@@ -2,6 +2,8 @@
 // text and JSON, and on a corrupt file.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -70,6 +72,53 @@ TEST(Inspect, JsonIsValidAndComplete) {
   }
   EXPECT_TRUE(saw_tokens);
   EXPECT_TRUE(saw_heads);
+}
+
+// A small GGUF written byte by byte (the cli suite does not link gguf/):
+// a 1000-byte string with a newline, a 100-item u8 array, a nested array.
+std::string long_values_file() {
+  std::string b;
+  auto u32 = [&b](uint32_t v) { b.append(reinterpret_cast<const char*>(&v), 4); };
+  auto u64 = [&b](uint64_t v) { b.append(reinterpret_cast<const char*>(&v), 8); };
+  auto str = [&](const std::string& v) { u64(v.size()), b += v; };
+  u32(0x46554747), u32(3), u64(0), u64(3);
+  str("long.text"), u32(8), str("line one\n" + std::string(991, 'x'));
+  str("many.bytes"), u32(9), u32(0), u64(100);
+  for (int i = 0; i < 100; ++i) b.push_back(static_cast<char>(i));
+  str("nested"), u32(9), u32(9), u64(2);
+  u32(5), u64(1), u32(7);  // [7]
+  u32(5), u64(0);          // []
+  const std::string path = ladder::testing::temp_dir() + "/long.gguf";
+  std::ofstream(path, std::ios::binary) << b;
+  return path;
+}
+
+TEST(Inspect, LongStringsAndArraysAreSummarised) {
+  const std::string path = long_values_file();
+  auto text = run_command({ladder_bin(), "inspect", path});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("\"line one\\nxxx"), std::string::npos) << text.out;  // newline escaped
+  EXPECT_NE(text.out.find("(truncated, 1000 bytes)"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find(std::string(300, 'x')), std::string::npos);
+  EXPECT_NE(text.out.find("[0, 1, 2, 3, 4, 5, 6, 7, ...] (100 items)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("array[array[int32]]"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("[[7], []]"), std::string::npos) << text.out;
+
+  auto js = run_command({ladder_bin(), "inspect", "--json", path});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  nlohmann::json j = nlohmann::json::parse(js.out);
+  ASSERT_EQ(j["metadata"].size(), 3u);
+  const auto& s = j["metadata"][0];
+  EXPECT_EQ(s["key"], "long.text");
+  EXPECT_EQ(s["truncated"], true);
+  EXPECT_EQ(s["length"], 1000);
+  EXPECT_EQ(s["value"].get<std::string>().size(), 200u);
+  const auto& a = j["metadata"][1];
+  EXPECT_EQ(a["type"], "array[uint8]");
+  EXPECT_EQ(a["length"], 100);
+  EXPECT_EQ(a["value"], nlohmann::json::array({0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(j["metadata"][2]["value"], nlohmann::json::parse("[[7], []]"));
+  EXPECT_EQ(j["n_tensors"], 0);
 }
 
 TEST(Inspect, CorruptFileExitsOneWithAMessage) {
