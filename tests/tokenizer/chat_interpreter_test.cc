@@ -247,6 +247,24 @@ TEST(Interpreter, ErrorsNameTheConstructAndLine) {
   EXPECT_NE(e.find("Range too big"), std::string::npos) << e;
 }
 
+TEST(Interpreter, HostileNestingIsAnErrorNotAStackOverflow) {
+  std::string parens = "{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}";
+  EXPECT_NE(error_of(parens).find("nested deeper"), std::string::npos);
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 100000; ++i) chain += " + 1";
+  EXPECT_NE(error_of(chain + " }}").find("nested deeper"), std::string::npos);
+  std::string ifs;
+  for (int i = 0; i < 5000; ++i) ifs += "{% if true %}";
+  EXPECT_NE(error_of(ifs).find("nested deeper"), std::string::npos);
+  std::string nots = "{{ " + std::string(0, ' ');
+  for (int i = 0; i < 50000; ++i) nots += "not ";
+  EXPECT_NE(error_of(nots + "x }}").find("nested deeper"), std::string::npos);
+  // Moderate nesting is fine.
+  Result<std::string> ok = render("{{ " + std::string(50, '(') + "1" + std::string(50, ')') + " }}");
+  ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+  EXPECT_EQ(*ok, "1");
+}
+
 TEST(Interpreter, UnknownFilterInsideIfFailsOnlyWhenRun) {
   // jinja2 defers unknown filters inside an `if` to run time.
   Result<std::string> out = render("{% if false %}{{ x | from_json }}{% endif %}ok");

@@ -47,6 +47,7 @@ struct Expr {
   std::vector<ExprPtr> children;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::string> ops;  // kCompare
+  int height = 1;                 // of this subtree; bounded by the parser
 };
 
 enum class NodeKind {
@@ -62,6 +63,15 @@ enum class NodeKind {
   kBreak,
   kContinue,
 };
+
+// How a frame's own variable gets its value when the frame is entered
+// (jinja2's idtracking): a parameter (set by the caller), resolved from the
+// context, copied from the enclosing frame's variable, or left undefined.
+enum class LoadKind { kParameter, kResolve, kAlias, kUndefined };
+
+// The variables a frame owns, in first-reference order. Reads of any other
+// name go to the enclosing frames, then the context.
+using FrameSymbols = std::vector<std::pair<std::string, LoadKind>>;
 
 struct MacroParam {
   std::string name;
@@ -83,11 +93,17 @@ struct Node {
   std::string attr;                  // kSet on a namespace attribute
   std::string name;                  // kMacro
   std::vector<MacroParam> params;    // kMacro / kCallBlock
+
+  // Filled by analyze_scopes(): the frames this node opens.
+  FrameSymbols symbols;       // loop / macro / call / set-block / filter-block body
+  FrameSymbols else_symbols;  // kFor's else
+  FrameSymbols test_symbols;  // kFor's `if` filter
 };
 
 // A parsed template owns its tree; macros point into it.
 struct TemplateAst {
   Body body;
+  FrameSymbols symbols;  // the root frame
 };
 
 }  // namespace ladder::chat

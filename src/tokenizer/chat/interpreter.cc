@@ -5,6 +5,7 @@
 #include "tokenizer/chat/builtins.h"
 #include "tokenizer/chat/globals.h"
 #include "tokenizer/chat/operations.h"
+#include "tokenizer/chat/scopes.h"
 
 namespace ladder::chat {
 namespace {
@@ -26,15 +27,16 @@ enum class Flow { kNormal, kBreak, kContinue };
 class Interpreter {
  public:
   Interpreter(const Dict& context, const RenderOptions& options) : options_(options) {
-    root_ = std::make_shared<Frame>();
     globals_ = make_globals(options.now);
     for (const auto& [k, v] : context.entries) {
-      if (k.is_string()) root_->vars[k.as_string()] = v;
+      if (k.is_string()) context_[k.as_string()] = v;
     }
-    frame_ = root_;
   }
 
   Result<std::string> render(const TemplateAst& ast) {
+    frame_ = nullptr;
+    root_ = enter_frame(nullptr, ast.symbols);
+    frame_ = root_;
     std::string out;
     LADDER_ASSIGN_OR_RETURN(Flow flow, exec_body(ast.body, out));
     (void)flow;
@@ -43,23 +45,52 @@ class Interpreter {
 
  private:
   // ---- scopes --------------------------------------------------------------
-  Value lookup(const std::string& name) const {
-    for (const Frame* f = frame_.get(); f; f = f->parent.get()) {
+  // A name's value: the nearest frame that owns it (scopes.h), else the
+  // context as jinja2 resolves it (top-level assignments made so far, the
+  // render context, the globals).
+  Value lookup_from(const Frame* f, const std::string& name) const {
+    for (; f; f = f->parent.get()) {
       auto it = f->vars.find(name);
       if (it != f->vars.end()) return it->second;
     }
+    return resolve(name);
+  }
+  Value lookup(const std::string& name) const { return lookup_from(frame_.get(), name); }
+
+  Value resolve(const std::string& name) const {
+    if (auto it = exported_.find(name); it != exported_.end()) return it->second;
+    if (auto it = context_.find(name); it != context_.end()) return it->second;
     if (const Value* g = globals_.find(std::string_view(name))) return *g;
     return Value::undefined(name);
   }
 
-  void assign(const std::string& name, Value v) { frame_->vars[name] = std::move(v); }
+  // Assignments go to the current frame; at top level they are also
+  // exported to the context, where later frames resolve them.
+  void assign(const std::string& name, Value v) {
+    if (frame_ == root_) exported_[name] = v;
+    frame_->vars[name] = std::move(v);
+  }
 
-  // Runs `fn` inside a fresh frame whose parent is `parent`.
+  // A new frame below `parent`, its own variables initialised per `symbols`.
+  std::shared_ptr<Frame> enter_frame(std::shared_ptr<Frame> parent, const FrameSymbols& symbols) const {
+    auto f = std::make_shared<Frame>();
+    for (const auto& [name, kind] : symbols) {
+      switch (kind) {
+        case LoadKind::kParameter:
+        case LoadKind::kUndefined: f->vars[name] = Value::undefined(name); break;
+        case LoadKind::kResolve: f->vars[name] = resolve(name); break;
+        case LoadKind::kAlias: f->vars[name] = lookup_from(parent.get(), name); break;
+      }
+    }
+    f->parent = std::move(parent);
+    return f;
+  }
+
+  // Runs `fn` inside a new frame below `parent`.
   template <typename Fn>
-  auto in_frame(std::shared_ptr<Frame> parent, Fn&& fn) {
+  auto in_frame(std::shared_ptr<Frame> parent, const FrameSymbols& symbols, Fn&& fn) {
     auto saved = frame_;
-    frame_ = std::make_shared<Frame>();
-    frame_->parent = std::move(parent);
+    frame_ = enter_frame(std::move(parent), symbols);
     auto result = fn();
     frame_ = saved;
     return result;
@@ -97,7 +128,7 @@ class Interpreter {
       case NodeKind::kSet: return exec_set(n);
       case NodeKind::kSetBlock: {
         std::string captured;
-        LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, [&] { return exec_body(n.body, captured); }));
+        LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, n.symbols, [&] { return exec_body(n.body, captured); }));
         (void)flow;
         Value v(captured);
         if (n.filter) {
@@ -108,7 +139,7 @@ class Interpreter {
       }
       case NodeKind::kFilterBlock: {
         std::string captured;
-        LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, [&] { return exec_body(n.body, captured); }));
+        LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, n.symbols, [&] { return exec_body(n.body, captured); }));
         (void)flow;
         LADDER_ASSIGN_OR_RETURN(Value v, eval_with_block_value(*n.filter, Value(captured)));
         out += v.str();
@@ -158,7 +189,7 @@ class Interpreter {
     if (n.filter) {
       List kept;
       for (const Value& item : items) {
-        LADDER_ASSIGN_OR_RETURN(bool keep, in_frame(frame_, [&]() -> Result<bool> {
+        LADDER_ASSIGN_OR_RETURN(bool keep, in_frame(frame_, n.test_symbols, [&]() -> Result<bool> {
                                   LADDER_RETURN_IF_ERROR(bind_targets(n, item));
                                   LADDER_ASSIGN_OR_RETURN(Value c, eval(*n.filter));
                                   return c.truthy();
@@ -167,7 +198,9 @@ class Interpreter {
       }
       items = std::move(kept);
     }
-    if (items.empty()) return exec_body(n.else_body, out);
+    if (items.empty()) {
+      return in_frame(frame_, n.else_symbols, [&] { return exec_body(n.else_body, out); });
+    }
     const int64_t len = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < len; ++i) {
       const size_t at = static_cast<size_t>(i);
@@ -188,7 +221,7 @@ class Interpreter {
                  return a.positional[static_cast<size_t>(i) % a.positional.size()];
                }));
       Value loop_value = Value::dict(std::move(loop));
-      LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, [&]() -> Result<Flow> {
+      LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, n.symbols, [&]() -> Result<Flow> {
                                 assign("loop", loop_value);
                                 LADDER_RETURN_IF_ERROR(bind_targets(n, items[at]));
                                 return exec_body(n.body, out);
@@ -214,22 +247,30 @@ class Interpreter {
   }
 
   // ---- macros --------------------------------------------------------------
+  // Macros close over the frame they are defined in (weakly: a frame that
+  // holds the macro must not keep itself alive).
   Value make_macro(const Node& n) {
     const Node* node = &n;
-    return Value::callable(n.name, [this, node](const CallArgs& args) -> Result<Value> {
-      return call_macro(*node, node->params, node->body, args, node->name);
+    std::weak_ptr<Frame> closure = frame_;
+    return Value::callable(n.name, [this, node, closure](const CallArgs& args) -> Result<Value> {
+      return call_macro(*node, closure, args, node->name);
     });
   }
 
   Value make_caller(const Node& n) {
     const Node* node = &n;
-    return Value::callable("caller", [this, node](const CallArgs& args) -> Result<Value> {
-      return call_macro(*node, node->params, node->body, args, "caller");
+    std::weak_ptr<Frame> closure = frame_;
+    return Value::callable("caller", [this, node, closure](const CallArgs& args) -> Result<Value> {
+      return call_macro(*node, closure, args, "caller");
     });
   }
 
-  Result<Value> call_macro(const Node& n, const std::vector<MacroParam>& params, const Body& body,
-                           const CallArgs& args, const std::string& name) {
+  Result<Value> call_macro(const Node& n, const std::weak_ptr<Frame>& closure, const CallArgs& args,
+                           const std::string& name) {
+    const std::vector<MacroParam>& params = n.params;
+    const Body& body = n.body;
+    std::shared_ptr<Frame> parent = closure.lock();
+    if (!parent) parent = root_;
     if (depth_ >= options_.max_call_depth) {
       return out_of_range(kLinePrefix + std::to_string(n.line) + ": macro '" + name + "' nested deeper than " +
                           std::to_string(options_.max_call_depth) + " calls");
@@ -239,7 +280,8 @@ class Interpreter {
                               std::to_string(params.size()) + " argument(s)");
     }
     ++depth_;
-    Result<Value> result = in_frame(root_, [&]() -> Result<Value> {
+    std::vector<bool> given(params.size(), false);
+    Result<Value> result = in_frame(parent, n.symbols, [&]() -> Result<Value> {
       for (const auto& [k, v] : args.keyword) {
         bool known = k == "caller";
         for (const auto& p : params) known = known || p.name == k;
@@ -247,13 +289,14 @@ class Interpreter {
           return invalid_argument(kLinePrefix + std::to_string(n.line) + ": macro '" + name +
                                   "' takes no keyword argument '" + k + "'");
         }
+        for (size_t i = 0; i < params.size(); ++i) given[i] = given[i] || params[i].name == k;
         assign(k, v);
       }
       for (size_t i = 0; i < params.size(); ++i) {
         const MacroParam& p = params[i];
         if (i < args.positional.size()) {
           assign(p.name, args.positional[i]);
-        } else if (frame_->vars.count(p.name) == 0) {
+        } else if (!given[i]) {
           if (p.default_value) {
             LADDER_ASSIGN_OR_RETURN(Value d, eval(*p.default_value));
             assign(p.name, std::move(d));
@@ -418,6 +461,8 @@ class Interpreter {
 
   RenderOptions options_;
   Dict globals_;
+  std::unordered_map<std::string, Value> context_;   // the render context
+  std::unordered_map<std::string, Value> exported_;  // top-level assignments so far
   std::shared_ptr<Frame> root_;
   std::shared_ptr<Frame> frame_;
   Value block_value_;

@@ -1,5 +1,6 @@
 #include "tokenizer/chat/parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <initializer_list>
@@ -7,6 +8,7 @@
 
 #include "tokenizer/chat/builtins.h"
 #include "tokenizer/chat/lexer.h"
+#include "tokenizer/chat/scopes.h"
 
 namespace ladder::chat {
 namespace {
@@ -74,6 +76,23 @@ class Parser {
     return n;
   }
 
+  // Records the subtree height and refuses trees deeper than kMaxNesting, so
+  // that evaluating (and destroying) an expression cannot exhaust the stack;
+  // `a + a + ... + a` builds depth without parser recursion.
+  Result<ExprPtr> sealed(ExprPtr e) {
+    int h = 0;
+    for (const ExprPtr& c : e->children) {
+      if (c) h = std::max(h, c->height);
+    }
+    for (const auto& kv : e->kwargs) h = std::max(h, kv.second->height);
+    e->height = h + 1;
+    if (e->height > kMaxNesting) {
+      return invalid_argument("template line " + std::to_string(e->line) + ": expression nested deeper than " +
+                              std::to_string(kMaxNesting) + " levels");
+    }
+    return e;
+  }
+
   ExprPtr make(ExprKind kind, int line) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -129,6 +148,8 @@ class Parser {
   }
 
   Status parse_statement(Body& body) {
+    DepthGuard guard(*this);
+    if (depth_ > kMaxNesting) PARSE_FAIL("statements nested deeper than " + std::to_string(kMaxNesting) + " levels");
     std::string tag = cur().value;
     int line = cur().line;
     next();
@@ -166,7 +187,8 @@ class Parser {
     bool saved_soft = soft_;
     soft_ = true;
     while (true) {
-      LADDER_ASSIGN_OR_RETURN(ExprPtr cond, parse_tuple(false));
+      // jinja2 parses an if-test without the inline `a if b else c` form.
+      LADDER_ASSIGN_OR_RETURN(ExprPtr cond, parse_tuple(false, /*with_condexpr=*/false));
       LADDER_RETURN_IF_ERROR(expect_block_end());
       n.conditions.push_back(std::move(cond));
       n.bodies.emplace_back();
@@ -350,7 +372,7 @@ class Parser {
     if (!saw_comma) return std::move(items[0]);
     ExprPtr t = make(ExprKind::kTuple, line);
     t->children = std::move(items);
-    return t;
+    return sealed(std::move(t));
   }
 
   bool is_tuple_end() const {
@@ -383,7 +405,7 @@ class Parser {
       c->children.push_back(std::move(value));
       c->children.push_back(std::move(test));
       c->children.push_back(std::move(otherwise));
-      value = std::move(c);
+      LADDER_ASSIGN_OR_RETURN(value, sealed(std::move(c)));
     }
     return value;
   }
@@ -397,7 +419,7 @@ class Parser {
       ExprPtr e = make(ExprKind::kOr, line);
       e->children.push_back(std::move(left));
       e->children.push_back(std::move(right));
-      left = std::move(e);
+      LADDER_ASSIGN_OR_RETURN(left, sealed(std::move(e)));
     }
     return left;
   }
@@ -411,20 +433,22 @@ class Parser {
       ExprPtr e = make(ExprKind::kAnd, line);
       e->children.push_back(std::move(left));
       e->children.push_back(std::move(right));
-      left = std::move(e);
+      LADDER_ASSIGN_OR_RETURN(left, sealed(std::move(e)));
     }
     return left;
   }
 
   Result<ExprPtr> parse_not() {
     if (is_name("not")) {
+      DepthGuard guard(*this);
+      if (depth_ > kMaxNesting) PARSE_FAIL("expression nested deeper than " + std::to_string(kMaxNesting) + " levels");
       int line = cur().line;
       next();
       LADDER_ASSIGN_OR_RETURN(ExprPtr operand, parse_not());
       ExprPtr e = make(ExprKind::kUnary, line);
       e->name = "not";
       e->children.push_back(std::move(operand));
-      return e;
+      return sealed(std::move(e));
     }
     return parse_compare();
   }
@@ -458,7 +482,8 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->children.push_back(std::move(rhs));
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    if (cmp) return sealed(std::move(cmp));
+    return first;
   }
 
   Result<ExprPtr> binary(ExprPtr left, ExprPtr right, const std::string& op, int line) {
@@ -466,7 +491,7 @@ class Parser {
     e->name = op;
     e->children.push_back(std::move(left));
     e->children.push_back(std::move(right));
-    return e;
+    return sealed(std::move(e));
   }
 
   Result<ExprPtr> parse_math1() {
@@ -518,6 +543,8 @@ class Parser {
   Result<ExprPtr> parse_unary(bool with_filter) {
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
+      DepthGuard guard(*this);
+      if (depth_ > kMaxNesting) PARSE_FAIL("expression nested deeper than " + std::to_string(kMaxNesting) + " levels");
       int line = cur().line;
       std::string op = cur().value;
       next();
@@ -525,6 +552,7 @@ class Parser {
       e = make(ExprKind::kUnary, line);
       e->name = op;
       e->children.push_back(std::move(operand));
+      LADDER_ASSIGN_OR_RETURN(e, sealed(std::move(e)));
     } else {
       LADDER_ASSIGN_OR_RETURN(e, parse_primary());
     }
@@ -534,6 +562,8 @@ class Parser {
   }
 
   Result<ExprPtr> parse_primary() {
+    DepthGuard guard(*this);
+    if (depth_ > kMaxNesting) PARSE_FAIL("expression nested deeper than " + std::to_string(kMaxNesting) + " levels");
     const Token& t = cur();
     int line = t.line;
     if (t.type == TokenType::kName) {
@@ -597,7 +627,7 @@ class Parser {
         e->children.push_back(std::move(item));
       }
       next();
-      return e;
+      return sealed(std::move(e));
     }
     if (is_op("{")) {
       next();
@@ -612,7 +642,7 @@ class Parser {
         e->children.push_back(std::move(value));
       }
       next();
-      return e;
+      return sealed(std::move(e));
     }
     PARSE_FAIL("unexpected " + describe(t) + " in an expression");
   }
@@ -655,14 +685,14 @@ class Parser {
           a->children.push_back(std::move(e));
           a->children.push_back(std::move(idx));
           next();
-          e = std::move(a);
+          LADDER_ASSIGN_OR_RETURN(e, sealed(std::move(a)));
           continue;
         } else {
           PARSE_FAIL("expected an attribute name after '.', got " + describe(cur()));
         }
         next();
         a->children.push_back(std::move(e));
-        e = std::move(a);
+        LADDER_ASSIGN_OR_RETURN(e, sealed(std::move(a)));
       } else if (is_op("[")) {
         next();
         LADDER_ASSIGN_OR_RETURN(e, parse_subscript(std::move(e), line));
@@ -671,7 +701,7 @@ class Parser {
         ExprPtr c = make(ExprKind::kCall, line);
         c->children.push_back(std::move(e));
         LADDER_RETURN_IF_ERROR(parse_call_args(*c));
-        e = std::move(c);
+        LADDER_ASSIGN_OR_RETURN(e, sealed(std::move(c)));
       } else {
         return e;
       }
@@ -703,7 +733,7 @@ class Parser {
       e->children.push_back(std::move(obj));
       for (auto& p : parts) e->children.push_back(std::move(p));
     }
-    return e;
+    return sealed(std::move(e));
   }
 
   Result<ExprPtr> parse_one_filter(ExprPtr value) {
@@ -720,7 +750,7 @@ class Parser {
     f->name = name;
     f->children.push_back(std::move(value));
     if (accept_op("(")) LADDER_RETURN_IF_ERROR(parse_call_args(*f));
-    return f;
+    return sealed(std::move(f));
   }
 
   Result<ExprPtr> parse_filter_chain(ExprPtr value) {
@@ -773,8 +803,18 @@ class Parser {
     if (!is_known_test(name) && !soft_) {
       return invalid_argument("template line " + std::to_string(line) + ": no test named '" + name + "'");
     }
-    return t;
+    return sealed(std::move(t));
   }
+
+  // Recursion depth of nested statements / expressions, bounded so that a
+  // hostile template gets an error instead of exhausting the stack.
+  static constexpr int kMaxNesting = 200;
+  struct DepthGuard {
+    explicit DepthGuard(Parser& p) : parser(p) { ++parser.depth_; }
+    ~DepthGuard() { --parser.depth_; }
+    Parser& parser;
+  };
+  int depth_ = 0;
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
@@ -786,7 +826,9 @@ class Parser {
 
 Result<TemplateAst> parse_template(const std::string& source) {
   LADDER_ASSIGN_OR_RETURN(std::vector<Token> tokens, tokenize(source));
-  return Parser(std::move(tokens)).run();
+  LADDER_ASSIGN_OR_RETURN(TemplateAst ast, Parser(std::move(tokens)).run());
+  analyze_scopes(ast);
+  return ast;
 }
 
 }  // namespace ladder::chat

@@ -7,11 +7,6 @@
 
 namespace ladder::chat {
 namespace {
-bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-bool is_alpha(char c) { return is_upper(c) || is_lower(c) || (static_cast<unsigned char>(c) >= 0x80); }
-char to_upper(char c) { return is_lower(c) ? static_cast<char>(c - 32) : c; }
-char to_lower(char c) { return is_upper(c) ? static_cast<char>(c + 32) : c; }
 }  // namespace
 
 bool py_isspace(char c) {
@@ -213,6 +208,39 @@ std::string map_code_points(std::string_view s, Map map) {
   return out;
 }
 
+std::vector<uint32_t> decode(std::string_view s) {
+  std::vector<uint32_t> out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) {
+      out.push_back(0xDC00 + b);  // lone byte: kept as a surrogate escape, re-encoded as itself
+      ++i;
+      continue;
+    }
+    uint32_t cp = len == 1 ? b : (b & (0x7F >> len));
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    out.push_back(cp);
+    i += len;
+  }
+  return out;
+}
+
+std::string encode(const std::vector<uint32_t>& cps) {
+  std::string out;
+  for (uint32_t c : cps) {
+    if (c >= 0xDC80 && c <= 0xDCFF) {
+      out += static_cast<char>(c - 0xDC00);
+    } else {
+      append_utf8(out, c);
+    }
+  }
+  return out;
+}
+
+bool is_cased(uint32_t c) { return cp_upper(c) != c || cp_lower(c) != c || c == 0xDF; }
+
 }  // namespace
 
 std::string py_upper(std::string_view s) {
@@ -225,39 +253,37 @@ std::string py_upper(std::string_view s) {
 std::string py_lower(std::string_view s) { return map_code_points(s, cp_lower); }
 
 std::string py_capitalize(std::string_view s) {
-  std::string out = py_lower(s);
-  if (!out.empty()) out[0] = to_upper(out[0]);
-  return out;
+  std::vector<uint32_t> cps = decode(s);
+  for (size_t i = 0; i < cps.size(); ++i) cps[i] = i == 0 ? cp_upper(cps[i]) : cp_lower(cps[i]);
+  return encode(cps);
 }
 
 std::string py_title(std::string_view s) {
-  std::string out(s);
+  // An upper-case letter may only follow an uncased character.
+  std::vector<uint32_t> cps = decode(s);
   bool prev_cased = false;
-  for (char& c : out) {
-    if (is_alpha(c)) {
-      c = prev_cased ? to_lower(c) : to_upper(c);
-      prev_cased = true;
-    } else {
-      prev_cased = false;
-    }
+  for (uint32_t& c : cps) {
+    bool cased = is_cased(c);
+    if (cased) c = prev_cased ? cp_lower(c) : cp_upper(c);
+    prev_cased = cased;
   }
-  return out;
+  return encode(cps);
 }
 
 std::string jinja_title(std::string_view s) {
-  std::string out;
+  // Words start after '-', whitespace or an opening bracket.
+  std::vector<uint32_t> cps = decode(s);
   bool word_start = true;
-  for (char c : s) {
-    bool sep = c == '-' || py_isspace(c) || c == '(' || c == '{' || c == '[' || c == '<';
+  for (uint32_t& c : cps) {
+    bool sep = c == '-' || (c < 0x80 && py_isspace(static_cast<char>(c))) || c == '(' || c == '{' || c == '[' || c == '<';
     if (sep) {
-      out += c;
       word_start = true;
     } else {
-      out += word_start ? to_upper(c) : to_lower(c);
+      c = word_start ? cp_upper(c) : cp_lower(c);
       word_start = false;
     }
   }
-  return out;
+  return encode(cps);
 }
 
 }  // namespace ladder::chat
