@@ -140,7 +140,7 @@ void BM_EngineOffline(benchmark::State& state) {
 
   using Secs = std::chrono::duration<double>;
   double seq_s = 0, batch_s = 0;
-  int64_t batch_steps = 0, batch_tokens_computed = 0;
+  int64_t batch_steps = 0, batch_tokens_computed = 0, forward_us = 0, sample_us = 0;
   for (auto _ : state) {
     std::vector<std::vector<int32_t>> solo;
     const auto t0 = std::chrono::steady_clock::now();
@@ -157,6 +157,8 @@ void BM_EngineOffline(benchmark::State& state) {
     batch_s += Secs(t2 - t1).count();
     batch_steps += after.steps - before.steps;
     batch_tokens_computed += after.computed_tokens - before.computed_tokens;
+    forward_us += after.forward_us - before.forward_us;
+    sample_us += after.sample_us - before.sample_us;
     if (batched != solo) {
       state.SkipWithError("batched outputs differ from one-by-one outputs (batch invariance broken)");
       return;
@@ -167,6 +169,9 @@ void BM_EngineOffline(benchmark::State& state) {
   state.counters["batch_out_tok/s"] = out_tokens / batch_s;
   state.counters["speedup"] = seq_s / batch_s;
   state.counters["tokens/step"] = static_cast<double>(batch_tokens_computed) / static_cast<double>(batch_steps);
+  // Where the batched run's loop time went.
+  state.counters["forward_share"] = static_cast<double>(forward_us) / 1e6 / batch_s;
+  state.counters["sample_share"] = static_cast<double>(sample_us) / 1e6 / batch_s;
   state.SetLabel(lm.path.substr(lm.path.find_last_of('/') + 1));
 }
 

@@ -256,9 +256,12 @@ bool Engine::step() {
   const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
   const auto n_rows = static_cast<size_t>(out.n_sampling());
   logits_.resize(n_rows * n_vocab);
+  const auto forward_start = Clock::now();
   const Status st = model_.forward(batch, kv_buffers_, logits_, *threads_);
+  const auto forward_end = Clock::now();
   ++counters_.steps;
   counters_.computed_tokens += out.n_tokens;
+  counters_.forward_us += std::chrono::duration_cast<std::chrono::microseconds>(forward_end - forward_start).count();
   if (!st.is_ok()) {
     for (const ScheduledChunk& c : out.chunks) scheduler_->cancel(c.id);
     counters_.finished_requests += static_cast<int64_t>(out.chunks.size());
@@ -267,20 +270,32 @@ bool Engine::step() {
     return true;
   }
 
-  std::vector<int32_t> sampled;
-  std::vector<SampledToken> details;
-  sampled.reserve(n_rows);
-  details.reserve(n_rows);
-  size_t row = 0;
+  // Sampling rows are independent (each request has its own Sampler and RNG),
+  // so they run across the op pool; the result does not depend on which
+  // thread takes a row. A full-vocabulary log-softmax per row is not free at
+  // 32k+ vocabularies and dozens of rows.
+  std::vector<const ScheduledChunk*> sampling;
+  sampling.reserve(n_rows);
   for (const ScheduledChunk& c : out.chunks) {
-    if (!c.sample) continue;
-    const Sequence* seq = scheduler_->find(c.id);
-    SampledToken t = active_.at(c.id)->sampler.sample(std::span(logits_).subspan(row * n_vocab, n_vocab),
-                                                      seq->prompt(), seq->output());
-    ++row;
-    sampled.push_back(t.token);
-    details.push_back(std::move(t));
+    if (c.sample) sampling.push_back(&c);
   }
+  std::vector<Active*> actives(n_rows);
+  std::vector<const Sequence*> seqs(n_rows);
+  for (size_t r = 0; r < n_rows; ++r) {
+    actives[r] = active_.at(sampling[r]->id).get();
+    seqs[r] = scheduler_->find(sampling[r]->id);
+  }
+  std::vector<SampledToken> details(n_rows);
+  threads_->parallel_for(static_cast<int64_t>(n_rows), 1, [&](int64_t begin, int64_t end) {
+    for (auto r = static_cast<size_t>(begin); r < static_cast<size_t>(end); ++r) {
+      details[r] = actives[r]->sampler.sample(std::span(logits_).subspan(r * n_vocab, n_vocab), seqs[r]->prompt(),
+                                              seqs[r]->output());
+    }
+  });
+  std::vector<int32_t> sampled(n_rows);
+  for (size_t r = 0; r < n_rows; ++r) sampled[r] = details[r].token;
+  counters_.sample_us +=
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - forward_end).count();
   const std::vector<SequenceUpdate> updates = scheduler_->update_from_output(out, sampled);
   LADDER_CHECK(updates.size() == details.size(), "one update per sampled token");
   counters_.generated_tokens += static_cast<int64_t>(updates.size());

@@ -22,6 +22,9 @@ struct EngineMetrics {
   int64_t preemptions = 0;
   int64_t steps = 0;
   int64_t finished_requests = 0;
+  // Time the loop spent in the model's forward pass and in sampling.
+  int64_t forward_us = 0;
+  int64_t sample_us = 0;
 };
 
 }  // namespace ladder::engine

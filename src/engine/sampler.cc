@@ -23,15 +23,12 @@ struct MoreLikely {
 
 }  // namespace
 
-std::vector<float> log_softmax(std::span<const float> x) {
-  LADDER_CHECK(!x.empty(), "log_softmax of an empty row");
+double log_sum_exp(std::span<const float> x) {
+  LADDER_CHECK(!x.empty(), "log_sum_exp of an empty row");
   const float mx = *std::max_element(x.begin(), x.end());
   double sum = 0.0;
-  for (float v : x) sum += std::exp(static_cast<double>(v) - mx);
-  const double log_z = static_cast<double>(mx) + std::log(sum);
-  std::vector<float> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = static_cast<float>(static_cast<double>(x[i]) - log_z);
-  return out;
+  for (float v : x) sum += static_cast<double>(std::exp(v - mx));
+  return static_cast<double>(mx) + std::log(sum);
 }
 
 void apply_penalties(const SamplingParams& params, std::span<const int32_t> prompt,
@@ -78,7 +75,8 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
   apply_penalties(params_, prompt, output, work_);
 
   SampledToken result;
-  const std::vector<float> logprobs = log_softmax(work_);
+  const double log_z = log_sum_exp(work_);
+  auto logprob = [&](int32_t t) { return static_cast<float>(static_cast<double>(work_[static_cast<size_t>(t)]) - log_z); };
   if (params_.top_logprobs > 0) {
     const size_t n = std::min(static_cast<size_t>(params_.top_logprobs), n_vocab);
     order_.resize(n_vocab);
@@ -86,7 +84,7 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
     std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n), order_.end(),
                       MoreLikely{work_});
     for (size_t i = 0; i < n; ++i) {
-      result.top.push_back({order_[i], logprobs[static_cast<size_t>(order_[i])]});
+      result.top.push_back({order_[i], logprob(order_[i])});
     }
   }
 
@@ -96,50 +94,67 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
       if (work_[i] > work_[best]) best = i;  // strict: ties keep the lower id
     }
     result.token = static_cast<int32_t>(best);
-    result.logprob = logprobs[best];
+    result.logprob = logprob(static_cast<int32_t>(best));
     return result;
   }
 
-  // Temperature, then candidates most likely first (top-k needs only k sorted).
-  for (float& v : work_) v /= params_.temperature;
+  // Candidates: the top-k (sorted, most likely first) or the whole vocabulary
+  // in id order. Sorting 32k+ ids per token is costly, so the vocabulary is
+  // sorted only as far as top-p needs. The draw walks the candidates in their
+  // order, which makes a seeded result depend on the order only, never on
+  // timing. Temperature is applied in the weights, so work_ keeps the
+  // penalised logits that logprobs are read from.
+  const MoreLikely more_likely{work_};
   order_.resize(n_vocab);
   for (size_t i = 0; i < n_vocab; ++i) order_[i] = static_cast<int32_t>(i);
-  size_t n_keep = n_vocab;
+  size_t n_cand = n_vocab;
+  size_t n_sorted = 0;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n_vocab) {
-    n_keep = static_cast<size_t>(params_.top_k);
-    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n_keep), order_.end(),
-                      MoreLikely{work_});
-  } else {
-    std::sort(order_.begin(), order_.end(), MoreLikely{work_});
+    n_cand = static_cast<size_t>(params_.top_k);
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n_cand), order_.end(),
+                      more_likely);
+    n_sorted = n_cand;
   }
+  // Weights relative to the most likely token (which is always a candidate):
+  // w = exp((x - max) / T), so w_max = 1.
+  const double mx = *std::max_element(work_.begin(), work_.end());
+  const double inv_t = 1.0 / static_cast<double>(params_.temperature);
+  auto weight = [&](int32_t t) {
+    return std::exp((static_cast<double>(work_[static_cast<size_t>(t)]) - mx) * inv_t);
+  };
+  double z = 0.0;
+  for (size_t i = 0; i < n_cand; ++i) z += weight(order_[i]);
 
-  // Softmax over the top-k survivors.
-  probs_.resize(n_keep);
-  const double mx = work_[static_cast<size_t>(order_[0])];
-  double sum = 0.0;
-  for (size_t i = 0; i < n_keep; ++i) {
-    probs_[i] = std::exp(static_cast<double>(work_[static_cast<size_t>(order_[i])]) - mx);
-    sum += probs_[i];
-  }
-  for (size_t i = 0; i < n_keep; ++i) probs_[i] /= sum;
-
-  // top-p: the shortest prefix whose mass reaches top_p (at least one token).
+  // top-p: the shortest most-likely prefix whose mass reaches top_p (at least
+  // one token); sorts a short prefix first and the rest only when needed.
   if (params_.top_p < 1.0f) {
+    const double target = static_cast<double>(params_.top_p) * z;
     double cum = 0.0;
     size_t i = 0;
-    while (i < n_keep) {
-      cum += probs_[i++];
-      if (cum >= static_cast<double>(params_.top_p)) break;
+    while (true) {
+      if (i == n_sorted) {
+        const size_t grow = n_sorted == 0 ? std::min<size_t>(n_cand, 256) : n_cand;
+        std::partial_sort(order_.begin() + static_cast<std::ptrdiff_t>(n_sorted),
+                          order_.begin() + static_cast<std::ptrdiff_t>(grow),
+                          order_.begin() + static_cast<std::ptrdiff_t>(n_cand), more_likely);
+        n_sorted = grow;
+      }
+      cum += weight(order_[i++]);
+      if (cum >= target || i == n_cand) break;
     }
-    n_keep = std::max<size_t>(i, 1);
+    n_cand = std::max<size_t>(i, 1);
   }
-  // min-p: relative to the most likely token; ratios survive renormalisation.
-  if (params_.min_p > 0.0f) {
-    const double threshold = static_cast<double>(params_.min_p) * probs_[0];
-    size_t i = 1;
-    while (i < n_keep && probs_[i] >= threshold) ++i;
-    n_keep = i;
+
+  probs_.resize(n_cand);
+  size_t n_keep = 0;
+  for (size_t i = 0; i < n_cand; ++i) {
+    const double w = weight(order_[i]);
+    // min-p: p >= min_p * p_max  <=>  w >= min_p, as w_max = 1.
+    if (params_.min_p > 0.0f && w < static_cast<double>(params_.min_p)) continue;
+    order_[n_keep] = order_[i];
+    probs_[n_keep++] = w;
   }
+  LADDER_CHECK(n_keep > 0, "sampling truncation dropped every token");
 
   double mass = 0.0;
   for (size_t i = 0; i < n_keep; ++i) mass += probs_[i];
@@ -154,7 +169,7 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
     }
   }
   result.token = order_[pick];
-  result.logprob = logprobs[static_cast<size_t>(result.token)];
+  result.logprob = logprob(result.token);
   return result;
 }
 

@@ -10,9 +10,10 @@
 //      (so they describe the model's distribution, as OpenAI and vLLM report
 //      them, and do not depend on top-k/top-p/min-p);
 //   3. greedy (temperature 0 or top_k 1): argmax, ties to the lower id; else
-//   4. divide by temperature, softmax, keep top-k, then top-p (on the top-k
-//      renormalised mass), then min-p (relative to the most likely token);
-//   5. draw from the renormalised survivors with the request's RNG.
+//   4. weights exp((x - max) / temperature); keep top-k, then top-p (over the
+//      top-k mass), then min-p (w >= min_p * w_max);
+//   5. draw from the survivors with the request's RNG, walking them most
+//      likely first when top-k/top-p sorted them, else in id order.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +60,8 @@ class Sampler {
 };
 
 // Free helpers, exposed for tests.
-// log_softmax over all of x: [n] -> [n], in double for the sum.
-std::vector<float> log_softmax(std::span<const float> x);
+// log(sum(exp(x))) over all of x, stabilised by the max; the sum is in double.
+double log_sum_exp(std::span<const float> x);
 // Applies step 1 in place.
 void apply_penalties(const SamplingParams& params, std::span<const int32_t> prompt,
                      std::span<const int32_t> output, std::span<float> logits);

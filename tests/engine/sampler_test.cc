@@ -90,6 +90,23 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingTheMass) {
   EXPECT_EQ(keys(draw(p, logits, 500, 13)), (std::set<int32_t>{1}));
 }
 
+TEST(Sampler, TopPSortsBeyondItsFirstPrefixWhenTheMassNeedsIt) {
+  // Token 700 holds half the mass; 999 others share the rest equally, so
+  // top_p 0.75 keeps 700 plus the 500 lowest ids (ties go to the lower id).
+  std::vector<double> probs(1000, 0.5 / 999);
+  probs[700] = 0.5;
+  SamplingParams p;
+  p.top_p = 0.75f;
+  const auto counts = draw(p, logits_of(probs), 4000, 31);
+  bool beyond_first_prefix = false;
+  for (const auto& [t, c] : counts) {
+    EXPECT_TRUE(t == 700 || t < 500) << t;
+    beyond_first_prefix |= t >= 256 && t < 500;
+  }
+  EXPECT_TRUE(beyond_first_prefix);
+  EXPECT_NEAR(counts.at(700) / 4000.0, 0.5 / 0.75, 0.03);
+}
+
 TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
   SamplingParams p;
   const auto logits = logits_of({0.15, 0.5, 0.05, 0.3});
