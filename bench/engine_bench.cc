@@ -102,7 +102,8 @@ std::vector<int32_t> drain(TokenStream& s) {
   return out;
 }
 
-// Args: requests, prompt tokens, output tokens.
+// Args: requests, prompt tokens, output tokens, sampled (0: greedy; 1:
+// temperature 0.8, top-p 0.95, seeded per request).
 void BM_EngineOffline(benchmark::State& state) {
   const LoadedModel& lm = bench_model();
   if (!lm.status.is_ok()) {
@@ -133,7 +134,9 @@ void BM_EngineOffline(benchmark::State& state) {
   for (int64_t i = 0; i < n; ++i) {
     Request r;
     r.prompt = prompt_for(i, prompt_len, mc.n_vocab);
-    r.sampling.temperature = 0.0f;
+    r.sampling.temperature = state.range(3) != 0 ? 0.8f : 0.0f;
+    r.sampling.top_p = state.range(3) != 0 ? 0.95f : 1.0f;
+    r.sampling.seed = static_cast<uint64_t>(i);
     r.stop.max_tokens = max_tokens;
     requests.push_back(std::move(r));
   }
@@ -176,10 +179,11 @@ void BM_EngineOffline(benchmark::State& state) {
 }
 
 BENCHMARK(BM_EngineOffline)
-    ->ArgNames({"requests", "prompt", "output"})
-    ->Args({8, 32, 32})
-    ->Args({32, 32, 32})
-    ->Args({32, 64, 64})
+    ->ArgNames({"requests", "prompt", "output", "sampled"})
+    ->Args({8, 32, 32, 0})
+    ->Args({32, 32, 32, 0})
+    ->Args({32, 64, 64, 0})
+    ->Args({32, 64, 64, 1})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
