@@ -81,7 +81,7 @@ TEST(ChatTemplateConformance, SharedTemplatesMatchJinja2) {
         rc["add_generation_prompt"] = gen;
         rc["bos_token"] = kBos;
         rc["eos_token"] = kEos;
-        rc["extra"] = ojson::object();
+        rc["extra"] = conv.contains("extra") ? conv["extra"] : ojson::object();
         rc["now"] = kFixedNow;
         request["cases"].push_back(rc);
         cases.push_back(c);
@@ -120,6 +120,7 @@ TEST(ChatTemplateConformance, SharedTemplatesMatchJinja2) {
       in.bos_token = kBos;
       in.eos_token = kEos;
       in.now = kFixedNow;
+      if (c.conversation->contains("extra")) in.extra = (*c.conversation)["extra"];
       ours = it->second.render(in);
     } else {
       ours = parse_errors.at(c.template_name);

@@ -467,6 +467,39 @@ Result<Value> f_wordcount(const Value& v, const CallArgs&) {
   return Value(static_cast<int64_t>(py_split(soft_str(v), nullptr, -1).size()));
 }
 
+// Python's str.center: the odd padding character goes left when the width is odd.
+Result<Value> f_center(const Value& v, const CallArgs& args) {
+  const Value* width = args.get(0, "width");
+  int64_t w = width ? width->as_int() : 80;
+  std::string text = soft_str(v);
+  int64_t len = static_cast<int64_t>(utf8_length(text));
+  if (w <= len) return Value(text);
+  int64_t marg = w - len;
+  int64_t left = marg / 2 + (marg & w & 1);
+  return Value(std::string(static_cast<size_t>(left), ' ') + text + std::string(static_cast<size_t>(marg - left), ' '));
+}
+
+Result<Value> f_truncate(const Value& v, const CallArgs& args) {
+  std::string text = soft_str(v);
+  const Value* length_v = args.get(0, "length");
+  int64_t length = length_v ? length_v->as_int() : 255;
+  bool killwords = arg_bool(args, 1, "killwords", false);
+  const Value* end_v = args.get(2, "end");
+  std::string end = end_v ? end_v->str() : "...";
+  const Value* leeway_v = args.get(3, "leeway");
+  int64_t leeway = leeway_v && !leeway_v->is_none() ? leeway_v->as_int() : 5;
+  if (length < static_cast<int64_t>(end.size())) return invalid_argument("expected length >= " + std::to_string(end.size()) + ", got " + std::to_string(length));
+  if (leeway < 0) return invalid_argument("expected leeway >= 0, got " + std::to_string(leeway));
+  std::vector<size_t> off = utf8_offsets(text);
+  int64_t n = static_cast<int64_t>(off.size()) - 1;
+  if (n <= length + leeway) return Value(text);
+  std::string head = text.substr(0, off[static_cast<size_t>(length - static_cast<int64_t>(utf8_length(end)))]);
+  if (killwords) return Value(head + end);
+  size_t space = head.rfind(' ');
+  if (space != std::string::npos) head.resize(space);
+  return Value(head + end);
+}
+
 Result<Value> f_attr(const Value& v, const CallArgs& args) {
   const Value* name = args.get(0, "name");
   if (!name || !name->is_string()) return invalid_argument("attr: expected an attribute name");
@@ -485,7 +518,8 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
       {"rejectattr", f_rejectattr}, {"unique", f_unique},   {"sort", f_sort},         {"min", f_min},
       {"max", f_max},             {"sum", f_sum},           {"reverse", f_reverse},   {"indent", f_indent},
       {"escape", f_escape},       {"e", f_escape},          {"forceescape", f_escape}, {"format", f_format},
-      {"batch", f_batch},         {"wordcount", f_wordcount}, {"attr", f_attr},
+      {"batch", f_batch},         {"wordcount", f_wordcount}, {"attr", f_attr},     {"center", f_center},
+      {"truncate", f_truncate},
   };
   return k;
 }
