@@ -47,7 +47,7 @@ void matmul_args(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 }
 
-#define LADDER_MATMUL_BENCH(T)                                                      \
+#define LADDER_MATMUL_BENCH(T)                                                               \
   BENCHMARK_CAPTURE(BM_Matmul, T##_768x768, TensorType::k##T, 768, 768)->Apply(matmul_args); \
   BENCHMARK_CAPTURE(BM_Matmul, T##_2048x256, TensorType::k##T, 2048, 256)->Apply(matmul_args)
 

@@ -57,12 +57,13 @@ void BM_Gemv(benchmark::State& state, TensorType type, int64_t n_in, int64_t n_o
     secs = time_matmul(pool(), type, n_in, n_out, 1, 0.5, size_t{256} << 20);
     state.SetIterationTime(secs);
   }
-  const double gbps = static_cast<double>(row_bytes(traits_of(type), static_cast<size_t>(n_in)) * n_out) / secs / 1e9;
+  const double gbps =
+      static_cast<double>(row_bytes(traits_of(type), static_cast<size_t>(n_in)) * n_out) / secs / 1e9;
   state.counters["GB/s"] = gbps;
   state.counters["pct_of_bw"] = 100.0 * gbps / peak;
 }
 
-#define LADDER_GEMV(T)                                                                     \
+#define LADDER_GEMV(T)                                                                    \
   BENCHMARK_CAPTURE(BM_Gemv, T##_768x2048, TensorType::k##T, 768, 2048)->UseManualTime(); \
   BENCHMARK_CAPTURE(BM_Gemv, T##_2048x768, TensorType::k##T, 2048, 768)->UseManualTime(); \
   BENCHMARK_CAPTURE(BM_Gemv, T##_768x32000, TensorType::k##T, 768, 32000)->UseManualTime()

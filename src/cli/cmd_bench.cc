@@ -25,22 +25,23 @@ int run_roofline(const RooflineCliOptions& o) {
   return 0;
 }
 
-CommandRegistrar reg{"bench", 70, [](CLI::App& app) -> CommandRun {
-                       auto* cmd = app.add_subcommand("bench", "Measure this machine and Ladder's kernels on it");
-                       cmd->require_subcommand(1);
-                       auto roof = std::make_shared<RooflineCliOptions>();
-                       auto* roofline = cmd->add_subcommand(
-                           "roofline", "Peak memory bandwidth and FMA throughput, and matmul as a fraction of them");
-                       roofline->add_option("-t,--threads", roof->threads, "Threads (the caller counts; 0 = all)")
-                           ->capture_default_str();
-                       roofline->add_option("--seconds", roof->seconds, "Seconds spent timing each matmul shape")
-                           ->check(CLI::PositiveNumber)
-                           ->capture_default_str();
-                       return [cmd, roofline, roof]() -> int {
-                         if (cmd->got_subcommand(roofline)) return run_roofline(*roof);
-                         return 1;
-                       };
-                     }};
+CommandRegistrar reg{
+    "bench", 70, [](CLI::App& app) -> CommandRun {
+      auto* cmd = app.add_subcommand("bench", "Measure this machine and Ladder's kernels on it");
+      cmd->require_subcommand(1);
+      auto roof = std::make_shared<RooflineCliOptions>();
+      auto* roofline = cmd->add_subcommand(
+          "roofline", "Peak memory bandwidth and FMA throughput, and matmul as a fraction of them");
+      roofline->add_option("-t,--threads", roof->threads, "Threads (the caller counts; 0 = all)")
+          ->capture_default_str();
+      roofline->add_option("--seconds", roof->seconds, "Seconds spent timing each matmul shape")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
+      return [cmd, roofline, roof]() -> int {
+        if (cmd->got_subcommand(roofline)) return run_roofline(*roof);
+        return 1;
+      };
+    }};
 
 }  // namespace
 }  // namespace ladder::cli

@@ -94,7 +94,8 @@ void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, 
     const uint8_t* vp = kv_vec(v, block_table, j, kvh);
     const auto p = hn::Set(d, scores[j]);
     int64_t i = 0;
-    for (; i + N <= hd; i += N) hn::StoreU(hn::MulAdd(p, load_kv<kF16>(d, vp, i), hn::LoadU(d, out + i)), d, out + i);
+    for (; i + N <= hd; i += N)
+      hn::StoreU(hn::MulAdd(p, load_kv<kF16>(d, vp, i), hn::LoadU(d, out + i)), d, out + i);
     for (; i < hd; ++i) out[i] += scores[j] * kv_scalar<kF16>(vp, i);
   }
   const float inv = 1.0f / sum;
@@ -102,8 +103,9 @@ void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, 
 }
 
 // Tasks [begin, end) of the n_q * n_heads (query, head) pairs.
-void AttentionRange(const float* q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k, const PagedKvLayer& v,
-                    const int32_t* block_table, float scale, float* out, int64_t begin, int64_t end) {
+void AttentionRange(const float* q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
+                    const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, int64_t begin,
+                    int64_t end) {
   thread_local std::vector<float> scores;
   const int group = n_heads / k.n_kv_heads;
   const int64_t hd = k.head_dim;

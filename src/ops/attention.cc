@@ -3,7 +3,6 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
-
 #include "hwy/highway.h"
 #include "ops/attention-inl.h"
 
@@ -25,7 +24,8 @@ namespace {
 void check_layer(const PagedKvLayer& l) {
   LADDER_CHECK(l.base != nullptr && l.block_size > 0 && l.n_kv_heads > 0 && l.head_dim > 0,
                "attention: incomplete PagedKvLayer");
-  LADDER_CHECK(l.dtype == TensorType::kF32 || l.dtype == TensorType::kF16, "attention: KV dtype must be F32 or F16");
+  LADDER_CHECK(l.dtype == TensorType::kF32 || l.dtype == TensorType::kF16,
+               "attention: KV dtype must be F32 or F16");
 }
 
 void check_pair(const PagedKvLayer& k, const PagedKvLayer& v, int n_heads) {
@@ -33,7 +33,8 @@ void check_pair(const PagedKvLayer& k, const PagedKvLayer& v, int n_heads) {
   check_layer(v);
   LADDER_CHECK(k.n_kv_heads == v.n_kv_heads && k.head_dim == v.head_dim && k.block_size == v.block_size,
                "attention: K and V layouts differ");
-  LADDER_CHECK(n_heads > 0 && n_heads % k.n_kv_heads == 0, "attention: n_heads must be a multiple of n_kv_heads");
+  LADDER_CHECK(n_heads > 0 && n_heads % k.n_kv_heads == 0,
+               "attention: n_heads must be a multiple of n_kv_heads");
 }
 
 float load_elem(const PagedKvLayer& l, const int32_t* block_table, int64_t pos, int kvh, int i) {
@@ -63,8 +64,9 @@ void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, c
   });
 }
 
-void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
-                         const PagedKvLayer& v, const int32_t* block_table, float scale, float* out) {
+void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads,
+                         const PagedKvLayer& k, const PagedKvLayer& v, const int32_t* block_table,
+                         float scale, float* out) {
   check_pair(k, v, n_heads);
   const int hd = k.head_dim;
   const int group = n_heads / k.n_kv_heads;

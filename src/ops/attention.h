@@ -32,8 +32,7 @@ void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos
 // The reduction order over keys is fixed by key position alone, so a query's
 // output does not depend on how many queries share the call.
 void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
-               const PagedKvLayer& v, const int32_t* block_table, float scale, float* out,
-               ThreadPool& pool);
+               const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, ThreadPool& pool);
 
 // Scalar reference of attention(), for tests.
 void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads,

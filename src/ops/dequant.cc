@@ -144,9 +144,7 @@ void dequant_blocks(const void* src, float* dst, int64_t n, int block_elems) {
 
 void dequantize_row_scalar(TensorType type, const void* src, float* dst, int64_t n) {
   switch (type) {
-    case TensorType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
+    case TensorType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
     case TensorType::kF16: {
       const auto* h = static_cast<const uint16_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(h[i]);
@@ -166,8 +164,7 @@ void dequantize_row_scalar(TensorType type, const void* src, float* dst, int64_t
     case TensorType::kQ5_K: return dequant_blocks<BlockQ5_K, dequant_q5_k>(src, dst, n, kQK_K);
     case TensorType::kQ6_K: return dequant_blocks<BlockQ6_K, dequant_q6_k>(src, dst, n, kQK_K);
     case TensorType::kQ8_K: return dequant_blocks<BlockQ8_K, dequant_q8_k>(src, dst, n, kQK_K);
-    default:
-      LADDER_CHECK(false, "dequantize_row_scalar: unsupported type (check_matmul_support first)");
+    default: LADDER_CHECK(false, "dequantize_row_scalar: unsupported type (check_matmul_support first)");
   }
 }
 
@@ -184,10 +181,9 @@ void quantize_activations(const float* x, int64_t rows, int64_t n_in, int8_t* xq
       const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
       int sum = 0;
       for (int j = 0; j < kActBlock; ++j) {
-        // Clamp guards rounding of x*id just above 127 (and NaN-free input
-        // keeps |x*id| <= 127 otherwise).
-        const float s = std::nearbyint(v[j] * id);
-        const int qi = static_cast<int>(std::clamp(s, -127.0f, 127.0f));
+        // The clamp guards x*id rounding to just above 127.
+        const float s = std::nearbyint(std::clamp(v[j] * id, -127.0f, 127.0f));
+        const int qi = static_cast<int>(s);
         q[j] = static_cast<int8_t>(qi);
         xu[r * n_in + b * kActBlock + j] = static_cast<uint8_t>(qi + 128);
         sum += qi;

@@ -8,8 +8,8 @@
 #define LADDER_OPS_ELEMENTWISE_INL_H_
 #endif
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -131,12 +131,13 @@ void RopeApply(float* x, int n_heads, int head_dim, int rot_dims, const float* c
   }
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
-    int i = 0;  // element index, even
+    int i = 0;                // element index, even
 #if HWY_TARGET != HWY_SCALAR  // one-lane vectors cannot swap pairs
     for (; i + N <= rot_dims; i += N) {
       const auto a = hn::LoadU(d, v + i);
-      hn::StoreU(hn::Add(hn::Mul(a, hn::LoadU(d, cdup + i)), hn::Mul(hn::Shuffle2301(a), hn::LoadU(d, salt + i))), d,
-                 v + i);
+      hn::StoreU(
+          hn::Add(hn::Mul(a, hn::LoadU(d, cdup + i)), hn::Mul(hn::Shuffle2301(a), hn::LoadU(d, salt + i))), d,
+          v + i);
     }
 #endif
     for (; i < rot_dims; i += 2) {

@@ -3,7 +3,6 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/elementwise.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
-
 #include "hwy/highway.h"
 #include "ops/elementwise-inl.h"
 
@@ -50,9 +49,12 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out);
 }
 
-void softmax(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(Softmax)(x, n); }
+void softmax(float* x, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(Softmax)(x, n);
+}
 
-void rope(float* x, int n_heads, int head_dim, int rot_dims, int64_t pos, const float* inv_freq, RopeStyle style) {
+void rope(float* x, int n_heads, int head_dim, int rot_dims, int64_t pos, const float* inv_freq,
+          RopeStyle style) {
   check_rope_args(head_dim, rot_dims);
   thread_local std::vector<float> cs;
   rope_angles(rot_dims, pos, inv_freq, cs);

@@ -185,15 +185,52 @@ void float_cols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
   drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, col_block_for<kFloatCols>(t.w_row_bytes), tile);
 }
 
+// Exported: detail::quantize_activations with vectors; the same results bit
+// for bit (round to nearest even, clamp to +-127).
+void QuantizeActivations(const float* x, int64_t rows, int64_t n_in, int8_t* xq, uint8_t* xu, float* xd,
+                         float* xsum) {
+  const DF d;
+  const hn::Rebind<int32_t, DF> di;
+  const hn::Rebind<int8_t, DF> d8;
+  const hn::Rebind<uint8_t, DF> du8;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t nb = n_in / detail::kActBlock;
+  const auto lim = hn::Set(d, 127.0f);
+  const auto k128 = hn::Set(di, 128);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t off = r * n_in + b * detail::kActBlock;
+      const float* v = x + off;
+      auto vmax = hn::Zero(d);
+      for (int64_t j = 0; j < detail::kActBlock; j += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(d, v + j)));
+      const float amax = hn::GetLane(hn::MaxOfLanes(d, vmax));
+      const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+      const auto vid = hn::Set(d, id);
+      auto isum = hn::Zero(di);
+      for (int64_t j = 0; j < detail::kActBlock; j += N) {
+        const auto s = hn::Min(hn::Max(hn::Mul(hn::LoadU(d, v + j), vid), hn::Neg(lim)), lim);
+        const auto qi = hn::NearestInt(s);
+        isum = hn::Add(isum, qi);
+        hn::StoreU(hn::DemoteTo(d8, qi), d8, xq + off + j);
+        hn::StoreU(hn::DemoteTo(du8, hn::Add(qi, k128)), du8, xu + off + j);
+      }
+      const float dsc = amax / 127.0f;
+      xd[r * nb + b] = dsc;
+      xsum[r * nb + b] = dsc * static_cast<float>(hn::GetLane(hn::SumOfLanes(di, isum)));
+    }
+  }
+}
+
+// Exported: the target this code was compiled for (what dispatch picked).
+int64_t DispatchedTarget() {
+  return HWY_TARGET;
+}
+
 // Exported: F32/F16/BF16 weights, columns [o_begin, o_end).
 void MatmulFloatCols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
   switch (t.type) {
-    case TensorType::kF32:
-      float_cols<TensorType::kF32>(t, o_begin, o_end);
-      break;
-    case TensorType::kF16:
-      float_cols<TensorType::kF16>(t, o_begin, o_end);
-      break;
+    case TensorType::kF32: float_cols<TensorType::kF32>(t, o_begin, o_end); break;
+    case TensorType::kF16: float_cols<TensorType::kF16>(t, o_begin, o_end); break;
     default:  // kBF16; matmul.cc routes nothing else here
       float_cols<TensorType::kBF16>(t, o_begin, o_end);
       break;
@@ -228,7 +265,9 @@ HWY_INLINE float hsum8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-HWY_INLINE float half_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+HWY_INLINE float half_to_f32(uint16_t h) {
+  return _cvtsh_ss(h);
+}
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 inline constexpr int kQ8Cols = 4;
@@ -410,7 +449,8 @@ struct Q6KTile {
             const uint8_t* ql = blk.ql + 64 * half + (s & 1) * 32;
             const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
             const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * half));
-            const __m256i lq = s < 2 ? _mm256_and_si256(l, low4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
+            const __m256i lq =
+                s < 2 ? _mm256_and_si256(l, low4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
             __m256i hq;
             switch (s) {
               case 0: hq = _mm256_slli_epi16(h, 4); break;
@@ -523,7 +563,8 @@ struct Q32Tile512 {
       }
       for (int i = 0; i < R; ++i) {
         const __m512i xv = pair ? _mm512_loadu_si512(xr[i] + b * 32)
-                                : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + b * 32)));
+                                : _mm512_zextsi256_si512(
+                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + b * 32)));
         const __m512 dx = two_halves(xd[i][b], pair ? xd[i][b + 1] : 0.0f);
         for (int c = 0; c < C; ++c) {
           const __m512i isum = dot_us512(wa[c], apply_sign(xv, neg[c]));
@@ -657,7 +698,7 @@ struct Q6KTile512 {
             const float d = half_to_f32(blk.d);
             const int g = 8 * half + 4 * pp;  // scale of the first 16 elements
             const __m128 s4 = _mm_mul_ps(_mm_set1_ps(d), _mm_setr_ps(blk.scales[g], blk.scales[g + 1],
-                                                                        blk.scales[g + 2], blk.scales[g + 3]));
+                                                                     blk.scales[g + 2], blk.scales[g + 3]));
             scv[c] = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(s4));
           }
           const int64_t j = sb * 8 + half * 4 + 2 * pp;  // first 32-element block of x
@@ -688,7 +729,9 @@ using Q4KTileBest = Q4KTile;
 using Q6KTileBest = Q6KTile;
 #endif  // AVX3 / AVX3_DL
 
-bool HasIntKernels() { return true; }
+bool HasIntKernels() {
+  return true;
+}
 
 // Exported: Q8_0/Q4_0/Q4_K/Q6_K weights against quantized activations.
 void MatmulIntCols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
@@ -726,7 +769,9 @@ void MatmulIntCols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) 
 
 #else  // !LADDER_X86_INT8: matmul.cc dequantizes rows and uses the float kernels.
 
-bool HasIntKernels() { return false; }
+bool HasIntKernels() {
+  return false;
+}
 void MatmulIntCols(const detail::MatmulTask&, int64_t, int64_t) {}
 
 #endif  // LADDER_X86_INT8

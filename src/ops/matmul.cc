@@ -11,6 +11,7 @@
 #include "common/check.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_simd.h"
+#include "ops/packed_weights.h"
 
 namespace ladder::ops {
 namespace {
@@ -28,7 +29,9 @@ bool has_int_kernel(TensorType t) {
   return t == TensorType::kQ8_0 || t == TensorType::kQ4_0 || t == TensorType::kQ4_K || t == TensorType::kQ6_K;
 }
 
-size_t weight_row_bytes(const WeightMatrix& w) { return row_bytes(traits_of(w.type), static_cast<size_t>(w.n_in)); }
+size_t weight_row_bytes(const WeightMatrix& w) {
+  return row_bytes(traits_of(w.type), static_cast<size_t>(w.n_in));
+}
 
 // Activation scratch of the calling thread (the engine thread in practice).
 struct ActScratch {
@@ -46,34 +49,32 @@ Status check_matmul_support(TensorType type, int64_t n_in) {
   switch (type) {
     case TensorType::kF32:
     case TensorType::kF16:
-    case TensorType::kBF16:
-      block = 1;
-      break;
+    case TensorType::kBF16: block = 1; break;
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
     case TensorType::kQ4_1:
     case TensorType::kQ5_0:
-    case TensorType::kQ5_1:
-      block = 32;
-      break;
+    case TensorType::kQ5_1: block = 32; break;
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
-    case TensorType::kQ8_K:
-      block = kQK_K;
-      break;
+    case TensorType::kQ8_K: block = kQK_K; break;
     default:
       return unimplemented("matmul: weights of type " + std::string(tensor_type_name(type)) +
                            " are not supported");
   }
   if (n_in % block != 0) {
-    return invalid_argument("matmul: rows of " + std::string(tensor_type_name(type)) + " weights need a multiple of " +
-                            std::to_string(block) + " elements, got " + std::to_string(n_in));
+    return invalid_argument("matmul: rows of " + std::string(tensor_type_name(type)) +
+                            " weights need a multiple of " + std::to_string(block) + " elements, got " +
+                            std::to_string(n_in));
   }
   return Status::ok();
 }
 
-void matmul(const WeightMatrix& w, const float* x, int64_t rows, float* y, ThreadPool& pool) {
+namespace {
+
+void matmul_impl(const WeightMatrix& w, const PackedWeights* packed, const float* x, int64_t rows, float* y,
+                 ThreadPool& pool) {
   const Status st = check_matmul_support(w.type, w.n_in);
   LADDER_CHECK(st.is_ok(), st.to_string());
   if (rows <= 0 || w.n_out <= 0) return;
@@ -105,13 +106,19 @@ void matmul(const WeightMatrix& w, const float* x, int64_t rows, float* y, Threa
     float* xsum = s.xsum.data();
     // Each row is quantized on its own, so the split cannot change results.
     pool.parallel_for(rows, 4, [&](int64_t b, int64_t e) {
-      detail::quantize_activations(x + b * w.n_in, e - b, w.n_in, xq + b * w.n_in, xu + b * w.n_in, xd + b * nb,
-                                   xsum + b * nb);
+      detail::quantize_activations_simd(x + b * w.n_in, e - b, w.n_in, xq + b * w.n_in, xu + b * w.n_in,
+                                        xd + b * nb, xsum + b * nb);
     });
     t.xq = xq;
     t.xu = xu;
     t.xd = xd;
     t.xsum = xsum;
+    if (packed != nullptr) {
+      const uint8_t* pd = packed->data.get();
+      pool.parallel_for(w.n_out, kColGrain,
+                        [&](int64_t b, int64_t e) { detail::matmul_packed_q8_0_cols(t, pd, b, e); });
+      return;
+    }
     pool.parallel_for(w.n_out, kColGrain, [&](int64_t b, int64_t e) { detail::matmul_int_cols(t, b, e); });
     return;
   }
@@ -124,7 +131,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t rows, float* y, Threa
       const int64_t g = std::min(kDequantGroup, e - o);
       scratch.resize(static_cast<size_t>(g * w.n_in));
       for (int64_t i = 0; i < g; ++i) {
-        detail::dequantize_row_scalar(w.type, t.w + (o + i) * t.w_row_bytes, scratch.data() + i * w.n_in, w.n_in);
+        detail::dequantize_row_scalar(w.type, t.w + (o + i) * t.w_row_bytes, scratch.data() + i * w.n_in,
+                                      w.n_in);
       }
       detail::MatmulTask s = t;
       s.type = TensorType::kF32;
@@ -134,6 +142,23 @@ void matmul(const WeightMatrix& w, const float* x, int64_t rows, float* y, Threa
       detail::matmul_float_cols(s, 0, g);
     }
   });
+}
+
+}  // namespace
+
+void matmul(const WeightMatrix& w, const float* x, int64_t rows, float* y, ThreadPool& pool) {
+  matmul_impl(w, nullptr, x, rows, y, pool);
+}
+
+void matmul(const WeightMatrix& w, const PackedWeights& packed, const float* x, int64_t rows, float* y,
+            ThreadPool& pool) {
+  bool use = false;
+  if (!packed.empty()) {
+    LADDER_CHECK(packed.type == w.type && packed.n_in == w.n_in && packed.n_out == w.n_out,
+                 "matmul: packed weights describe another matrix");
+    use = detail::dispatched_target() == packed.target && detail::has_packed_q8_0();
+  }
+  matmul_impl(w, use ? &packed : nullptr, x, rows, y, pool);
 }
 
 void embedding_lookup(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) {

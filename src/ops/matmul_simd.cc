@@ -3,7 +3,6 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
-
 #include "hwy/highway.h"
 #include "ops/matmul-inl.h"
 
@@ -15,6 +14,11 @@ namespace ladder::ops::detail {
 HWY_EXPORT(MatmulFloatCols);
 HWY_EXPORT(MatmulIntCols);
 HWY_EXPORT(HasIntKernels);
+HWY_EXPORT(QuantizeActivations);
+HWY_EXPORT(DispatchedTarget);
+HWY_EXPORT(PackQ8_0Groups);
+HWY_EXPORT(MatmulPackedQ8_0Cols);
+HWY_EXPORT(HasPackedQ8_0);
 
 void matmul_float_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulFloatCols)(t, o_begin, o_end);
@@ -22,7 +26,25 @@ void matmul_float_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end) {
 void matmul_int_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulIntCols)(t, o_begin, o_end);
 }
-bool has_int_kernels() { return HWY_DYNAMIC_DISPATCH(HasIntKernels)(); }
+bool has_int_kernels() {
+  return HWY_DYNAMIC_DISPATCH(HasIntKernels)();
+}
+void quantize_activations_simd(const float* x, int64_t rows, int64_t n_in, int8_t* xq, uint8_t* xu, float* xd,
+                               float* xsum) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(x, rows, n_in, xq, xu, xd, xsum);
+}
+int64_t dispatched_target() {
+  return HWY_DYNAMIC_DISPATCH(DispatchedTarget)();
+}
+bool has_packed_q8_0() {
+  return HWY_DYNAMIC_DISPATCH(HasPackedQ8_0)();
+}
+void pack_q8_0_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(PackQ8_0Groups)(t, g_begin, g_end, out);
+}
+void matmul_packed_q8_0_cols(const MatmulTask& t, const uint8_t* packed, int64_t o_begin, int64_t o_end) {
+  HWY_DYNAMIC_DISPATCH(MatmulPackedQ8_0Cols)(t, packed, o_begin, o_end);
+}
 
 }  // namespace ladder::ops::detail
 #endif  // HWY_ONCE

@@ -34,7 +34,8 @@ void Triad(float* a, const float* b, const float* c, float s, int64_t n) {
   const hn::ScalableTag<float> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const auto vs = hn::Set(d, s);
-  for (int64_t i = 0; i + N <= n; i += N) hn::Store(hn::MulAdd(vs, hn::Load(d, c + i), hn::Load(d, b + i)), d, a + i);
+  for (int64_t i = 0; i + N <= n; i += N)
+    hn::Store(hn::MulAdd(vs, hn::Load(d, c + i), hn::Load(d, b + i)), d, a + i);
 }
 
 // 12 independent chains of `iters` FMAs each (enough to cover FMA latency x
@@ -45,8 +46,10 @@ float FmaChains(int64_t iters, float seed, double* flops) {
   const auto m = hn::Set(d, 0.999999f);
   const auto a = hn::Set(d, 1e-7f);
   auto v0 = hn::Set(d, seed), v1 = hn::Set(d, seed + 1), v2 = hn::Set(d, seed + 2), v3 = hn::Set(d, seed + 3);
-  auto v4 = hn::Set(d, seed + 4), v5 = hn::Set(d, seed + 5), v6 = hn::Set(d, seed + 6), v7 = hn::Set(d, seed + 7);
-  auto v8 = hn::Set(d, seed + 8), v9 = hn::Set(d, seed + 9), v10 = hn::Set(d, seed + 10), v11 = hn::Set(d, seed + 11);
+  auto v4 = hn::Set(d, seed + 4), v5 = hn::Set(d, seed + 5), v6 = hn::Set(d, seed + 6),
+       v7 = hn::Set(d, seed + 7);
+  auto v8 = hn::Set(d, seed + 8), v9 = hn::Set(d, seed + 9), v10 = hn::Set(d, seed + 10),
+       v11 = hn::Set(d, seed + 11);
   for (int64_t i = 0; i < iters; ++i) {
     v0 = hn::MulAdd(v0, m, a);
     v1 = hn::MulAdd(v1, m, a);
@@ -62,7 +65,8 @@ float FmaChains(int64_t iters, float seed, double* flops) {
     v11 = hn::MulAdd(v11, m, a);
   }
   *flops = 2.0 * 12.0 * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iters);
-  const auto s = hn::Add(hn::Add(hn::Add(v0, v1), hn::Add(v2, v3)), hn::Add(hn::Add(v4, v5), hn::Add(v6, v7)));
+  const auto s =
+      hn::Add(hn::Add(hn::Add(v0, v1), hn::Add(v2, v3)), hn::Add(hn::Add(v4, v5), hn::Add(v6, v7)));
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(s, hn::Add(hn::Add(v8, v9), hn::Add(v10, v11)))));
 }
 

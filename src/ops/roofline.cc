@@ -2,7 +2,6 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/roofline.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
-
 #include "hwy/highway.h"
 #include "ops/roofline-inl.h"
 
@@ -43,7 +42,8 @@ BandwidthResult measure_memory_bandwidth(ThreadPool& pool, size_t bytes) {
 
   auto buf = hwy::AllocateAligned<float>(static_cast<size_t>(n));
   // First touch from the pool's threads, like the kernels that will read it.
-  pool.parallel_for(n, kGrainFloats, [&](int64_t b, int64_t e) { std::fill(buf.get() + b, buf.get() + e, 1.0f); });
+  pool.parallel_for(n, kGrainFloats,
+                    [&](int64_t b, int64_t e) { std::fill(buf.get() + b, buf.get() + e, 1.0f); });
   const auto read_fn = HWY_DYNAMIC_DISPATCH(ReadSum);
   std::atomic<float> sink{0};
   for (int rep = 0; rep < kRepetitions; ++rep) {
@@ -72,12 +72,15 @@ BandwidthResult measure_memory_bandwidth(ThreadPool& pool, size_t bytes) {
     pool.parallel_for(m, kGrainFloats, [&](int64_t lo, int64_t hi) {
       triad_fn(a.get() + lo, b.get() + lo, c.get() + lo, 3.0f, hi - lo);
     });
-    r.triad_gbps = std::max(r.triad_gbps, 3.0 * static_cast<double>(m) * sizeof(float) / seconds_since(t0) / 1e9);
+    r.triad_gbps =
+        std::max(r.triad_gbps, 3.0 * static_cast<double>(m) * sizeof(float) / seconds_since(t0) / 1e9);
   }
   return r;
 }
 
-double measure_peak_bandwidth_gbps(ThreadPool& pool) { return measure_memory_bandwidth(pool).read_gbps; }
+double measure_peak_bandwidth_gbps(ThreadPool& pool) {
+  return measure_memory_bandwidth(pool).read_gbps;
+}
 
 double measure_peak_gflops(ThreadPool& pool) {
   const auto fma_fn = HWY_DYNAMIC_DISPATCH(FmaChains);
@@ -90,7 +93,8 @@ double measure_peak_gflops(ThreadPool& pool) {
     // One chunk per thread.
     pool.parallel_for(pool.size(), 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        sink.store(fma_fn(kIters, static_cast<float>(i), &flops[static_cast<size_t>(i)]), std::memory_order_relaxed);
+        sink.store(fma_fn(kIters, static_cast<float>(i), &flops[static_cast<size_t>(i)]),
+                   std::memory_order_relaxed);
       }
     });
     const double secs = seconds_since(t0);

@@ -40,9 +40,7 @@ void fill_random_weights(TensorType type, uint8_t* data, size_t bytes, uint32_t 
   for (size_t b = 0; b + tr.block_bytes <= bytes; b += tr.block_bytes) {
     uint8_t* blk = data + b;
     switch (type) {
-      case TensorType::kQ6_K:
-        std::memcpy(blk + offsetof(BlockQ6_K, d), &scale, 2);
-        break;
+      case TensorType::kQ6_K: std::memcpy(blk + offsetof(BlockQ6_K, d), &scale, 2); break;
       case TensorType::kQ4_K:
       case TensorType::kQ5_K:
       case TensorType::kQ4_1:
@@ -68,8 +66,8 @@ double now_s() {
 
 }  // namespace
 
-double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_out, int64_t rows, double seconds,
-                   size_t cycle_bytes) {
+double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_out, int64_t rows,
+                   double seconds, size_t cycle_bytes) {
   const size_t wbytes = row_bytes(traits_of(type), static_cast<size_t>(n_in)) * static_cast<size_t>(n_out);
   const size_t copies = std::max<size_t>(1, (cycle_bytes + wbytes - 1) / wbytes);
   std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> weights;
@@ -82,7 +80,9 @@ double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_ou
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (auto& v : x) v = dist(rng);
   std::vector<float> y(static_cast<size_t>(rows * n_out));
-  auto call = [&](size_t c) { matmul({type, weights[c].get(), n_in, n_out}, x.data(), rows, y.data(), pool); };
+  auto call = [&](size_t c) {
+    matmul({type, weights[c].get(), n_in, n_out}, x.data(), rows, y.data(), pool);
+  };
   for (size_t c = 0; c < copies; ++c) call(c);  // warm-up: page faults, scratch
   // Best of three timed rounds, each at least `seconds / 3` and one full cycle.
   double best = 1e30;
@@ -172,7 +172,8 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
     g.n_in = s.first;
     g.n_out = s.second;
     // Weights small enough to stay in cache here: a GEMM reuses them 512 times.
-    const double secs = time_matmul(pool, TensorType::kF32, s.first, s.second, g.rows, opts.seconds_per_case, 0);
+    const double secs =
+        time_matmul(pool, TensorType::kF32, s.first, s.second, g.rows, opts.seconds_per_case, 0);
     g.ms_per_call = secs * 1e3;
     g.gflops = 2.0 * static_cast<double>(g.rows * g.n_in * g.n_out) / secs / 1e9;
     g.pct_of_peak = 100.0 * g.gflops / r.peak_gflops;
@@ -201,8 +202,8 @@ std::string format_roofline(const RooflineReport& r) {
   }
   out += "GEMM, F32 weights:\n";
   for (const auto& g : r.gemm) {
-    out += fmt::format("  {} rows x {}x{} {:8.2f} ms  {:6.1f} GFLOP/s  {:5.1f}% of FMA peak\n", g.rows, g.n_in,
-                       g.n_out, g.ms_per_call, g.gflops, g.pct_of_peak);
+    out += fmt::format("  {} rows x {}x{} {:8.2f} ms  {:6.1f} GFLOP/s  {:5.1f}% of FMA peak\n", g.rows,
+                       g.n_in, g.n_out, g.ms_per_call, g.gflops, g.pct_of_peak);
   }
   out += "model-shaped decode step, matmuls only (dim 768, 12 layers, FFN 2048, vocab 32000):\n";
   for (const auto& m : r.model) {
@@ -210,8 +211,10 @@ std::string format_roofline(const RooflineReport& r) {
     for (const auto& b1 : r.model) {
       if (b1.type == m.type && b1.batch == 1) speedup = m.tokens_per_s / b1.tokens_per_s;
     }
-    out += fmt::format("  {:<5} batch {:>2} {:8.2f} ms  {:8.1f} tok/s  {:6.1f} GB/s  {:5.1f}% of read bandwidth  {:4.1f}x batch 1\n",
-                       tensor_type_name(m.type), m.batch, m.ms_per_pass, m.tokens_per_s, m.gbps, m.pct_of_bw, speedup);
+    out += fmt::format(
+        "  {:<5} batch {:>2} {:8.2f} ms  {:8.1f} tok/s  {:6.1f} GB/s  {:5.1f}% of read bandwidth  {:4.1f}x "
+        "batch 1\n",
+        tensor_type_name(m.type), m.batch, m.ms_per_pass, m.tokens_per_s, m.gbps, m.pct_of_bw, speedup);
   }
   return out;
 }

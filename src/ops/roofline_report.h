@@ -69,7 +69,7 @@ std::string format_roofline(const RooflineReport& r);
 
 // Times matmul at `rows` rows on weights of `type` (random valid blocks),
 // cycling copies totalling >= cycle_bytes; returns seconds per call.
-double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_out, int64_t rows, double seconds,
-                   size_t cycle_bytes);
+double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_out, int64_t rows,
+                   double seconds, size_t cycle_bytes);
 
 }  // namespace ladder::ops

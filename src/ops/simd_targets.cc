@@ -9,7 +9,9 @@
 
 namespace ladder::ops {
 
-std::string target_name(int64_t target) { return hwy::TargetName(target); }
+std::string target_name(int64_t target) {
+  return hwy::TargetName(target);
+}
 
 std::string active_target_name() {
   // The best compiled target that the (possibly test-restricted) CPU supports.
@@ -25,8 +27,12 @@ void log_chosen_target_once() {
   std::call_once(once, [] { spdlog::info("ops: using {}", active_target_name()); });
 }
 
-std::vector<int64_t> available_targets() { return hwy::SupportedAndGeneratedTargets(); }
+std::vector<int64_t> available_targets() {
+  return hwy::SupportedAndGeneratedTargets();
+}
 
-void force_target_for_test(int64_t target) { hwy::SetSupportedTargetsForTest(target); }
+void force_target_for_test(int64_t target) {
+  hwy::SetSupportedTargetsForTest(target);
+}
 
 }  // namespace ladder::ops

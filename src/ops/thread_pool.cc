@@ -41,9 +41,15 @@ constexpr int kIdxBits = 20;
 constexpr uint64_t kIdxMask = (uint64_t{1} << kIdxBits) - 1;
 constexpr int64_t kMaxChunks = int64_t{1} << (kIdxBits - 1);
 
-inline uint64_t claim_next(uint64_t c) { return c & kIdxMask; }
-inline uint64_t claim_count(uint64_t c) { return (c >> kIdxBits) & kIdxMask; }
-inline bool claim_has_work(uint64_t c) { return claim_next(c) < claim_count(c); }
+inline uint64_t claim_next(uint64_t c) {
+  return c & kIdxMask;
+}
+inline uint64_t claim_count(uint64_t c) {
+  return (c >> kIdxBits) & kIdxMask;
+}
+inline bool claim_has_work(uint64_t c) {
+  return claim_next(c) < claim_count(c);
+}
 
 }  // namespace
 
@@ -82,7 +88,8 @@ struct ThreadPool::Impl {
   void wait_for_work() {
     const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
     for (int i = 0;; ++i) {
-      if (stop.load(std::memory_order_relaxed) || claim_has_work(claim.load(std::memory_order_acquire))) return;
+      if (stop.load(std::memory_order_relaxed) || claim_has_work(claim.load(std::memory_order_acquire)))
+        return;
       if (i < kPausePolls) {
         cpu_relax();
       } else if (std::chrono::steady_clock::now() < spin_until) {
@@ -123,7 +130,9 @@ ThreadPool::~ThreadPool() {
   for (auto& t : impl_->workers) t.join();
 }
 
-int ThreadPool::size() const { return impl_->n_threads; }
+int ThreadPool::size() const {
+  return impl_->n_threads;
+}
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;

@@ -71,7 +71,8 @@ TEST_P(AttentionTest, MatchesReferenceAndIsBatchInvariant) {
   for_each_target([&] {
     ThreadPool pool(2);
     std::vector<float> all(want.size());
-    attention(q.data(), c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(), scale, all.data(), pool);
+    attention(q.data(), c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(), scale, all.data(),
+              pool);
     for (size_t i = 0; i < all.size(); ++i) ASSERT_NEAR(all[i], want[i], 2e-5) << "element " << i;
     // Each query alone (decode-style), in chunks, and at other thread counts:
     // bit-identical to the all-at-once call.
@@ -81,7 +82,8 @@ TEST_P(AttentionTest, MatchesReferenceAndIsBatchInvariant) {
         std::vector<float> one(static_cast<size_t>(q_dim));
         attention(q.data() + t * q_dim, 1, pos.data() + t, c.n_heads, k.layer, v.layer, table.data(), scale,
                   one.data(), other);
-        ASSERT_EQ(std::memcmp(one.data(), all.data() + t * q_dim, one.size() * sizeof(float)), 0) << "query " << t;
+        ASSERT_EQ(std::memcmp(one.data(), all.data() + t * q_dim, one.size() * sizeof(float)), 0)
+            << "query " << t;
       }
       std::vector<float> chunked(all.size());
       for (int t0 = 0; t0 < c.n_tokens; t0 += 7) {
@@ -121,7 +123,7 @@ TEST(Attention, KvStoreWritesTheRightSlot) {
       PagedStore s = make_store(dtype, 3, 4, 2, 24);
       const int32_t table[] = {2, 0, 1};
       const auto vec = random_floats(48, 8, -70000.0f, 70000.0f);  // includes F16 overflow to inf
-      kv_store(s.layer, table, 5, vec.data());                    // logical block 1 -> physical 0, slot 1
+      kv_store(s.layer, table, 5, vec.data());                     // logical block 1 -> physical 0, slot 1
       const size_t elem = dtype == TensorType::kF16 ? 2 : 4;
       const uint8_t* slot = s.bytes.data() + 0 * s.layer.block_stride_bytes + 1 * 48 * elem;
       for (int i = 0; i < 48; ++i) {

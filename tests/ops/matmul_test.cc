@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "gguf/quant.h"
+#include "ops/matmul_internal.h"
+#include "ops/matmul_simd.h"
 #include "ops/thread_pool.h"
 #include "ops_test_util.h"
 
@@ -22,15 +24,20 @@ const TensorType kAllTypes[] = {TensorType::kF32,  TensorType::kF16,  TensorType
                                 TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1,
                                 TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kQ8_K};
 
-bool is_float(TensorType t) { return t == TensorType::kF32 || t == TensorType::kF16 || t == TensorType::kBF16; }
+bool is_float(TensorType t) {
+  return t == TensorType::kF32 || t == TensorType::kF16 || t == TensorType::kBF16;
+}
 
-int64_t block_of(TensorType t) { return traits_of(t).block_elems; }
+int64_t block_of(TensorType t) {
+  return traits_of(t).block_elems;
+}
 
 std::vector<float> dequantized(TensorType type, const std::vector<uint8_t>& w, int64_t n_in, int64_t n_out) {
   std::vector<float> out(static_cast<size_t>(n_in * n_out));
   const size_t rb = row_bytes(traits_of(type), static_cast<size_t>(n_in));
   for (int64_t o = 0; o < n_out; ++o) {
-    const Status st = gguf::dequantize_row(type, w.data() + o * rb, out.data() + o * n_in, static_cast<size_t>(n_in));
+    const Status st =
+        gguf::dequantize_row(type, w.data() + o * rb, out.data() + o * n_in, static_cast<size_t>(n_in));
     EXPECT_TRUE(st.is_ok()) << st.to_string();
   }
   return out;
@@ -112,7 +119,8 @@ TEST(Matmul, MatchesReferenceOnEveryTarget) {
     if (block_of(type) == 1) shapes.push_back({173, 37, 3});
     if (block_of(type) == 32) shapes.push_back({96, 9, 4});
     for (const Shape& s : shapes) {
-      SCOPED_TRACE(std::to_string(s.n_in) + "x" + std::to_string(s.n_out) + " rows " + std::to_string(s.rows));
+      SCOPED_TRACE(std::to_string(s.n_in) + "x" + std::to_string(s.n_out) + " rows " +
+                   std::to_string(s.rows));
       const auto w = random_weights(type, s.n_in, s.n_out, static_cast<uint32_t>(s.n_in + s.n_out));
       const auto wf = dequantized(type, w, s.n_in, s.n_out);
       // Activations with varied magnitudes per block, like real hidden states.
@@ -201,8 +209,8 @@ void check_batch_invariance(TensorType type, int64_t n_in, int64_t n_out, bool a
 
 TEST(Matmul, BatchInvariantBitExact) {
   // n_out = 40: not a multiple of any tile width or of the thread grain.
-  for (TensorType type : kAllTypes) check_batch_invariance(type, 512, 40, type == TensorType::kF32 ||
-                                                                              type == TensorType::kQ8_0);
+  for (TensorType type : kAllTypes)
+    check_batch_invariance(type, 512, 40, type == TensorType::kF32 || type == TensorType::kQ8_0);
   check_batch_invariance(TensorType::kF32, 173, 19, false);
 }
 
@@ -213,6 +221,35 @@ TEST(Matmul, BatchInvariantOnEveryTarget) {
       check_batch_invariance(type, 256, 21, false);
     }
   });
+}
+
+}  // namespace
+}  // namespace ladder::ops
+
+namespace ladder::ops {
+namespace {
+
+// The vector activation quantizer matches the scalar one bit for bit, on
+// every target (ties, zeros, a block of all zeros, large magnitudes).
+TEST(Matmul, ActivationQuantizationMatchesScalar) {
+  const int64_t rows = 3, n = 256;
+  auto x = random_floats(rows * n, 41, -3.0f, 3.0f);
+  for (int j = 32; j < 64; ++j) x[j] = 0.0f;                // all-zero block
+  for (int j = 64; j < 96; ++j) x[j] = (j % 5 - 2) * 0.5f;  // exact ties at amax/127 steps
+  x[100] = 1e30f;
+  std::vector<int8_t> q0(rows * n), q1(rows * n);
+  std::vector<uint8_t> u0(rows * n), u1(rows * n);
+  std::vector<float> d0(rows * n / 32), d1(d0.size()), s0(d0.size()), s1(d0.size());
+  detail::quantize_activations(x.data(), rows, n, q0.data(), u0.data(), d0.data(), s0.data());
+  for_each_target([&] {
+    detail::quantize_activations_simd(x.data(), rows, n, q1.data(), u1.data(), d1.data(), s1.data());
+    EXPECT_EQ(q0, q1);
+    EXPECT_EQ(u0, u1);
+    EXPECT_EQ(d0, d1);
+    EXPECT_EQ(s0, s1);
+  });
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(static_cast<int>(u0[j]), q0[j] + 128);
+  EXPECT_EQ(q0[100], 127);
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ inline std::vector<uint8_t> random_weights(TensorType type, int64_t n_in, int64_
   std::vector<uint8_t> w(rb * static_cast<size_t>(n_out));
   const std::vector<float> src = random_floats(static_cast<size_t>(n_in * n_out), seed);
   for (int64_t o = 0; o < n_out; ++o) {
-    const Status st = gguf::quantize_row(type, src.data() + o * n_in, w.data() + o * rb, static_cast<size_t>(n_in));
+    const Status st =
+        gguf::quantize_row(type, src.data() + o * n_in, w.data() + o * rb, static_cast<size_t>(n_in));
     EXPECT_TRUE(st.is_ok()) << st.to_string();
   }
   return w;

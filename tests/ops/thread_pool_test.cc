@@ -22,7 +22,8 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
         pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
         });
-        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << n << " " << grain;
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << n << " " << grain;
       }
     }
   }
@@ -92,7 +93,8 @@ TEST(ThreadPool, DispatchOverheadIsMicroseconds) {
   constexpr int kCalls = 20000;
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < kCalls; ++i) pool.parallel_for(2, 1, [&](int64_t b, int64_t) { sink.fetch_add(b); });
-  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kCalls;
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kCalls;
   RecordProperty("dispatch_us", std::to_string(us));
   // Generous: a shared 2-core machine; the design target is a few µs.
   EXPECT_LT(us, 50.0);
