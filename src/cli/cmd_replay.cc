@@ -47,6 +47,7 @@ CommandRegistrar reg{"replay", 40, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--concurrency", o.concurrency, "Cap on requests in flight (0: none)");
   cmd->add_option("--model", o.model, "Model name to send (default: the first of /v1/models)");
   cmd->add_option("--timeout", o.timeout_s, "Seconds to wait on any network step of a request");
+  cmd->add_option("--wait-ready", o.wait_ready_s, "Seconds to wait for the server's /health before starting (default 120; 0: do not check)");
   cmd->add_flag("--ignore-eos", o.ignore_eos, "Send ignore_eos so output lengths follow the workload (vLLM-style servers)");
   cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr");
   cmd->add_option("--out", o.out_dir, "Directory for record.json, requests.jsonl, report.html")->required();

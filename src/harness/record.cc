@@ -59,6 +59,7 @@ json slo_json(const Slo& s) {
 json result_to_json(const RequestResult& r) {
   SloVerdict v = check_slo(r);
   json j = {{"index", r.index},
+            {"source_line", r.source_line},
             {"tenant", r.tenant},
             {"slice", r.slice},
             {"scheduled_s", r.scheduled_s},

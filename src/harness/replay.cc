@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "harness/sse_stream.h"
 
 namespace ladder::harness {
@@ -126,6 +128,7 @@ class UnitRunner {
   void send(const WorkloadRequest& w, size_t index, const std::vector<ChatMessage>& messages,
             const std::string& prompt, Clock::time_point scheduled, RequestResult& r) {
     r.index = index;
+    r.source_line = w.source_line;
     r.tenant = w.tenant;
     r.slice = w.slice;
     r.session = w.session;
@@ -322,6 +325,27 @@ ServerInfo probe_server(const Endpoint& ep, const std::string& api_key, double t
     info.metrics_available = true;
   }
   return info;
+}
+
+Status wait_until_ready(const Endpoint& ep, const std::string& api_key, double wait_s) {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+  std::string last = "no answer";
+  while (true) {
+    HttpRequestSpec spec;
+    spec.path = "/health";
+    spec.api_key = api_key;
+    spec.timeout_s = 5;
+    auto health = http_fetch(ep, spec);
+    if (health.is_ok() && health->status == 404) {
+      spec.path = "/v1/models";
+      health = http_fetch(ep, spec);
+    }
+    if (health.is_ok() && health->status == 200) return Status::ok();
+    last = health.is_ok() ? spec.path + " answered HTTP " + std::to_string(health->status) : health.status().message();
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return failed_precondition(fmt::format("server at {} not ready after {} s: {}", ep.url(), wait_s, last));
 }
 
 Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const ReplayOptions& opts) {

@@ -78,4 +78,9 @@ struct ServerInfo {
 };
 ServerInfo probe_server(const Endpoint& ep, const std::string& api_key, double timeout_s);
 
+// Waits until the server answers GET /health with 200 (or, for servers without
+// /health, GET /v1/models with 200); a refused connection or a 503 (still
+// loading) is retried until wait_s has passed.
+Status wait_until_ready(const Endpoint& ep, const std::string& api_key, double wait_s);
+
 }  // namespace ladder::harness

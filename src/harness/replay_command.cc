@@ -130,6 +130,7 @@ Status run_replay_command(const ReplayCommandOptions& o) {
   ropts.ignore_eos = o.ignore_eos;
   ropts.progress = !o.quiet;
 
+  if (o.wait_ready_s > 0) LADDER_RETURN_IF_ERROR(wait_until_ready(endpoint, o.api_key, o.wait_ready_s));
   const ServerInfo server_before = probe_server(endpoint, o.api_key, 10);
   if (ropts.model.empty()) ropts.model = server_before.model_id.empty() ? "default" : server_before.model_id;
 

@@ -40,6 +40,7 @@ struct ReplayCommandOptions {
   int concurrency = 0;
   std::string model;
   double timeout_s = 300;
+  double wait_ready_s = 120;  // wait for /health before the first request
   bool ignore_eos = false;
   bool quiet = false;  // no progress lines
   std::string out_dir;

@@ -178,11 +178,12 @@ constexpr const char* kScript = R"JS(
       ctx.stroke();
     });
     ctx.restore();
-    var lx = pad.l + 8;
+    // Legend in the top margin, so the plot area holds only data marks.
+    var lx = pad.l;
     spec.series.forEach(function (s) {
       if (!s.label) return;
-      ctx.fillStyle = s.color; ctx.fillRect(lx, pad.t + 6, 10, 10);
-      ctx.fillStyle = '#333'; ctx.textAlign = 'left'; ctx.fillText(s.label, lx + 14, pad.t + 15);
+      ctx.fillStyle = s.color; ctx.fillRect(lx, 6, 10, 10);
+      ctx.fillStyle = '#333'; ctx.textAlign = 'left'; ctx.fillText(s.label, lx + 14, 15);
       lx += 24 + ctx.measureText(s.label).width;
     });
     if (spec.series.every(function (s) { return s.xs.length === 0; })) {
@@ -274,7 +275,7 @@ std::string make_report_html(const json& record, const std::vector<RunReport>& r
                    html_escape(record.value("/workload/source"_json_pointer, std::string())),
                    html_escape(record.value("/workload/format"_json_pointer, std::string())),
                    html_escape(record.value("/workload/digest_sha256"_json_pointer, std::string())));
-  if (record.contains("/workload/scaling"_json_pointer)) {
+  if (record.contains("/workload/scaling"_json_pointer) && !record["workload"]["scaling"].empty()) {
     h += "<p>applied to the workload:</p><ul>\n";
     for (const auto& n : record["workload"]["scaling"]) h += "<li>" + html_escape(n.get<std::string>()) + "</li>\n";
     h += "</ul>\n";

@@ -16,6 +16,7 @@ namespace ladder::harness {
 
 struct RequestResult {
   size_t index = 0;  // position in the scheduled workload
+  int source_line = 0;  // line of the workload file it came from (0: generated)
   std::string tenant = "default";
   std::string slice = "default";
   std::string session;

@@ -1,0 +1,262 @@
+// `ladder replay` against a real `ladder serve` (no mocks): the client's
+// TTFT agrees with the server's own per-request timing, output tokens come
+// from usage, verification and every SLO gate goodput, per-tenant numbers add
+// up, sessions carry their history, and a sweep writes its verdict.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "harness/workload.h"
+#include "test_support.h"
+
+namespace ladder::harness {
+namespace {
+
+using nlohmann::json;
+
+// Client TTFT (send -> first token received) minus the server's TTFT
+// (arrival -> first token sampled) covers connect, parse and one SSE write on
+// loopback; on a shared 2-core machine we allow this much.
+constexpr double kTtftToleranceMs = 250.0;
+
+// `ladder serve --port 0` on the tiny real model, stopped at scope exit.
+class Server {
+ public:
+  Server() {
+    int out[2];
+    if (pipe(out) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      close(out[0]);
+      close(out[1]);
+      std::string bin = ladder::testing::ladder_bin();
+      std::string model = ladder::testing::shared_dir() + "/models/stories260K.gguf";
+      execl(bin.c_str(), bin.c_str(), "--log-level", "warn", "serve", "-m", model.c_str(), "--port", "0",
+            "--threads", "1", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    std::string seen;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{out[0], POLLIN, 0};
+      if (poll(&p, 1, 500) <= 0) continue;
+      char buf[512];
+      ssize_t n = read(out[0], buf, sizeof(buf));
+      if (n <= 0) break;
+      seen.append(buf, static_cast<size_t>(n));
+      size_t at = seen.find("listening on http://");
+      size_t eol = at == std::string::npos ? at : seen.find('\n', at);
+      if (eol != std::string::npos) {
+        url_ = seen.substr(at + 13, eol - at - 13);
+        break;
+      }
+    }
+    close(out[0]);
+  }
+  ~Server() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int st = 0;
+      waitpid(pid_, &st, 0);
+    }
+  }
+  const std::string& url() const { return url_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string url_;
+};
+
+std::vector<json> read_jsonl(const std::string& path) {
+  std::vector<json> out;
+  std::istringstream in(ladder::testing::read_file(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(json::parse(line));
+  }
+  return out;
+}
+
+std::string write_workload(const std::string& name, const std::vector<WorkloadRequest>& reqs) {
+  std::string path = ladder::testing::temp_dir() + "/" + name;
+  std::ofstream(path) << write_native_workload(reqs);
+  return path;
+}
+
+WorkloadRequest completion(double t, const std::string& tenant, const std::string& expect) {
+  WorkloadRequest r;
+  r.t = t;
+  r.tenant = tenant;
+  r.prompt = "Once upon a time";
+  r.max_tokens = 16;
+  r.slice = "story";
+  r.expect = Expectation{Expectation::Kind::kSubstring, expect};
+  return r;
+}
+
+testing::CommandResult replay(const Server& s, const std::string& workload, const std::string& out,
+                              std::vector<std::string> extra) {
+  std::vector<std::string> argv = {ladder::testing::ladder_bin(), "replay", "--endpoint", s.url(), "--workload",
+                                   workload, "--out", out};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return ladder::testing::run_command(argv);
+}
+
+TEST(ReplayE2E, MeasuresARealServer) {
+  Server server;
+  ASSERT_FALSE(server.url().empty()) << "ladder serve did not report its address";
+  // The model's golden greedy continuation of "Once upon a time" (models/README.md)
+  // contains "there was a little girl named Lily"; "purple elephant" it never says.
+  std::vector<WorkloadRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(completion(0.05 * i, i % 2 ? "b" : "a", "there was a little girl named Lily"));
+  reqs.push_back(completion(0.4, "a", "purple elephant"));
+  reqs.push_back(completion(0.45, "b", "purple elephant"));
+  // A two-turn chat session: turn 1 is sent with turn 0 and its reply ahead of it.
+  WorkloadRequest c0;
+  c0.t = 0.1;
+  c0.tenant = "b";
+  c0.session = "s";
+  c0.slice = "chat";
+  c0.max_tokens = 8;
+  c0.messages = {{"user", "Hi"}};
+  WorkloadRequest c1 = c0;
+  c1.turn = 1;
+  c1.think_s = 0.05;
+  c1.messages = {{"user", "And then?"}};
+  reqs.push_back(c0);
+  reqs.push_back(c1);
+  const std::string wl = write_workload("e2e.jsonl", reqs);
+  const std::string out = ladder::testing::temp_dir() + "/e2e-out";
+
+  auto res = replay(server, wl, out, {"--slo", "ttft_ms=5000,e2e_ms=20000"});
+  ASSERT_EQ(res.exit_code, 0) << res.err << res.out;
+  EXPECT_NE(res.out.find("overall"), std::string::npos);  // the summary table
+  EXPECT_NE(res.err.find("[replay"), std::string::npos);  // progress on stderr
+
+  auto results = read_jsonl(out + "/requests.jsonl");
+  ASSERT_EQ(results.size(), reqs.size());
+  int good = 0, verified = 0, with_server_ttft = 0;
+  std::map<std::string, int> good_by_tenant;
+  for (const auto& r : results) {
+    ASSERT_EQ(r["http_status"], 200) << r.dump();
+    const bool expect_lily = r["source_line"].get<int>() <= 6;  // lines 1-6 of the file
+    if (r["slice"] == "story") {
+      // usage: "Once upon a time" is 5 tokens with BOS (models/README.md);
+      // 16 tokens generated unless the model stops.
+      EXPECT_EQ(r["prompt_tokens"], 5) << r.dump();
+      if (r["finish_reason"] == "length") {
+        EXPECT_EQ(r["output_tokens"], 16);
+      }
+      EXPECT_EQ(r["verified"], expect_lily) << r.dump();
+    }
+    EXPECT_GE(r["output_tokens"].get<int>(), 1);
+    EXPECT_GE(r["sse_events"].get<int>(), r["token_chunks"].get<int>());
+    // Goodput = verified and within every SLO, recomputed from the raw numbers.
+    const bool in_slo = r["ttft_ms"].get<double>() <= 5000 && r["e2e_ms"].get<double>() <= 20000;
+    EXPECT_EQ(r["good"].get<bool>(), r["verified"].get<bool>() && in_slo);
+    good += r["good"].get<bool>();
+    verified += r["verified"].get<bool>();
+    if (r["good"].get<bool>()) good_by_tenant[r["tenant"]]++;
+    ASSERT_TRUE(r.contains("server_timings")) << r.dump();
+    const double client = r["ttft_ms"].get<double>();
+    const double srv = r["server_timings"]["ttft_ms"].get<double>();
+    EXPECT_GE(client, srv - 1.0) << "the client saw a token before the server made it?";
+    EXPECT_LE(client - srv, kTtftToleranceMs) << r.dump();
+    ++with_server_ttft;
+  }
+  EXPECT_EQ(verified, 8);
+  EXPECT_EQ(with_server_ttft, static_cast<int>(reqs.size()));
+  // Closed loop: turn 1 (file line 10) is sent after turn 0 (line 9) finished
+  // plus its think time, and its prompt holds turn 0's prompt and reply.
+  json turn0, turn1;
+  for (const auto& r : results) {
+    if (r["source_line"] == 9) turn0 = r;
+    if (r["source_line"] == 10) turn1 = r;
+  }
+  ASSERT_EQ(turn0["turn"], 0);
+  ASSERT_EQ(turn1["turn"], 1);
+  EXPECT_GT(turn1["prompt_tokens"].get<int>(), turn0["prompt_tokens"].get<int>() + turn0["output_tokens"].get<int>());
+  EXPECT_GE(turn1["sent_s"].get<double>(), turn0["sent_s"].get<double>() + turn0["e2e_ms"].get<double>() / 1000 + 0.05 - 1e-3);
+
+  json record = json::parse(ladder::testing::read_file(out + "/record.json"));
+  EXPECT_EQ(record["schema_version"], 1);
+  EXPECT_EQ(record["workload"]["digest_sha256"], sha256_hex(ladder::testing::read_file(wl)));
+  EXPECT_GT(record["machine"]["cores"].get<int>(), 0);
+  EXPECT_EQ(record["server"]["models"]["data"][0]["id"], "stories260K");
+  const json& summary = record["runs"][0]["summary"];
+  EXPECT_EQ(summary["overall"]["good"], good);
+  EXPECT_EQ(summary["overall"]["requests"], reqs.size());
+  int tenant_sum = 0;
+  for (const auto& [k, g] : summary["per_tenant"].items()) {
+    tenant_sum += g["good"].get<int>();
+    EXPECT_EQ(g["good"], good_by_tenant[k]);
+  }
+  EXPECT_EQ(tenant_sum, good);
+  EXPECT_EQ(record["runs"][0]["ttft_vs_server"]["requests_with_server_ttft"], reqs.size());
+  EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
+
+  // The same traffic under an impossible TTFT SLO: verified, yet no goodput.
+  const std::string out2 = ladder::testing::temp_dir() + "/e2e-strict";
+  res = replay(server, wl, out2, {"--slo", "ttft_ms=0.001", "--quiet"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  json strict = json::parse(ladder::testing::read_file(out2 + "/record.json"));
+  EXPECT_EQ(strict["runs"][0]["summary"]["overall"]["good"], 0);
+  EXPECT_EQ(strict["runs"][0]["summary"]["overall"]["verified"], 8);
+}
+
+TEST(ReplayE2E, SweepFindsAMaxGoodputRate) {
+  Server server;
+  ASSERT_FALSE(server.url().empty());
+  std::vector<WorkloadRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(completion(0, "a", "Lily"));
+  const std::string wl = write_workload("sweep.jsonl", reqs);
+  const std::string out = ladder::testing::temp_dir() + "/sweep-out";
+  auto res = replay(server, wl, out, {"--sweep", "4,8", "--arrival", "constant", "--slo", "e2e_ms=20000", "--quiet"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  json record = json::parse(ladder::testing::read_file(out + "/record.json"));
+  ASSERT_EQ(record["runs"].size(), 2u);
+  EXPECT_EQ(record["runs"][0]["nominal_rate"], 4.0);
+  EXPECT_EQ(record["sweep"]["points"].size(), 2u);
+  // Every request verifies and 20 s is far above the tiny model's latency.
+  EXPECT_EQ(record["sweep"]["max_goodput_rate"], 8.0);
+  EXPECT_NE(res.out.find("max goodput rate"), std::string::npos);
+}
+
+TEST(ReplayE2E, UnreachableServerIsReportedNotHidden) {
+  std::vector<WorkloadRequest> reqs{completion(0, "a", "x")};
+  const std::string wl = write_workload("dead.jsonl", reqs);
+  const std::string out = ladder::testing::temp_dir() + "/dead-out";
+  // Port 1 on loopback: nothing listens there.
+  auto res = ladder::testing::run_command({ladder::testing::ladder_bin(), "replay", "--endpoint", "http://127.0.0.1:1",
+                                           "--workload", wl, "--out", out, "--quiet", "--timeout", "5",
+                                           "--wait-ready", "0"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  auto results = read_jsonl(out + "/requests.jsonl");
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0]["http_status"], 0);
+  EXPECT_NE(results[0]["error"].get<std::string>().find("connect"), std::string::npos);
+  EXPECT_FALSE(results[0]["verified"].get<bool>());
+  // Waiting for readiness gives up with a reason.
+  res = ladder::testing::run_command({ladder::testing::ladder_bin(), "replay", "--endpoint", "http://127.0.0.1:1",
+                                      "--workload", wl, "--out", out, "--wait-ready", "0.5"});
+  EXPECT_EQ(res.exit_code, 1);
+  EXPECT_NE(res.err.find("not ready"), std::string::npos) << res.err;
+  // A bad flag is an error with a message, not a crash.
+  res = ladder::testing::run_command({ladder::testing::ladder_bin(), "replay", "--endpoint", "ftp://x", "--workload",
+                                      wl, "--out", out});
+  EXPECT_EQ(res.exit_code, 1);
+  EXPECT_NE(res.err.find("http://"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ladder::harness
