@@ -98,77 +98,78 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
     return result;
   }
 
-  // Candidates: the top-k (sorted, most likely first) or the whole vocabulary
-  // in id order. Sorting 32k+ ids per token is costly, so the vocabulary is
-  // sorted only as far as top-p needs. The draw walks the candidates in their
-  // order, which makes a seeded result depend on the order only, never on
-  // timing. Temperature is applied in the weights, so work_ keeps the
-  // penalised logits that logprobs are read from.
-  const MoreLikely more_likely{work_};
-  order_.resize(n_vocab);
-  for (size_t i = 0; i < n_vocab; ++i) order_[i] = static_cast<int32_t>(i);
+  // Candidates are (weight, id) pairs with w = exp((x - max) / T), so the most
+  // likely token has w = 1. Truncation uses selection, not a sort of the
+  // vocabulary: top-k is one nth_element, top-p halves the range with
+  // nth_element until the boundary is found, so both are O(n_vocab). Work_
+  // keeps the penalised logits that logprobs are read from.
+  const float mx = *std::max_element(work_.begin(), work_.end());
+  const float inv_t = 1.0f / params_.temperature;
+  cand_.resize(n_vocab);
+  for (size_t i = 0; i < n_vocab; ++i) cand_[i] = {std::exp((work_[i] - mx) * inv_t), static_cast<int32_t>(i)};
+  // More likely first; equal weights go to the lower id.
+  auto heavier = [](const Candidate& a, const Candidate& b) { return a.w != b.w ? a.w > b.w : a.id < b.id; };
+  auto begin = cand_.begin();
   size_t n_cand = n_vocab;
-  size_t n_sorted = 0;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n_vocab) {
     n_cand = static_cast<size_t>(params_.top_k);
-    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n_cand), order_.end(),
-                      more_likely);
-    n_sorted = n_cand;
+    std::nth_element(begin, begin + static_cast<std::ptrdiff_t>(n_cand), cand_.end(), heavier);
   }
-  // Weights relative to the most likely token (which is always a candidate):
-  // w = exp((x - max) / T), so w_max = 1.
-  const double mx = *std::max_element(work_.begin(), work_.end());
-  const double inv_t = 1.0 / static_cast<double>(params_.temperature);
-  auto weight = [&](int32_t t) {
-    return std::exp((static_cast<double>(work_[static_cast<size_t>(t)]) - mx) * inv_t);
+  auto mass_of = [&](size_t from, size_t to) {
+    double m = 0.0;
+    for (size_t i = from; i < to; ++i) m += cand_[i].w;
+    return m;
   };
-  double z = 0.0;
-  for (size_t i = 0; i < n_cand; ++i) z += weight(order_[i]);
 
-  // top-p: the shortest most-likely prefix whose mass reaches top_p (at least
-  // one token); sorts a short prefix first and the rest only when needed.
+  // top-p: the smallest most-likely set whose mass reaches top_p (at least one
+  // token). Invariant: [0, lo) is in the set, heavier than [lo, hi), which is
+  // heavier than [hi, n_cand); the boundary lies in [lo, hi).
   if (params_.top_p < 1.0f) {
-    const double target = static_cast<double>(params_.top_p) * z;
-    double cum = 0.0;
-    size_t i = 0;
-    while (true) {
-      if (i == n_sorted) {
-        const size_t grow = n_sorted == 0 ? std::min<size_t>(n_cand, 256) : n_cand;
-        std::partial_sort(order_.begin() + static_cast<std::ptrdiff_t>(n_sorted),
-                          order_.begin() + static_cast<std::ptrdiff_t>(grow),
-                          order_.begin() + static_cast<std::ptrdiff_t>(n_cand), more_likely);
-        n_sorted = grow;
+    const double target = static_cast<double>(params_.top_p) * mass_of(0, n_cand);
+    size_t lo = 0, hi = n_cand;
+    double acc = 0.0;
+    while (hi - lo > 64) {
+      const size_t mid = lo + (hi - lo) / 2;
+      std::nth_element(begin + static_cast<std::ptrdiff_t>(lo), begin + static_cast<std::ptrdiff_t>(mid),
+                       begin + static_cast<std::ptrdiff_t>(hi), heavier);
+      const double m = mass_of(lo, mid);
+      if (acc + m >= target) {
+        hi = mid;
+      } else {
+        acc += m;
+        lo = mid;
       }
-      cum += weight(order_[i++]);
-      if (cum >= target || i == n_cand) break;
+    }
+    std::sort(begin + static_cast<std::ptrdiff_t>(lo), begin + static_cast<std::ptrdiff_t>(hi), heavier);
+    size_t i = lo;
+    while (i < hi) {
+      acc += cand_[i++].w;
+      if (acc >= target) break;
     }
     n_cand = std::max<size_t>(i, 1);
   }
 
-  probs_.resize(n_cand);
+  // min-p: p >= min_p * p_max  <=>  w >= min_p, as w_max = 1.
   size_t n_keep = 0;
   for (size_t i = 0; i < n_cand; ++i) {
-    const double w = weight(order_[i]);
-    // min-p: p >= min_p * p_max  <=>  w >= min_p, as w_max = 1.
-    if (params_.min_p > 0.0f && w < static_cast<double>(params_.min_p)) continue;
-    order_[n_keep] = order_[i];
-    probs_[n_keep++] = w;
+    if (params_.min_p > 0.0f && cand_[i].w < params_.min_p) continue;
+    cand_[n_keep++] = cand_[i];
   }
   LADDER_CHECK(n_keep > 0, "sampling truncation dropped every token");
 
-  double mass = 0.0;
-  for (size_t i = 0; i < n_keep; ++i) mass += probs_[i];
-  const double u = uniform() * mass;
+  // The draw walks the survivors in their array order, which selection fixes
+  // deterministically: a seeded request repeats exactly.
+  const double u = uniform() * mass_of(0, n_keep);
   double cum = 0.0;
   size_t pick = n_keep - 1;  // rounding can leave u just above the last sum
   for (size_t i = 0; i < n_keep; ++i) {
-    cum += probs_[i];
+    cum += cand_[i].w;
     if (u < cum) {
       pick = i;
       break;
     }
   }
-  result.token = order_[pick];
+  result.token = cand_[pick].id;
   result.logprob = logprob(result.token);
   return result;
 }

@@ -12,8 +12,8 @@
 //   3. greedy (temperature 0 or top_k 1): argmax, ties to the lower id; else
 //   4. weights exp((x - max) / temperature); keep top-k, then top-p (over the
 //      top-k mass), then min-p (w >= min_p * w_max);
-//   5. draw from the survivors with the request's RNG, walking them most
-//      likely first when top-k/top-p sorted them, else in id order.
+//   5. draw from the survivors with the request's RNG, walking them in the
+//      (deterministic) order that selection left them in.
 #pragma once
 
 #include <cstdint>
@@ -55,8 +55,12 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<float> work_;       // [n_vocab] processed logits
-  std::vector<int32_t> order_;    // candidate ids, most likely first
-  std::vector<double> probs_;     // [candidates]
+  struct Candidate {
+    float w;  // exp((logit - max) / temperature)
+    int32_t id;
+  };
+  std::vector<int32_t> order_;     // [n_vocab] ids, for top logprobs
+  std::vector<Candidate> cand_;    // [n_vocab] sampling candidates
 };
 
 // Free helpers, exposed for tests.

@@ -90,7 +90,7 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingTheMass) {
   EXPECT_EQ(keys(draw(p, logits, 500, 13)), (std::set<int32_t>{1}));
 }
 
-TEST(Sampler, TopPSortsBeyondItsFirstPrefixWhenTheMassNeedsIt) {
+TEST(Sampler, TopPOverALongFlatTail) {
   // Token 700 holds half the mass; 999 others share the rest equally, so
   // top_p 0.75 keeps 700 plus the 500 lowest ids (ties go to the lower id).
   std::vector<double> probs(1000, 0.5 / 999);
@@ -98,12 +98,12 @@ TEST(Sampler, TopPSortsBeyondItsFirstPrefixWhenTheMassNeedsIt) {
   SamplingParams p;
   p.top_p = 0.75f;
   const auto counts = draw(p, logits_of(probs), 4000, 31);
-  bool beyond_first_prefix = false;
+  bool deep_in_the_tail = false;
   for (const auto& [t, c] : counts) {
     EXPECT_TRUE(t == 700 || t < 500) << t;
-    beyond_first_prefix |= t >= 256 && t < 500;
+    deep_in_the_tail |= t >= 256 && t < 500;
   }
-  EXPECT_TRUE(beyond_first_prefix);
+  EXPECT_TRUE(deep_in_the_tail);
   EXPECT_NEAR(counts.at(700) / 4000.0, 0.5 / 0.75, 0.03);
 }
 
