@@ -17,9 +17,24 @@ Status at_line(const Status& s, int line) {
   return Status(s.code(), kLinePrefix + std::to_string(line) + ": " + s.message());
 }
 
+// A frame's own variables: few per frame, so a flat vector beats a hash map.
 struct Frame {
-  std::unordered_map<std::string, Value> vars;
+  std::vector<std::pair<std::string, Value>> vars;
   std::shared_ptr<Frame> parent;
+
+  Value* find(const std::string& name) {
+    for (auto& [k, v] : vars) {
+      if (k == name) return &v;
+    }
+    return nullptr;
+  }
+  void set(const std::string& name, Value v) {
+    if (Value* slot = find(name)) {
+      *slot = std::move(v);
+    } else {
+      vars.emplace_back(name, std::move(v));
+    }
+  }
 };
 
 enum class Flow { kNormal, kBreak, kContinue };
@@ -50,8 +65,7 @@ class Interpreter {
   // render context, the globals).
   Value lookup_from(const Frame* f, const std::string& name) const {
     for (; f; f = f->parent.get()) {
-      auto it = f->vars.find(name);
-      if (it != f->vars.end()) return it->second;
+      if (const Value* v = const_cast<Frame*>(f)->find(name)) return *v;
     }
     return resolve(name);
   }
@@ -68,18 +82,19 @@ class Interpreter {
   // exported to the context, where later frames resolve them.
   void assign(const std::string& name, Value v) {
     if (frame_ == root_) exported_[name] = v;
-    frame_->vars[name] = std::move(v);
+    frame_->set(name, std::move(v));
   }
 
   // A new frame below `parent`, its own variables initialised per `symbols`.
   std::shared_ptr<Frame> enter_frame(std::shared_ptr<Frame> parent, const FrameSymbols& symbols) const {
     auto f = std::make_shared<Frame>();
+    f->vars.reserve(symbols.size());
     for (const auto& [name, kind] : symbols) {
       switch (kind) {
         case LoadKind::kParameter:
-        case LoadKind::kUndefined: f->vars[name] = Value::undefined(name); break;
-        case LoadKind::kResolve: f->vars[name] = resolve(name); break;
-        case LoadKind::kAlias: f->vars[name] = lookup_from(parent.get(), name); break;
+        case LoadKind::kUndefined: f->vars.emplace_back(name, Value::undefined(name)); break;
+        case LoadKind::kResolve: f->vars.emplace_back(name, resolve(name)); break;
+        case LoadKind::kAlias: f->vars.emplace_back(name, lookup_from(parent.get(), name)); break;
       }
     }
     f->parent = std::move(parent);
@@ -202,24 +217,33 @@ class Interpreter {
       return in_frame(frame_, n.else_symbols, [&] { return exec_body(n.else_body, out); });
     }
     const int64_t len = static_cast<int64_t>(items.size());
+    // One loop.cycle for the whole loop; it reads the current index.
+    auto index = std::make_shared<int64_t>(0);
+    Value cycle = Value::callable("loop.cycle", [index](const CallArgs& a) -> Result<Value> {
+      if (a.positional.empty()) return invalid_argument("no items for cycling given");
+      return a.positional[static_cast<size_t>(*index) % a.positional.size()];
+    });
+    // Shared key strings: building `loop` allocates no text per iteration.
+    static const Value kKeys[] = {Value("index"),  Value("index0"), Value("revindex"), Value("revindex0"),
+                                  Value("first"),  Value("last"),   Value("length"),   Value("depth"),
+                                  Value("depth0"), Value("previtem"), Value("nextitem"), Value("cycle")};
     for (int64_t i = 0; i < len; ++i) {
       const size_t at = static_cast<size_t>(i);
+      *index = i;
       Dict loop;
-      loop.set(Value("index"), Value(i + 1));
-      loop.set(Value("index0"), Value(i));
-      loop.set(Value("revindex"), Value(len - i));
-      loop.set(Value("revindex0"), Value(len - i - 1));
-      loop.set(Value("first"), Value(i == 0));
-      loop.set(Value("last"), Value(i == len - 1));
-      loop.set(Value("length"), Value(len));
-      loop.set(Value("depth"), Value(int64_t{1}));
-      loop.set(Value("depth0"), Value(int64_t{0}));
-      if (i > 0) loop.set(Value("previtem"), items[at - 1]);
-      if (i + 1 < len) loop.set(Value("nextitem"), items[at + 1]);
-      loop.set(Value("cycle"), Value::callable("loop.cycle", [i](const CallArgs& a) -> Result<Value> {
-                 if (a.positional.empty()) return invalid_argument("no items for cycling given");
-                 return a.positional[static_cast<size_t>(i) % a.positional.size()];
-               }));
+      loop.entries.reserve(12);
+      loop.entries.emplace_back(kKeys[0], Value(i + 1));
+      loop.entries.emplace_back(kKeys[1], Value(i));
+      loop.entries.emplace_back(kKeys[2], Value(len - i));
+      loop.entries.emplace_back(kKeys[3], Value(len - i - 1));
+      loop.entries.emplace_back(kKeys[4], Value(i == 0));
+      loop.entries.emplace_back(kKeys[5], Value(i == len - 1));
+      loop.entries.emplace_back(kKeys[6], Value(len));
+      loop.entries.emplace_back(kKeys[7], Value(int64_t{1}));
+      loop.entries.emplace_back(kKeys[8], Value(int64_t{0}));
+      if (i > 0) loop.entries.emplace_back(kKeys[9], items[at - 1]);
+      if (i + 1 < len) loop.entries.emplace_back(kKeys[10], items[at + 1]);
+      loop.entries.emplace_back(kKeys[11], cycle);
       Value loop_value = Value::dict(std::move(loop));
       LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, n.symbols, [&]() -> Result<Flow> {
                                 assign("loop", loop_value);

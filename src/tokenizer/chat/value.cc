@@ -63,8 +63,8 @@ const char* kind_type_name(Kind kind) {
 
 Value Value::undefined(std::string name, std::string error) {
   Value v;
-  v.s_ = std::move(name);
-  v.error_ = std::move(error);
+  if (!name.empty()) v.s_ = std::make_shared<const std::string>(std::move(name));
+  if (!error.empty()) v.error_ = std::make_shared<const std::string>(std::move(error));
   return v;
 }
 
@@ -77,7 +77,12 @@ Value Value::none() {
 Value::Value(bool b) : kind_(Kind::kBool), b_(b) {}
 Value::Value(int64_t i) : kind_(Kind::kInt), i_(i) {}
 Value::Value(double f) : kind_(Kind::kFloat), f_(f) {}
-Value::Value(std::string s) : kind_(Kind::kString), s_(std::move(s)) {}
+Value::Value(std::string s) : kind_(Kind::kString), s_(std::make_shared<const std::string>(std::move(s))) {}
+
+const std::string& Value::empty_string() {
+  static const std::string kEmpty;
+  return kEmpty;
+}
 
 Value Value::list(List items) {
   Value v;
@@ -147,9 +152,9 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
 }
 
 std::string Value::undefined_message() const {
-  if (!error_.empty()) return error_;
-  if (s_.empty()) return "value is undefined";
-  return "'" + s_ + "' is undefined";
+  if (error_) return *error_;
+  if (as_string().empty()) return "value is undefined";
+  return "'" + as_string() + "' is undefined";
 }
 
 bool Value::truthy() const {
@@ -159,7 +164,7 @@ bool Value::truthy() const {
     case Kind::kBool: return b_;
     case Kind::kInt: return i_ != 0;
     case Kind::kFloat: return f_ != 0.0;
-    case Kind::kString: return !s_.empty();
+    case Kind::kString: return !as_string().empty();
     case Kind::kList:
     case Kind::kTuple: return !list_->empty();
     case Kind::kDict: return !dict_->entries.empty();
@@ -238,7 +243,7 @@ std::string python_string_repr(std::string_view s) {
 std::string Value::str() const {
   switch (kind_) {
     case Kind::kUndefined: return "";
-    case Kind::kString: return s_;
+    case Kind::kString: return as_string();
     default: return repr();
   }
 }
@@ -250,7 +255,7 @@ std::string Value::repr() const {
     case Kind::kBool: return b_ ? "True" : "False";
     case Kind::kInt: return std::to_string(i_);
     case Kind::kFloat: return python_float_repr(f_);
-    case Kind::kString: return python_string_repr(s_);
+    case Kind::kString: return python_string_repr(as_string());
     case Kind::kList:
     case Kind::kTuple: {
       std::string out = kind_ == Kind::kList ? "[" : "(";
@@ -287,7 +292,7 @@ bool Value::equals(const Value& other) const {
   switch (kind_) {
     case Kind::kUndefined:
     case Kind::kNone: return true;
-    case Kind::kString: return s_ == other.s_;
+    case Kind::kString: return s_ == other.s_ || as_string() == other.as_string();
     case Kind::kList:
     case Kind::kTuple: {
       if (list_->size() != other.list_->size()) return false;

@@ -98,10 +98,10 @@ class Value {
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
   double as_double() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(as_int()); }
-  const std::string& as_string() const { return s_; }
+  const std::string& as_string() const { return s_ ? *s_ : empty_string(); }
   // The Undefined's looked-up name / error text.
-  const std::string& undefined_name() const { return s_; }
-  const std::string& undefined_error() const { return error_; }
+  const std::string& undefined_name() const { return as_string(); }
+  const std::string& undefined_error() const { return error_ ? *error_ : empty_string(); }
   // "'x' is undefined", or the custom error.
   std::string undefined_message() const;
 
@@ -124,8 +124,12 @@ class Value {
   bool b_ = false;
   int64_t i_ = 0;
   double f_ = 0;
-  std::string s_;      // string, or the Undefined's name
-  std::string error_;  // Undefined's custom error
+  static const std::string& empty_string();
+
+  // Strings are immutable and shared, so copying a Value (which templates do
+  // at every variable read) never copies text.
+  std::shared_ptr<const std::string> s_;      // string, or the Undefined's name
+  std::shared_ptr<const std::string> error_;  // Undefined's custom error
   std::shared_ptr<List> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<Callable> fn_;
