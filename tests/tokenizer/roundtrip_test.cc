@@ -4,6 +4,7 @@
 // text in UTF-8-valid chunks.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 #include <string>
 #include <vector>
@@ -68,7 +69,7 @@ TEST_P(RoundTrip, RandomUnicodeText) {
   auto tok = load_tokenizer(GetParam());
   ASSERT_NE(tok, nullptr);
   std::mt19937 rng(1234);
-  for (int i = 0; i < 150; ++i) {
+  for (int i = 0; i < 100; ++i) {
     const std::string text = random_text(rng, 40);
     const auto ids = tok->encode(text, /*add_bos=*/true, /*parse_special=*/false);
     ASSERT_EQ(tok->decode(ids), text) << GetParam() << " case " << i;
@@ -83,17 +84,22 @@ TEST_P(RoundTrip, RandomUnicodeText) {
 // token's text; where it is no token at all (falcon: 03 04 05 0B 11 13..17 19
 // 1C..1E C0 C1 F2 F5..FF) the byte is dropped, as llama.cpp drops it, since
 // the vocabulary has no <unk>.
-std::string representable(const Tokenizer& tok, std::string_view bytes) {
-  if (tok.model() == VocabModel::kSpm) return std::string(bytes);
+// [256] what each byte decodes back to.
+std::array<std::string, 256> representable_bytes(const Tokenizer& tok) {
+  std::array<std::string, 256> out;
+  for (int b = 0; b < 256; ++b) out[static_cast<size_t>(b)] = std::string(1, static_cast<char>(b));
+  if (tok.model() == VocabModel::kSpm) return out;
   std::unordered_map<std::string, size_t> index;
   const auto& tokens = tok.vocab().tokens;
   for (size_t i = 0; i < tokens.size(); ++i) index.emplace(tokens[i], i);
-  std::string out;
-  for (char c : bytes) {
-    auto it = index.find(byte_level_char(static_cast<uint8_t>(c)));
-    if (it == index.end()) continue;
-    const TokenType type = tok.vocab().types[it->second];
-    out += type == TokenType::kUserDefined ? tokens[it->second] : std::string(1, c);
+  for (int b = 0; b < 256; ++b) {
+    auto it = index.find(byte_level_char(static_cast<uint8_t>(b)));
+    std::string& o = out[static_cast<size_t>(b)];
+    if (it == index.end()) {
+      o.clear();
+    } else if (tok.vocab().types[it->second] == TokenType::kUserDefined) {
+      o = tokens[it->second];
+    }
   }
   return out;
 }
@@ -101,11 +107,13 @@ std::string representable(const Tokenizer& tok, std::string_view bytes) {
 TEST_P(RoundTrip, ArbitraryBytes) {
   auto tok = load_tokenizer(GetParam());
   ASSERT_NE(tok, nullptr);
+  const auto table = representable_bytes(*tok);
   std::mt19937 rng(99);
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 60; ++i) {
     const std::string bytes = random_bytes(rng, 24);
     const auto ids = tok->encode(bytes, false, false);
-    const std::string expected = representable(*tok, bytes);
+    std::string expected;
+    for (char c : bytes) expected += table[static_cast<uint8_t>(c)];
     ASSERT_EQ(tok->decode(ids), expected) << GetParam() << " case " << i;
     ASSERT_EQ(stream(*tok, ids, true), sanitize_utf8(expected)) << GetParam() << " case " << i;
   }
@@ -128,7 +136,7 @@ TEST_P(RoundTrip, StreamMatchesDecodeForModelLikeSequences) {
   ASSERT_NE(tok, nullptr);
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> id_dist(0, tok->n_vocab() - 1);
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 60; ++i) {
     std::vector<int32_t> ids(static_cast<size_t>(std::uniform_int_distribution<int>(0, 30)(rng)));
     for (int32_t& id : ids) id = id_dist(rng);
     for (bool skip : {true, false}) {

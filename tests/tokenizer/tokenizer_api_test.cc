@@ -4,7 +4,9 @@
 // merge ranks / scores given.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gguf/gguf_writer.h"
@@ -156,7 +158,7 @@ TEST(TokenizerReal, EndOfGenerationAndSpecialIds) {
 
 TEST(TokenizerReal, DigestIdentifiesTheVocabulary) {
   auto a = load_tokenizer("tokenizers/ggml-vocab-llama-spm.gguf");
-  auto b = load_tokenizer("tokenizers/ggml-vocab-llama-spm.gguf");
+  auto b = testing::load_tokenizer_uncached("tokenizers/ggml-vocab-llama-spm.gguf");
   auto c = load_tokenizer("tokenizers/ggml-vocab-gpt-2.gguf");
   auto d = load_tokenizer("models/llama-2-tiny-random.gguf");
   ASSERT_TRUE(a && b && c && d);
@@ -190,6 +192,38 @@ TEST(TokenizerSynthetic, BpeMergesFollowRanksAndTies) {
     EXPECT_EQ((*tok)->encode(" abc", false, false), (std::vector<int32_t>{32, 'a', 257}));
     EXPECT_EQ((*tok)->decode(std::vector<int32_t>{32, 'a', 257}), " abc");
   }
+}
+
+TEST(TokenizerSynthetic, Llama3IgnoresMergesForWholeTokenPieces) {
+  // ids: 256 "abc", 257 "ab"; the only merge is "a b", so merging alone
+  // turns "abc" into [ab, c]. Llama 3's pre-tokenizer emits a piece that is
+  // itself a token whole.
+  std::vector<uint8_t> b1;
+  std::vector<uint8_t> b2;
+  auto gpt2 = build(bpe_writer({"abc", "ab"}, {"a b"}, "gpt-2"), &b1);
+  auto llama3 = build(bpe_writer({"abc", "ab"}, {"a b"}, "llama-bpe"), &b2);
+  ASSERT_TRUE(gpt2.is_ok() && llama3.is_ok());
+  EXPECT_EQ((*gpt2)->encode("abc", false, false), (std::vector<int32_t>{257, 'c'}));
+  EXPECT_EQ((*llama3)->encode("abc", false, false), (std::vector<int32_t>{256}));
+  EXPECT_EQ((*llama3)->encode("abcd", false, false), (std::vector<int32_t>{257, 'c', 'd'}));
+}
+
+TEST(TokenizerReal, ConcurrentEncodesAgree) {
+  auto tok = load_tokenizer("tokenizers/ggml-vocab-gpt-2.gguf");
+  ASSERT_NE(tok, nullptr);
+  const std::string text = "The quick brown fox jumps over the lazy dog 12345 times!\n\tCaf\xC3\xA9 \xF0\x9F\xA6\x99";
+  const auto expected = tok->encode(text, false, false);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        if (tok->encode(text, false, false) != expected) ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(TokenizerSynthetic, BpeControlTokenAndEog) {

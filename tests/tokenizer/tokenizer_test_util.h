@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -15,7 +16,8 @@
 
 namespace ladder::tokenizer::testing {
 
-inline std::unique_ptr<Tokenizer> load_tokenizer(const std::string& rel) {
+// Loads a fresh tokenizer from ../shared/REL.
+inline std::unique_ptr<Tokenizer> load_tokenizer_uncached(const std::string& rel) {
   const std::string path = ladder::testing::shared_path(rel);
   if (path.empty()) return nullptr;
   auto file = gguf::GgufFile::open(path);
@@ -29,6 +31,17 @@ inline std::unique_ptr<Tokenizer> load_tokenizer(const std::string& rel) {
     return nullptr;
   }
   return std::move(tok).value();
+}
+
+// The tokenizer of ../shared/REL, loaded once per test binary (tokenizers are
+// immutable; loading a 100k-token vocabulary is the slow part under ASan).
+inline std::shared_ptr<const Tokenizer> load_tokenizer(const std::string& rel) {
+  static std::map<std::string, std::shared_ptr<const Tokenizer>> cache;
+  auto it = cache.find(rel);
+  if (it != cache.end()) return it->second;
+  std::shared_ptr<const Tokenizer> tok = load_tokenizer_uncached(rel);
+  if (tok) cache.emplace(rel, tok);
+  return tok;
 }
 
 struct VocabVector {
