@@ -171,7 +171,8 @@ void BM_EngineOffline(benchmark::State& state) {
   state.counters["seq_out_tok/s"] = out_tokens / seq_s;
   state.counters["batch_out_tok/s"] = out_tokens / batch_s;
   state.counters["speedup"] = seq_s / batch_s;
-  state.counters["tokens/step"] = static_cast<double>(batch_tokens_computed) / static_cast<double>(batch_steps);
+  state.counters["tokens/step"] =
+      static_cast<double>(batch_tokens_computed) / static_cast<double>(batch_steps);
   // Where the batched run's loop time went.
   state.counters["forward_share"] = static_cast<double>(forward_us) / 1e6 / batch_s;
   state.counters["sample_share"] = static_cast<double>(sample_us) / 1e6 / batch_s;

@@ -1,8 +1,8 @@
 #include "engine/engine.h"
 
-#include <random>
-
 #include <fmt/format.h>
+
+#include <random>
 
 #include "common/check.h"
 #include "engine/sampler.h"
@@ -38,7 +38,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   if (shape.n_blocks <= 0) {
     LADDER_ASSIGN_OR_RETURN(shape.n_blocks, kv::KvStorage::blocks_that_fit(shape, config.kv_memory_bytes));
     if (shape.n_blocks < 1) {
-      return invalid_argument(fmt::format("kv_memory_bytes {} holds not one KV block", config.kv_memory_bytes));
+      return invalid_argument(
+          fmt::format("kv_memory_bytes {} holds not one KV block", config.kv_memory_bytes));
     }
   }
   LADDER_ASSIGN_OR_RETURN(e->storage_, kv::KvStorage::create(shape));
@@ -59,14 +60,20 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
 
 Engine::Engine(const model::LlamaModel& model, const EngineConfig& config) : model_(model), config_(config) {}
 
-Engine::~Engine() { shutdown(); }
+Engine::~Engine() {
+  shutdown();
+}
 
-void Engine::shutdown() {
+void Engine::request_stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
+}
+
+void Engine::shutdown() {
+  request_stop();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -76,7 +83,8 @@ Result<Submission> Engine::submit(Request request) {
   for (size_t i = 0; i < request.prompt.size(); ++i) {
     const int32_t t = request.prompt[i];
     if (t < 0 || t >= n_vocab) {
-      return invalid_argument(fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", t, i, n_vocab));
+      return invalid_argument(
+          fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", t, i, n_vocab));
     }
   }
   LADDER_RETURN_IF_ERROR(scheduler_->validate(static_cast<int64_t>(request.prompt.size()), request.stop));
@@ -88,8 +96,8 @@ Result<Submission> Engine::submit(Request request) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return failed_precondition("the engine is shut down");
     if (in_flight_ >= config_.max_requests) {
-      return resource_exhausted(fmt::format("{} requests are in flight; the limit is {}", in_flight_,
-                                            config_.max_requests));
+      return resource_exhausted(
+          fmt::format("{} requests are in flight; the limit is {}", in_flight_, config_.max_requests));
     }
     p.id = next_id_++;
     if (request.sampling.seed.has_value()) {
@@ -140,7 +148,8 @@ void Engine::loop() {
     std::vector<RequestId> cancels;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || scheduler_->has_work(); });
+      cv_.wait(lock,
+               [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || scheduler_->has_work(); });
       if (stopping_) {
         pending.swap(inbox_);
       } else {
@@ -247,7 +256,8 @@ bool Engine::step() {
       a.usage.cached_prompt_tokens = seq->prefix_hit_tokens;
     }
     model::BatchSequence b;
-    b.tokens = std::span(seq->tokens).subspan(static_cast<size_t>(c.start_pos), static_cast<size_t>(c.n_tokens));
+    b.tokens =
+        std::span(seq->tokens).subspan(static_cast<size_t>(c.start_pos), static_cast<size_t>(c.n_tokens));
     b.start_pos = c.start_pos;
     b.block_table = seq->blocks.blocks();
     b.logits = c.sample ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
@@ -261,7 +271,8 @@ bool Engine::step() {
   const auto forward_end = Clock::now();
   ++counters_.steps;
   counters_.computed_tokens += out.n_tokens;
-  counters_.forward_us += std::chrono::duration_cast<std::chrono::microseconds>(forward_end - forward_start).count();
+  counters_.forward_us +=
+      std::chrono::duration_cast<std::chrono::microseconds>(forward_end - forward_start).count();
   if (!st.is_ok()) {
     for (const ScheduledChunk& c : out.chunks) scheduler_->cancel(c.id);
     counters_.finished_requests += static_cast<int64_t>(out.chunks.size());
@@ -288,8 +299,8 @@ bool Engine::step() {
   std::vector<SampledToken> details(n_rows);
   threads_->parallel_for(static_cast<int64_t>(n_rows), 1, [&](int64_t begin, int64_t end) {
     for (auto r = static_cast<size_t>(begin); r < static_cast<size_t>(end); ++r) {
-      details[r] = actives[r]->sampler.sample(std::span(logits_).subspan(r * n_vocab, n_vocab), seqs[r]->prompt(),
-                                              seqs[r]->output());
+      details[r] = actives[r]->sampler.sample(std::span(logits_).subspan(r * n_vocab, n_vocab),
+                                              seqs[r]->prompt(), seqs[r]->output());
     }
   });
   std::vector<int32_t> sampled(n_rows);

@@ -92,8 +92,10 @@ class Engine {
   int32_t n_kv_blocks() const { return pool_->n_blocks(); }
   int64_t context_length() const { return scheduler_->config().context_length; }
 
-  // Stops the loop; requests still in flight end with kError ("engine shut
-  // down"). Idempotent.
+  // Stops the loop at the next step boundary; requests still in flight end
+  // with kError ("engine shut down"). request_stop() returns at once;
+  // shutdown() also waits for the loop. Both idempotent.
+  void request_stop();
   void shutdown();
 
  private:

@@ -7,8 +7,8 @@
 namespace ladder::engine {
 
 struct EngineMetrics {
-  int64_t queue_depth = 0;       // submitted, not yet running (incl. preempted)
-  int64_t running = 0;           // sequences holding KV
+  int64_t queue_depth = 0;  // submitted, not yet running (incl. preempted)
+  int64_t running = 0;      // sequences holding KV
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;    // referenced by a sequence
   int64_t kv_blocks_free = 0;    // clean + cached-evictable
@@ -16,8 +16,8 @@ struct EngineMetrics {
   // Tokens whose computation a prefix-cache hit skipped (re-admissions after
   // preemption included).
   int64_t prefix_hit_tokens = 0;
-  int64_t prompt_tokens = 0;     // prompt tokens admitted (hits included)
-  int64_t computed_tokens = 0;   // tokens evaluated by the model (recompute included)
+  int64_t prompt_tokens = 0;    // prompt tokens admitted (hits included)
+  int64_t computed_tokens = 0;  // tokens evaluated by the model (recompute included)
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;

@@ -14,7 +14,7 @@ struct RequestTimings {
   Clock::time_point arrival;                       // submit() returned
   std::optional<Clock::time_point> prefill_start;  // first step that computed its tokens
   std::optional<Clock::time_point> first_token;
-  std::vector<Clock::time_point> token_times;      // one per output token, [n_output]
+  std::vector<Clock::time_point> token_times;  // one per output token, [n_output]
   std::optional<Clock::time_point> finished;
 };
 

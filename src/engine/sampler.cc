@@ -46,7 +46,8 @@ void apply_penalties(const SamplingParams& params, std::span<const int32_t> prom
     mark(output);
     for (size_t t = 0; t < logits.size(); ++t) {
       if (!seen[t]) continue;
-      logits[t] = logits[t] > 0.0f ? logits[t] / params.repetition_penalty : logits[t] * params.repetition_penalty;
+      logits[t] =
+          logits[t] > 0.0f ? logits[t] / params.repetition_penalty : logits[t] * params.repetition_penalty;
     }
   }
   if (params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f) {
@@ -65,7 +66,9 @@ Sampler::Sampler(const SamplingParams& params, uint64_t seed) : params_(params),
   LADDER_CHECK(params_.validate().is_ok(), "Sampler built from invalid SamplingParams");
 }
 
-double Sampler::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+double Sampler::uniform() {
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
 
 SampledToken Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt,
                              std::span<const int32_t> output) {
@@ -76,7 +79,9 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
 
   SampledToken result;
   const double log_z = log_sum_exp(work_);
-  auto logprob = [&](int32_t t) { return static_cast<float>(static_cast<double>(work_[static_cast<size_t>(t)]) - log_z); };
+  auto logprob = [&](int32_t t) {
+    return static_cast<float>(static_cast<double>(work_[static_cast<size_t>(t)]) - log_z);
+  };
   if (params_.top_logprobs > 0) {
     const size_t n = std::min(static_cast<size_t>(params_.top_logprobs), n_vocab);
     order_.resize(n_vocab);
@@ -106,7 +111,8 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
   const float mx = *std::max_element(work_.begin(), work_.end());
   const float inv_t = 1.0f / params_.temperature;
   cand_.resize(n_vocab);
-  for (size_t i = 0; i < n_vocab; ++i) cand_[i] = {std::exp((work_[i] - mx) * inv_t), static_cast<int32_t>(i)};
+  for (size_t i = 0; i < n_vocab; ++i)
+    cand_[i] = {std::exp((work_[i] - mx) * inv_t), static_cast<int32_t>(i)};
   // More likely first; equal weights go to the lower id.
   auto heavier = [](const Candidate& a, const Candidate& b) { return a.w != b.w ? a.w > b.w : a.id < b.id; };
   auto begin = cand_.begin();

@@ -32,8 +32,8 @@ struct TokenLogprob {
 
 struct SampledToken {
   int32_t token = 0;
-  float logprob = 0.0f;            // of the chosen token (step 2 above)
-  std::vector<TokenLogprob> top;   // [top_logprobs], most likely first, ties to the lower id
+  float logprob = 0.0f;           // of the chosen token (step 2 above)
+  std::vector<TokenLogprob> top;  // [top_logprobs], most likely first, ties to the lower id
 };
 
 class Sampler {
@@ -54,13 +54,13 @@ class Sampler {
 
   SamplingParams params_;
   std::mt19937_64 rng_;
-  std::vector<float> work_;       // [n_vocab] processed logits
+  std::vector<float> work_;  // [n_vocab] processed logits
   struct Candidate {
     float w;  // exp((logit - max) / temperature)
     int32_t id;
   };
-  std::vector<int32_t> order_;     // [n_vocab] ids, for top logprobs
-  std::vector<Candidate> cand_;    // [n_vocab] sampling candidates
+  std::vector<int32_t> order_;   // [n_vocab] ids, for top logprobs
+  std::vector<Candidate> cand_;  // [n_vocab] sampling candidates
 };
 
 // Free helpers, exposed for tests.

@@ -1,8 +1,8 @@
 #include "engine/sampling_params.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 namespace ladder::engine {
 
@@ -11,10 +11,13 @@ Status SamplingParams::validate() const {
     return invalid_argument(fmt::format("temperature must be in [0, 100], got {}", temperature));
   }
   if (top_k < 0) return invalid_argument(fmt::format("top_k must be >= 0, got {}", top_k));
-  if (!(top_p > 0.0f && top_p <= 1.0f)) return invalid_argument(fmt::format("top_p must be in (0, 1], got {}", top_p));
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) return invalid_argument(fmt::format("min_p must be in [0, 1], got {}", min_p));
+  if (!(top_p > 0.0f && top_p <= 1.0f))
+    return invalid_argument(fmt::format("top_p must be in (0, 1], got {}", top_p));
+  if (!(min_p >= 0.0f && min_p <= 1.0f))
+    return invalid_argument(fmt::format("min_p must be in [0, 1], got {}", min_p));
   if (!(repetition_penalty > 0.0f && repetition_penalty <= 100.0f)) {
-    return invalid_argument(fmt::format("repetition_penalty must be in (0, 100], got {}", repetition_penalty));
+    return invalid_argument(
+        fmt::format("repetition_penalty must be in (0, 100], got {}", repetition_penalty));
   }
   if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) {
     return invalid_argument(fmt::format("presence_penalty must be in [-2, 2], got {}", presence_penalty));
@@ -23,7 +26,8 @@ Status SamplingParams::validate() const {
     return invalid_argument(fmt::format("frequency_penalty must be in [-2, 2], got {}", frequency_penalty));
   }
   if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs) {
-    return invalid_argument(fmt::format("top_logprobs must be in [0, {}], got {}", kMaxTopLogprobs, top_logprobs));
+    return invalid_argument(
+        fmt::format("top_logprobs must be in [0, {}], got {}", kMaxTopLogprobs, top_logprobs));
   }
   return Status::ok();
 }

@@ -1,18 +1,21 @@
 #include "engine/scheduler.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/check.h"
 
 namespace ladder::engine {
 namespace {
 
-int64_t blocks_for(int64_t n_tokens, int block_size) { return (n_tokens + block_size - 1) / block_size; }
+int64_t blocks_for(int64_t n_tokens, int block_size) {
+  return (n_tokens + block_size - 1) / block_size;
+}
 
 void sort_in_order(std::vector<Sequence*>& seqs) {
-  std::sort(seqs.begin(), seqs.end(), [](const Sequence* a, const Sequence* b) { return goes_before(*a, *b); });
+  std::sort(seqs.begin(), seqs.end(),
+            [](const Sequence* a, const Sequence* b) { return goes_before(*a, *b); });
 }
 
 }  // namespace
@@ -37,7 +40,8 @@ Scheduler::~Scheduler() {
 
 Status Scheduler::validate(int64_t n_prompt, const StopCriteria& stop) const {
   if (n_prompt <= 0) return invalid_argument("the prompt has no tokens");
-  if (stop.max_tokens < 1) return invalid_argument(fmt::format("max_tokens must be >= 1, got {}", stop.max_tokens));
+  if (stop.max_tokens < 1)
+    return invalid_argument(fmt::format("max_tokens must be >= 1, got {}", stop.max_tokens));
   if (n_prompt > config_.max_prompt_tokens) {
     return out_of_range(fmt::format("the prompt has {} tokens; the limit is {} (context length {})", n_prompt,
                                     config_.max_prompt_tokens, config_.context_length));
@@ -47,8 +51,8 @@ Status Scheduler::validate(int64_t n_prompt, const StopCriteria& stop) const {
   const int64_t max_len = std::min(n_prompt + stop.max_tokens, config_.context_length);
   const int64_t need = blocks_for(max_len, pool_.block_size());
   if (need > pool_.n_blocks()) {
-    return out_of_range(fmt::format("prompt + max_tokens ({} tokens) needs {} KV blocks; the pool has {}", max_len,
-                                    need, pool_.n_blocks()));
+    return out_of_range(fmt::format("prompt + max_tokens ({} tokens) needs {} KV blocks; the pool has {}",
+                                    max_len, need, pool_.n_blocks()));
   }
   return Status::ok();
 }
@@ -128,7 +132,8 @@ SchedulerOutput Scheduler::schedule() {
       if (self_preempted) break;
     }
     if (self_preempted) break;
-    out.chunks.push_back({seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
+    out.chunks.push_back(
+        {seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
     budget -= n;
     ++i;
   }
@@ -155,7 +160,8 @@ SchedulerOutput Scheduler::schedule() {
       prefix_hit_tokens_ += seq.n_computed;
       seq.state = SequenceState::kRunning;
       running_.push_back(&seq);
-      out.chunks.push_back({seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
+      out.chunks.push_back(
+          {seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
       budget -= n;
       ++admitted;
     }
@@ -170,8 +176,8 @@ void Scheduler::publish_full_blocks(Sequence& seq) {
   const int bs = pool_.block_size();
   const int64_t n_full = seq.n_computed / bs;
   if (n_full <= seq.n_published) return;
-  kv::PrefixCache::extend_keys(seq.ns_digest, std::span(seq.tokens).first(static_cast<size_t>(n_full) * bs), bs,
-                               seq.keys);
+  kv::PrefixCache::extend_keys(seq.ns_digest, std::span(seq.tokens).first(static_cast<size_t>(n_full) * bs),
+                               bs, seq.keys);
   for (int64_t j = seq.n_published; j < n_full; ++j) {
     cache_->insert(seq.keys[static_cast<size_t>(j)], seq.blocks[static_cast<size_t>(j)]);
   }

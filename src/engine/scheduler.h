@@ -86,7 +86,8 @@ class Scheduler {
   // sampled: one token per chunk with sample == true, in chunk order. Returns
   // one update per sampled token; finished sequences are removed and their
   // blocks released (full ones stay in the prefix cache).
-  std::vector<SequenceUpdate> update_from_output(const SchedulerOutput& output, std::span<const int32_t> sampled);
+  std::vector<SequenceUpdate> update_from_output(const SchedulerOutput& output,
+                                                 std::span<const int32_t> sampled);
 
   // Removes a sequence and releases its blocks now. False when unknown.
   bool cancel(RequestId id);

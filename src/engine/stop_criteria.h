@@ -9,7 +9,7 @@
 namespace ladder::engine {
 
 struct StopCriteria {
-  int64_t max_tokens = 256;                 // output tokens, >= 1
+  int64_t max_tokens = 256;                    // output tokens, >= 1
   std::unordered_set<int32_t> stop_token_ids;  // the sampled stop id is part of the output
 };
 

@@ -21,7 +21,7 @@ namespace ladder::engine {
 // Token counts of a finished request (OpenAI `usage`).
 struct Usage {
   int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;  // includes a sampled stop token
+  int64_t completion_tokens = 0;     // includes a sampled stop token
   int64_t cached_prompt_tokens = 0;  // prefix-cache hits on first admission
 };
 

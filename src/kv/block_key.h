@@ -27,10 +27,10 @@ struct BlockKeyHash {
 // What, besides the tokens, a cached block depends on. Sharing happens only
 // between requests whose four fields are all equal.
 struct CacheNamespace {
-  std::string tenant_scope;      // set by the server from the API key
-  std::string model_digest;      // e.g. sha256 of the model file
+  std::string tenant_scope;  // set by the server from the API key
+  std::string model_digest;  // e.g. sha256 of the model file
   std::string tokenizer_digest;
-  std::string kv_format;         // KvStorage::format_name(): dtype and block size
+  std::string kv_format;  // KvStorage::format_name(): dtype and block size
 };
 
 // sha256 of str("ladder.kv.namespace.v1") str(scope) str(model) str(tokenizer)

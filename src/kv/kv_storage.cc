@@ -1,11 +1,11 @@
 #include "kv/kv_storage.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
-#include <optional>
 #include <cstring>
 #include <limits>
-
-#include <fmt/format.h>
+#include <optional>
 
 namespace ladder::kv {
 namespace {
@@ -14,8 +14,9 @@ constexpr size_t kAlignment = 64;
 
 Status validate(const KvShape& s, bool need_blocks) {
   if (s.n_layers <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.block_size <= 0) {
-    return invalid_argument(fmt::format("KV shape needs positive sizes (layers {}, kv heads {}, head dim {}, block size {})",
-                                        s.n_layers, s.n_kv_heads, s.head_dim, s.block_size));
+    return invalid_argument(
+        fmt::format("KV shape needs positive sizes (layers {}, kv heads {}, head dim {}, block size {})",
+                    s.n_layers, s.n_kv_heads, s.head_dim, s.block_size));
   }
   if (need_blocks && s.n_blocks <= 0) return invalid_argument("KV storage needs at least one block");
   if (s.dtype != TensorType::kF32 && s.dtype != TensorType::kF16) {
@@ -32,7 +33,9 @@ std::optional<size_t> mul(size_t a, size_t b) {
 
 }  // namespace
 
-void KvStorage::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
+void KvStorage::FreeDeleter::operator()(uint8_t* p) const {
+  std::free(p);
+}
 
 Result<size_t> KvStorage::block_bytes(const KvShape& shape) {
   LADDER_RETURN_IF_ERROR(validate(shape, false));
@@ -63,7 +66,8 @@ Result<std::unique_ptr<KvStorage>> KvStorage::create(const KvShape& shape, size_
   }
   const size_t rounded = (*total + kAlignment - 1) / kAlignment * kAlignment;
   auto* raw = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
-  if (raw == nullptr) return resource_exhausted(fmt::format("cannot allocate {} bytes of KV storage", rounded));
+  if (raw == nullptr)
+    return resource_exhausted(fmt::format("cannot allocate {} bytes of KV storage", rounded));
   // Zeroed so that reading an unwritten slot is deterministic (it never should be).
   std::memset(raw, 0, rounded);
 

@@ -13,7 +13,9 @@ PrefixCache::PrefixCache(BlockPool& pool) : pool_(pool) {
   });
 }
 
-PrefixCache::~PrefixCache() { pool_.set_eviction_listener(nullptr); }
+PrefixCache::~PrefixCache() {
+  pool_.set_eviction_listener(nullptr);
+}
 
 void PrefixCache::extend_keys(const BlockKey& ns_digest, std::span<const int32_t> tokens, int block_size,
                               std::vector<BlockKey>& keys) {

@@ -93,7 +93,8 @@ TEST(EngineQuality, PrefixCacheSkipsTheSharedPrefixOnlyWithinATenant) {
     return p;
   };
   const std::vector<int32_t> first = with_suffix({300, 301, 302, 303, 304, 305, 306, 307, 308, 309});
-  const std::vector<int32_t> second = with_suffix({400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411});
+  const std::vector<int32_t> second =
+      with_suffix({400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411});
   constexpr int64_t kMaxTokens = 8;
 
   const Outcome a = run(*engine, greedy_request(first, kMaxTokens, "tenant-a"));
@@ -111,7 +112,8 @@ TEST(EngineQuality, PrefixCacheSkipsTheSharedPrefixOnlyWithinATenant) {
   const EngineMetrics after_c = engine->metrics();
   EXPECT_EQ(c.final_event.usage.cached_prompt_tokens, 0);
   EXPECT_EQ(after_c.prefix_hit_tokens, after_b.prefix_hit_tokens);
-  EXPECT_EQ(after_c.computed_tokens - after_b.computed_tokens, static_cast<int64_t>(second.size()) + kMaxTokens - 1);
+  EXPECT_EQ(after_c.computed_tokens - after_b.computed_tokens,
+            static_cast<int64_t>(second.size()) + kMaxTokens - 1);
 
   // A hit never changes the output: tenant-b computed everything itself.
   EXPECT_EQ(b.tokens, c.tokens);
@@ -157,17 +159,20 @@ TEST(EngineQuality, F16KvIsBatchInvariantToo) {
   cfg.prefix_caching = false;
   auto engine = make_engine(cfg);
   std::vector<Request> requests;
-  for (uint64_t i = 0; i < 8; ++i) requests.push_back(greedy_request(synthetic_prompt(20 + 9 * i, 40 + i), 30));
+  for (uint64_t i = 0; i < 8; ++i)
+    requests.push_back(greedy_request(synthetic_prompt(20 + 9 * i, 40 + i), 30));
   std::vector<std::vector<int32_t>> solo;
   for (const Request& r : requests) solo.push_back(run(*engine, r).tokens);
   std::vector<Submission> subs;
   for (const Request& r : requests) subs.push_back(*engine->submit(r));
-  for (size_t i = 0; i < subs.size(); ++i) EXPECT_EQ(drain(*subs[i].stream).tokens, solo[i]) << "request " << i;
+  for (size_t i = 0; i < subs.size(); ++i)
+    EXPECT_EQ(drain(*subs[i].stream).tokens, solo[i]) << "request " << i;
   EXPECT_GT(engine->metrics().preemptions, 0);
   expect_pool_whole(*engine);
   // Half-precision KV is close to F32 on this model: the golden prefix holds.
   const Outcome golden = run(*engine, greedy_request(kOnceUponATime, 16));
   EXPECT_EQ(golden.tokens, std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 16));
+  expect_pool_whole(*engine);
 }
 
 }  // namespace

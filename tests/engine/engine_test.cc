@@ -4,9 +4,10 @@
 
 #include <condition_variable>
 #include <fstream>
+#include <map>
 #include <mutex>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "engine_test_util.h"
 
@@ -14,6 +15,36 @@ namespace ladder::engine {
 namespace {
 
 using namespace ladder::engine::testing;  // NOLINT
+
+// Holds the loop at the end of step `at` until release(): the test then acts
+// at a known step boundary.
+class StepGate {
+ public:
+  explicit StepGate(int64_t at) : at_(at) {}
+  void on_step(const StepReport& r) {
+    if (r.step != at_) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    reached_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+  }
+  void wait_reached() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return reached_; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  int64_t at_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool reached_ = false;
+  bool released_ = false;
+};
 
 TEST(Engine, GreedyMatchesTheGoldenIds) {
   auto engine = make_engine({});
@@ -32,7 +63,8 @@ TEST(Engine, LogprobsMatchTheReferenceTop5) {
   const nlohmann::json ref = nlohmann::json::parse(in);
   const auto& steps = ref.at("greedy_steps");
   auto engine = make_engine({});
-  Request r = greedy_request(ref.at("prompt_tokens").get<std::vector<int32_t>>(), static_cast<int64_t>(steps.size()));
+  Request r =
+      greedy_request(ref.at("prompt_tokens").get<std::vector<int32_t>>(), static_cast<int64_t>(steps.size()));
   r.sampling.top_logprobs = 5;
   const Outcome o = run(*engine, r);
   ASSERT_EQ(o.details.size(), steps.size());
@@ -42,7 +74,9 @@ TEST(Engine, LogprobsMatchTheReferenceTop5) {
     ASSERT_EQ(o.details[i].top.size(), 5u);
     for (size_t j = 0; j < 5; ++j) {
       EXPECT_EQ(o.details[i].top[j].token, top[j][0].get<int32_t>()) << "step " << i << " rank " << j;
-      EXPECT_NEAR(o.details[i].top[j].logprob, top[j][1].get<double>(), 2e-3 * std::max(1.0, std::abs(top[j][1].get<double>()))) << "step " << i << " rank " << j;
+      EXPECT_NEAR(o.details[i].top[j].logprob, top[j][1].get<double>(),
+                  2e-3 * std::max(1.0, std::abs(top[j][1].get<double>())))
+          << "step " << i << " rank " << j;
     }
     EXPECT_NEAR(o.details[i].logprob, top[0][1].get<double>(), 1e-3);
   }
@@ -94,61 +128,40 @@ TEST(Engine, SeededSamplingIsReproducibleAloneOrInABatch) {
 }
 
 TEST(Engine, RejectsBadRequestsUpFront) {
+  StepGate gate(1);
   EngineConfig cfg;
   cfg.n_kv_blocks = 4;  // 64 positions
   cfg.max_requests = 2;
+  cfg.on_step = [&](const StepReport& r) { gate.on_step(r); };
   auto engine = make_engine(cfg);
   EXPECT_EQ(engine->submit(greedy_request({1, 512}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->submit(greedy_request({1, -3}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->submit(greedy_request({}, 4)).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(engine->submit(greedy_request(synthetic_prompt(512, 1), 4)).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(engine->submit(greedy_request(synthetic_prompt(512, 1), 4)).status().code(),
+            StatusCode::kOutOfRange);
   // 50 + 40 tokens need 6 blocks; the pool has 4.
-  EXPECT_EQ(engine->submit(greedy_request(synthetic_prompt(50, 1), 40)).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(engine->submit(greedy_request(synthetic_prompt(50, 1), 40)).status().code(),
+            StatusCode::kOutOfRange);
   Request bad_sampling = greedy_request(kOnceUponATime, 4);
   bad_sampling.sampling.top_p = 2.0f;
   EXPECT_EQ(engine->submit(bad_sampling).status().code(), StatusCode::kInvalidArgument);
-  // Two in flight fill the bound; the third is refused, not queued.
+  // Two in flight (the loop held after its first step) fill the bound; the
+  // third is refused, not queued.
   auto a = engine->submit(greedy_request(kOnceUponATime, 50));
+  gate.wait_reached();
   auto b = engine->submit(greedy_request(kOnceUponATime, 50));
   ASSERT_TRUE(a.is_ok() && b.is_ok());
-  EXPECT_EQ(engine->submit(greedy_request(kOnceUponATime, 4)).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(engine->submit(greedy_request(kOnceUponATime, 4)).status().code(),
+            StatusCode::kResourceExhausted);
+  gate.release();
   drain(*a->stream);
   drain(*b->stream);
   EXPECT_TRUE(engine->submit(greedy_request(kOnceUponATime, 4)).is_ok());
   engine->shutdown();
-  EXPECT_EQ(engine->submit(greedy_request(kOnceUponATime, 4)).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine->submit(greedy_request(kOnceUponATime, 4)).status().code(),
+            StatusCode::kFailedPrecondition);
   expect_pool_whole(*engine);
 }
-
-// Holds the loop at the end of step `at` until release(): the test then acts
-// at a known step boundary.
-class StepGate {
- public:
-  explicit StepGate(int64_t at) : at_(at) {}
-  void on_step(const StepReport& r) {
-    if (r.step != at_) return;
-    std::unique_lock<std::mutex> lock(mu_);
-    reached_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return released_; });
-  }
-  void wait_reached() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return reached_; });
-  }
-  void release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  int64_t at_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool reached_ = false;
-  bool released_ = false;
-};
 
 TEST(Engine, CancelFreesBlocksRunningOrQueued) {
   StepGate gate(4);
@@ -180,6 +193,67 @@ TEST(Engine, CancelFreesBlocksRunningOrQueued) {
   expect_pool_whole(*engine);
 }
 
+TEST(Engine, MixOfFinishCancelAndPreemptionLeaksNoBlock) {
+  std::vector<Request> requests;
+  for (uint64_t i = 0; i < 24; ++i)
+    requests.push_back(greedy_request(synthetic_prompt(10 + 4 * i, 500 + i), 24));
+  std::vector<std::vector<int32_t>> solo;
+  {
+    auto engine = make_engine({});
+    for (const Request& r : requests) solo.push_back(run(*engine, r).tokens);
+  }
+
+  // Every third request is cancelled from the loop thread at its own step
+  // boundary, while a small pool keeps preempting the others.
+  StepGate gate(1);
+  std::mutex mu;
+  Engine* target = nullptr;
+  std::map<int64_t, std::vector<RequestId>> cancel_at;  // step -> ids
+  EngineConfig cfg;
+  cfg.n_kv_blocks = 10;
+  cfg.scheduler.max_batch_tokens = 40;
+  cfg.scheduler.max_chunk_tokens = 24;
+  cfg.on_step = [&](const StepReport& r) {
+    gate.on_step(r);
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cancel_at.find(r.step);
+    if (it == cancel_at.end()) return;
+    for (RequestId id : it->second) target->cancel(id);
+  };
+  auto engine = make_engine(cfg);
+  // A first request opens step 1, where the loop waits until all are queued.
+  auto opener = engine->submit(greedy_request(kOnceUponATime, 4));
+  ASSERT_TRUE(opener.is_ok());
+  gate.wait_reached();
+  std::vector<Submission> subs;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    target = engine.get();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      subs.push_back(*engine->submit(requests[i]));
+      if (i % 3 == 1) cancel_at[static_cast<int64_t>(3 + 2 * i)].push_back(subs.back().id);
+    }
+  }
+  gate.release();
+  int cancelled = 0;
+  for (size_t i = 0; i < subs.size(); ++i) {
+    const Outcome o = drain(*subs[i].stream);
+    if (o.final_event.finish == FinishReason::kCancelled) {
+      ++cancelled;
+      EXPECT_EQ(i % 3, 1u) << "request " << i;
+      ASSERT_LE(o.tokens.size(), solo[i].size());
+      EXPECT_TRUE(std::equal(o.tokens.begin(), o.tokens.end(), solo[i].begin())) << "request " << i;
+    } else {
+      EXPECT_EQ(o.final_event.finish, FinishReason::kLength);
+      EXPECT_EQ(o.tokens, solo[i]) << "request " << i;
+    }
+  }
+  drain(*opener->stream);
+  EXPECT_GT(cancelled, 4);
+  EXPECT_GT(engine->metrics().preemptions, 0);
+  expect_pool_whole(*engine);
+}
+
 TEST(Engine, ShutdownEndsInFlightStreamsWithAnError) {
   StepGate gate(2);
   EngineConfig cfg;
@@ -188,12 +262,9 @@ TEST(Engine, ShutdownEndsInFlightStreamsWithAnError) {
   auto s = engine->submit(greedy_request(kOnceUponATime, 400));
   ASSERT_TRUE(s.is_ok());
   gate.wait_reached();
-  std::thread stopper([&] { engine->shutdown(); });
-  // shutdown() waits for the loop, which is held in the gate: let it go once
-  // the stop flag is set (the loop checks it before the next step).
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  engine->request_stop();  // the loop stops before its next step
   gate.release();
-  stopper.join();
+  engine->shutdown();
   const Outcome o = drain(*s->stream);
   EXPECT_EQ(o.tokens.size(), 2u);
   EXPECT_EQ(o.final_event.finish, FinishReason::kError);

@@ -24,7 +24,8 @@ std::vector<float> logits_of(const std::vector<double>& probs) {
   return x;
 }
 
-std::map<int32_t, int> draw(const SamplingParams& params, const std::vector<float>& logits, int n, uint64_t seed) {
+std::map<int32_t, int> draw(const SamplingParams& params, const std::vector<float>& logits, int n,
+                            uint64_t seed) {
   Sampler s(params, seed);
   std::map<int32_t, int> counts;
   for (int i = 0; i < n; ++i) ++counts[s.sample(logits, {}, {}).token];

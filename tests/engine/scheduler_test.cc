@@ -20,7 +20,9 @@ std::vector<int32_t> tokens(int n, int32_t first = 10) {
   return t;
 }
 
-kv::BlockKey ns(const std::string& scope) { return kv::namespace_digest({scope, "m", "t", "f32-b4"}); }
+kv::BlockKey ns(const std::string& scope) {
+  return kv::namespace_digest({scope, "m", "t", "f32-b4"});
+}
 
 StopCriteria max_tokens(int64_t n) {
   StopCriteria s;
@@ -92,12 +94,14 @@ TEST(Scheduler, BudgetCoversPrefillChunksAndDecodesWithExactBlocks) {
   EXPECT_EQ(table(f.sched, 1), (Ids{0, 1, 2, 5}));
   EXPECT_EQ(table(f.sched, 2), (Ids{3, 4}));
   const Sequence* s1 = f.sched.find(1);
-  EXPECT_EQ(std::vector<int32_t>(s1->output().begin(), s1->output().end()), (std::vector<int32_t>{100, 101, 102}));
+  EXPECT_EQ(std::vector<int32_t>(s1->output().begin(), s1->output().end()),
+            (std::vector<int32_t>{100, 101, 102}));
 }
 
 TEST(Scheduler, DecodesGoFirstAndPrefillTakesTheRestOfTheBudget) {
   Fixture f(32, config(8));
-  for (RequestId id = 1; id <= 3; ++id) ASSERT_TRUE(f.sched.add(id, tokens(2), max_tokens(8), {}, ns("a")).is_ok());
+  for (RequestId id = 1; id <= 3; ++id)
+    ASSERT_TRUE(f.sched.add(id, tokens(2), max_tokens(8), {}, ns("a")).is_ok());
   auto o = f.sched.schedule();
   EXPECT_EQ(o.n_tokens, 6);
   f.sched.update_from_output(o, std::vector<int32_t>{1, 1, 1});

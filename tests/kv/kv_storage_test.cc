@@ -6,7 +6,11 @@ namespace ladder::kv {
 namespace {
 
 TEST(KvStorage, LayoutOfEveryLayer) {
-  KvShape shape{.n_layers = 3, .n_kv_heads = 2, .head_dim = 8, .block_size = 16, .n_blocks = 5,
+  KvShape shape{.n_layers = 3,
+                .n_kv_heads = 2,
+                .head_dim = 8,
+                .block_size = 16,
+                .n_blocks = 5,
                 .dtype = TensorType::kF16};
   auto s = KvStorage::create(shape);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();

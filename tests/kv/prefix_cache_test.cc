@@ -8,7 +8,9 @@
 namespace ladder::kv {
 namespace {
 
-CacheNamespace ns_for(const std::string& scope) { return {scope, "model-sha", "tok-sha", "f32-b4"}; }
+CacheNamespace ns_for(const std::string& scope) {
+  return {scope, "model-sha", "tok-sha", "f32-b4"};
+}
 
 std::vector<int32_t> iota_tokens(int n, int32_t first) {
   std::vector<int32_t> t(static_cast<size_t>(n));
