@@ -265,6 +265,31 @@ TEST(Interpreter, HostileNestingIsAnErrorNotAStackOverflow) {
   EXPECT_EQ(*ok, "1");
 }
 
+TEST(Interpreter, HostileSizesAreErrorsNotCrashes) {
+  // Python would compute these with big ints / unbounded memory; we refuse
+  // with a Status instead of overflowing, hanging or exhausting memory.
+  EXPECT_NE(error_of("{{ 2 ** 64 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ 2 ** 1000000000000000000 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ 9223372036854775807 + 1 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ -9223372036854775807 - 2 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ 4611686018427387904 * 2 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ 99999999999999999999 }}").find("out of range"), std::string::npos);
+  EXPECT_NE(error_of("{{ 'ab' * 100000000000 }}").find("exceed"), std::string::npos);
+  EXPECT_NE(error_of("{{ [1] * 100000000000 }}").find("exceed"), std::string::npos);
+  EXPECT_NE(error_of("{{ 'x' | indent(100000000000) }}").find("exceeds"), std::string::npos);
+  EXPECT_NE(error_of("{{ 'x' | center(100000000000) }}").find("exceeds"), std::string::npos);
+  EXPECT_NE(error_of("{{ 1e300 | int }}").find("64-bit"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}")
+                .find("exceed"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ ('x' * 1000000).replace('', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}")
+                .find("exceed"),
+            std::string::npos);
+  Result<std::string> ok = render("{{ 2 ** 62 }} {{ -9223372036854775807 - 1 }} {{ 7 ** 0 }}");
+  ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+  EXPECT_EQ(*ok, "4611686018427387904 -9223372036854775808 1");
+}
+
 TEST(Interpreter, UnknownFilterInsideIfFailsOnlyWhenRun) {
   // jinja2 defers unknown filters inside an `if` to run time.
   Result<std::string> out = render("{% if false %}{{ x | from_json }}{% endif %}ok");

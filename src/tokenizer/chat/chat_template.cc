@@ -32,8 +32,12 @@ constexpr const char* kChatMlSource =
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::parse(std::string source) {
-  LADDER_ASSIGN_OR_RETURN(TemplateAst ast, parse_template(source));
-  return ChatTemplate(std::move(source), std::make_shared<const TemplateAst>(std::move(ast)));
+  try {
+    LADDER_ASSIGN_OR_RETURN(TemplateAst ast, parse_template(source));
+    return ChatTemplate(std::move(source), std::make_shared<const TemplateAst>(std::move(ast)));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("chat template: out of memory while parsing");
+  }
 }
 
 ChatTemplate ChatTemplate::chatml() {
@@ -58,7 +62,15 @@ Result<std::string> ChatTemplate::render(const ChatRenderInput& input) const {
   }
   RenderOptions options;
   options.now = input.now;
-  return render_ast(*ast_, context, options);
+  // Every size a template controls is bounded, but an allocation failure must
+  // still come back as a Status, never take the server down.
+  try {
+    return render_ast(*ast_, context, options);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("chat template: out of memory while rendering");
+  } catch (const std::length_error&) {
+    return resource_exhausted("chat template: a value grew beyond the supported length");
+  }
 }
 
 Result<ChatTemplate> chat_template_from_gguf(const gguf::GgufFile& file) {

@@ -75,6 +75,16 @@ Status sort_values(List& items, bool reverse, const std::function<Result<Value>(
 
 // ---- filters ---------------------------------------------------------------
 
+// Widths a filter pads or indents with; far beyond any real template's need.
+constexpr int64_t kMaxPadWidth = 1 << 16;
+
+Status check_width(const char* filter, int64_t width) {
+  if (width > kMaxPadWidth) {
+    return out_of_range(std::string(filter) + ": width " + std::to_string(width) + " exceeds " + std::to_string(kMaxPadWidth));
+  }
+  return Status::ok();
+}
+
 Result<Value> f_tojson(const Value& v, const CallArgs& args) {
   JsonDumpOptions o;
   if (const Value* indent = args.get(1, "indent"); indent && !indent->is_none()) {
@@ -82,6 +92,7 @@ Result<Value> f_tojson(const Value& v, const CallArgs& args) {
     if (indent->is_string()) {
       o.indent = indent->as_string();
     } else if (indent->is_int()) {
+      LADDER_RETURN_IF_ERROR(check_width("tojson", indent->as_int()));
       o.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, indent->as_int())), ' ');
     } else {
       return invalid_argument("tojson: indent must be an int or a string");
@@ -152,6 +163,9 @@ Result<Value> f_join(const Value& v, const CallArgs& args) {
   LADDER_ASSIGN_OR_RETURN(List items, iterate(v));
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
+    if (out.size() > kMaxBuiltStringBytes) {
+      return out_of_range("join: result would exceed " + std::to_string(kMaxBuiltStringBytes) + " bytes");
+    }
     if (i) out += sep ? sep->str() : "";
     if (attribute && !attribute->is_none()) {
       LADDER_ASSIGN_OR_RETURN(Value a, attr_path(items[i], *attribute));
@@ -188,7 +202,11 @@ Result<Value> f_replace(const Value& v, const CallArgs& args) {
   if (!old_v || !new_v) return invalid_argument("replace filter expects (old, new[, count])");
   const Value* count = args.get(2, "count");
   int64_t n = count && !count->is_none() ? count->as_int() : -1;
-  return Value(py_replace(soft_str(v), old_v->str(), new_v->str(), n));
+  std::string text = soft_str(v);
+  if (py_replace_size(text, old_v->str(), new_v->str(), n) > kMaxBuiltStringBytes) {
+    return out_of_range("replace: result would exceed " + std::to_string(kMaxBuiltStringBytes) + " bytes");
+  }
+  return Value(py_replace(text, old_v->str(), new_v->str(), n));
 }
 
 Result<Value> f_list(const Value& v, const CallArgs&) {
@@ -196,18 +214,24 @@ Result<Value> f_list(const Value& v, const CallArgs&) {
   return Value::list(std::move(items));
 }
 
+// A double that fits an int64 (Python would make a big int; we refuse).
+Result<Value> double_to_int(double d) {
+  if (!(std::fabs(d) < 9.2e18)) return out_of_range("int: " + python_float_repr(d) + " does not fit a 64-bit integer");
+  return Value(static_cast<int64_t>(d));
+}
+
 Result<Value> f_int(const Value& v, const CallArgs& args) {
   const Value* fallback = args.get(0, "default");
   Value def = fallback ? *fallback : Value(int64_t{0});
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
-  if (v.is_float()) return std::isfinite(v.as_double()) ? Value(static_cast<int64_t>(v.as_double())) : def;
+  if (v.is_float()) return std::isfinite(v.as_double()) ? double_to_int(v.as_double()) : Result<Value>(def);
   if (v.is_string()) {
     std::string s = py_strip(v.as_string(), true, true, nullptr);
     char* end = nullptr;
     long long i = std::strtoll(s.c_str(), &end, 10);
     if (!s.empty() && end == s.c_str() + s.size()) return Value(static_cast<int64_t>(i));
     double d = std::strtod(s.c_str(), &end);
-    if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(d)) return Value(static_cast<int64_t>(d));
+    if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(d)) return double_to_int(d);
   }
   return def;
 }
@@ -227,7 +251,10 @@ Result<Value> f_float(const Value& v, const CallArgs& args) {
 
 Result<Value> f_abs(const Value& v, const CallArgs&) {
   if (v.is_float()) return Value(std::fabs(v.as_double()));
-  if (v.is_number()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  if (v.is_number()) {
+    if (v.as_int() == INT64_MIN) return out_of_range("integer overflow in abs");
+    return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  }
   return invalid_argument("bad operand type for abs(): '" + type_name(v) + "'");
 }
 
@@ -405,6 +432,7 @@ Result<Value> f_reverse(const Value& v, const CallArgs&) {
 
 Result<Value> f_indent(const Value& v, const CallArgs& args) {
   const Value* width = args.get(0, "width");
+  if (width && !width->is_string()) LADDER_RETURN_IF_ERROR(check_width("indent", width->as_int()));
   std::string pad = width ? (width->is_string() ? width->as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, width->as_int())), ' '))
                           : std::string(4, ' ');
   bool first = arg_bool(args, 1, "first", false);
@@ -471,6 +499,7 @@ Result<Value> f_wordcount(const Value& v, const CallArgs&) {
 Result<Value> f_center(const Value& v, const CallArgs& args) {
   const Value* width = args.get(0, "width");
   int64_t w = width ? width->as_int() : 80;
+  LADDER_RETURN_IF_ERROR(check_width("center", w));
   std::string text = soft_str(v);
   int64_t len = static_cast<int64_t>(utf8_length(text));
   if (w <= len) return Value(text);

@@ -445,7 +445,11 @@ class Interpreter {
                                   ": '" + kind_type_name(v.kind()) + "'");
         }
         if (e.name == "+") return v.is_float() ? v : Value(v.as_int());
-        return v.is_float() ? Value(-v.as_double()) : Value(-v.as_int());
+        if (v.is_float()) return Value(-v.as_double());
+        if (v.as_int() == INT64_MIN) {
+          return out_of_range(kLinePrefix + std::to_string(e.line) + ": integer overflow in unary '-'");
+        }
+        return Value(-v.as_int());
       }
       case ExprKind::kBinary: {
         LADDER_ASSIGN_OR_RETURN(Value a, eval(*e.children[0]));

@@ -135,6 +135,9 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
       return invalid_argument("replace() expects two string arguments");
     }
     LADDER_ASSIGN_OR_RETURN(int64_t count, optional_int(args, 2, "count", -1));
+    if (py_replace_size(s, old_v->as_string(), new_v->as_string(), count) > kMaxBuiltStringBytes) {
+      return out_of_range("str.replace: result would exceed " + std::to_string(kMaxBuiltStringBytes) + " bytes");
+    }
     return Value(py_replace(s, old_v->as_string(), new_v->as_string(), count));
   }
   if (name == "upper") return Value(py_upper(s));
@@ -170,6 +173,9 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
       }
       if (i) out += s;
       out += items[i].as_string();
+      if (out.size() > kMaxBuiltStringBytes) {
+        return out_of_range("str.join: result would exceed " + std::to_string(kMaxBuiltStringBytes) + " bytes");
+      }
     }
     return Value(out);
   }

@@ -26,7 +26,42 @@ int64_t floor_mod(int64_t a, int64_t b) {
   return m;
 }
 
-Value repeat(const Value& seq, int64_t n) {
+// Python ints are unbounded; ours are 64-bit, and overflowing one is an
+// error rather than undefined behaviour.
+Status overflow(std::string_view op) {
+  return out_of_range("integer overflow in '" + std::string(op) + "' (chat templates use 64-bit integers)");
+}
+
+Result<Value> checked_int(std::string_view op, int64_t a, int64_t b) {
+  int64_t r = 0;
+  bool bad = op == "+" ? __builtin_add_overflow(a, b, &r) : op == "-" ? __builtin_sub_overflow(a, b, &r)
+                                                                      : __builtin_mul_overflow(a, b, &r);
+  if (bad) return overflow(op);
+  return Value(r);
+}
+
+Result<Value> int_pow(int64_t base, int64_t exp) {
+  int64_t result = 1;
+  while (exp > 0) {  // square-and-multiply: O(log exp) steps
+    if (exp & 1) {
+      if (__builtin_mul_overflow(result, base, &result)) return overflow("**");
+    }
+    exp >>= 1;
+    if (exp > 0 && __builtin_mul_overflow(base, base, &base)) return overflow("**");
+  }
+  return Value(result);
+}
+
+// Bound on what `str * n` / `list * n` may build, so a template cannot
+// exhaust memory with one expression.
+constexpr uint64_t kMaxRepeatBytes = uint64_t{64} << 20;
+
+Result<Value> repeat(const Value& seq, int64_t n) {
+  if (n < 0) n = 0;
+  uint64_t unit = seq.is_string() ? seq.as_string().size() : seq.items().size() * sizeof(Value);
+  if (unit > 0 && static_cast<uint64_t>(n) > kMaxRepeatBytes / unit) {
+    return out_of_range("sequence repetition would exceed " + std::to_string(kMaxRepeatBytes) + " bytes");
+  }
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -60,6 +95,7 @@ Result<Value> percent_format(const std::string& fmt, const Value& args) {
       case 'd':
       case 'i':
         if (!v.is_number()) return invalid_argument("%d format: a real number is required, not " + type_name(v));
+        if (v.is_float() && !(std::fabs(v.as_double()) < 9.2e18)) return out_of_range("%d format: number out of range");
         out += std::to_string(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int());
         break;
       case 'f': {
@@ -136,6 +172,9 @@ Result<std::string> json_key(const Value& k) {
 }
 
 Status dump(std::string& out, const Value& v, const JsonDumpOptions& o, int level) {
+  if (out.size() > kMaxRepeatBytes) {
+    return out_of_range("tojson: output would exceed " + std::to_string(kMaxRepeatBytes) + " bytes");
+  }
   auto newline_indent = [&](int lvl) {
     out += '\n';
     for (int i = 0; i < lvl; ++i) out += o.indent;
@@ -204,13 +243,19 @@ Status dump(std::string& out, const Value& v, const JsonDumpOptions& o, int leve
 Status undefined_error(const Value& v) { return invalid_argument(v.undefined_message()); }
 
 Result<Value> binary_op(std::string_view op, const Value& a, const Value& b) {
-  if (op == "~") return Value(a.str() + b.str());
+  if (op == "~" || (op == "+" && a.is_string() && b.is_string())) {
+    const std::string x = a.str(), y = b.str();
+    if (x.size() + y.size() > kMaxRepeatBytes) {
+      return out_of_range("string concatenation would exceed " + std::to_string(kMaxRepeatBytes) + " bytes");
+    }
+    return Value(x + y);
+  }
   if (a.is_undefined()) return undefined_error(a);
   if (b.is_undefined()) return undefined_error(b);
   bool nums = a.is_number() && b.is_number();
   bool any_float = a.is_float() || b.is_float();
   if (op == "+") {
-    if (nums) return any_float ? Value(a.as_double() + b.as_double()) : Value(a.as_int() + b.as_int());
+    if (nums) return any_float ? Value(a.as_double() + b.as_double()) : checked_int(op, a.as_int(), b.as_int());
     if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
     if (a.kind() == b.kind() && a.is_sequence_like()) {
       List out = a.items();
@@ -222,11 +267,11 @@ Result<Value> binary_op(std::string_view op, const Value& a, const Value& b) {
     return unsupported(op, a, b);
   }
   if (op == "-") {
-    if (nums) return any_float ? Value(a.as_double() - b.as_double()) : Value(a.as_int() - b.as_int());
+    if (nums) return any_float ? Value(a.as_double() - b.as_double()) : checked_int(op, a.as_int(), b.as_int());
     return unsupported(op, a, b);
   }
   if (op == "*") {
-    if (nums) return any_float ? Value(a.as_double() * b.as_double()) : Value(a.as_int() * b.as_int());
+    if (nums) return any_float ? Value(a.as_double() * b.as_double()) : checked_int(op, a.as_int(), b.as_int());
     if ((a.is_string() || a.is_sequence_like()) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int());
     if ((b.is_string() || b.is_sequence_like()) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int());
     return unsupported(op, a, b);
@@ -245,15 +290,15 @@ Result<Value> binary_op(std::string_view op, const Value& a, const Value& b) {
       double q = std::floor(x / y);
       return op == "//" ? Value(q) : Value(x - q * y);
     }
+    if (a.as_int() == INT64_MIN && b.as_int() == -1) {
+      if (op == "%") return Value(int64_t{0});
+      return overflow(op);
+    }
     return op == "//" ? Value(floor_div(a.as_int(), b.as_int())) : Value(floor_mod(a.as_int(), b.as_int()));
   }
   if (op == "**") {
     if (!nums) return unsupported(op, a, b);
-    if (!any_float && b.as_int() >= 0) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < b.as_int(); ++i) r *= a.as_int();
-      return Value(r);
-    }
+    if (!any_float && b.as_int() >= 0) return int_pow(a.as_int(), b.as_int());
     return Value(std::pow(a.as_double(), b.as_double()));
   }
   return internal_error("unknown operator " + std::string(op));

@@ -7,6 +7,12 @@
 
 namespace ladder::chat {
 namespace {
+
+uint64_t utf8_count(std::string_view s) {
+  uint64_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
 }  // namespace
 
 bool py_isspace(char c) {
@@ -242,6 +248,17 @@ std::string encode(const std::vector<uint32_t>& cps) {
 bool is_cased(uint32_t c) { return cp_upper(c) != c || cp_lower(c) != c || c == 0xDF; }
 
 }  // namespace
+
+uint64_t py_replace_size(std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count) {
+  uint64_t n = 0;
+  if (old_text.empty()) {
+    n = utf8_count(s) + 1;
+  } else {
+    for (size_t p = s.find(old_text); p != std::string_view::npos; p = s.find(old_text, p + old_text.size())) ++n;
+  }
+  if (count >= 0 && n > static_cast<uint64_t>(count)) n = static_cast<uint64_t>(count);
+  return s.size() - n * old_text.size() + n * new_text.size();
+}
 
 std::string py_upper(std::string_view s) {
   std::string out = map_code_points(s, cp_upper);

@@ -14,6 +14,10 @@ std::vector<std::string> py_split(std::string_view s, const std::string* sep, in
 std::vector<std::string> py_rsplit(std::string_view s, const std::string* sep, int64_t maxsplit);
 std::vector<std::string> py_splitlines(std::string_view s);
 std::string py_replace(std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count);
+// The size py_replace's result would have (to bound it before building it).
+uint64_t py_replace_size(std::string_view s, std::string_view old_text, std::string_view new_text, int64_t count);
+// Largest string a filter or method may build.
+inline constexpr uint64_t kMaxBuiltStringBytes = uint64_t{64} << 20;
 std::string py_upper(std::string_view s);
 std::string py_lower(std::string_view s);
 std::string py_capitalize(std::string_view s);
