@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/check.h"
 
@@ -118,54 +119,91 @@ SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   int64_t budget = config_.max_batch_tokens;
 
+  // One pass over running and waiting sequences merged in scheduling order.
+  // Everything scheduled before a sequence outranks it, so the lowest-ranked
+  // running sequence (running_.back(), kept sorted) is never one already
+  // scheduled unless it is the sequence itself.
   sort_in_order(running_);
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
-    Sequence& seq = *running_[i];
-    const int64_t n = std::min({seq.n_uncomputed(), budget, chunk_cap()});
-    LADDER_CHECK(n > 0, "a running sequence has nothing to compute");
-    bool self_preempted = false;
-    while (!ensure_blocks(seq, seq.n_computed + n)) {
-      Sequence& victim = *running_.back();  // lowest in order; never one already scheduled
-      out.preempted.push_back(victim.id);
-      self_preempted = &victim == &seq;
-      preempt(victim);
-      if (self_preempted) break;
-    }
-    if (self_preempted) break;
-    out.chunks.push_back(
-        {seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
-    budget -= n;
-    ++i;
-  }
+  sort_in_order(waiting_);
+  std::vector<Sequence*> order;
+  order.reserve(running_.size() + waiting_.size());
+  std::merge(running_.begin(), running_.end(), waiting_.begin(), waiting_.end(), std::back_inserter(order),
+             [](const Sequence* a, const Sequence* b) { return goes_before(*a, *b); });
+  std::vector<Sequence*> preempted_now;
+  auto preempt_lowest = [&] {
+    Sequence& victim = *running_.back();
+    out.preempted.push_back(victim.id);
+    preempted_now.push_back(&victim);
+    preempt(victim);
+  };
+  auto was_preempted_now = [&](const Sequence* s) {
+    return std::find(preempted_now.begin(), preempted_now.end(), s) != preempted_now.end();
+  };
+  // Closed once a running sequence had to preempt for its own blocks (the
+  // freed blocks are not for newcomers) or a waiting one did not fit (no
+  // overtaking in line).
+  bool admission_closed = false;
 
-  if (out.preempted.empty()) {
-    sort_in_order(waiting_);
-    size_t admitted = 0;
-    for (Sequence* seq_ptr : waiting_) {
-      if (budget <= 0 || static_cast<int32_t>(running_.size()) >= config_.max_running) break;
-      Sequence& seq = *seq_ptr;
-      take_prefix_hits(seq);
+  for (Sequence* seq_ptr : order) {
+    if (budget <= 0) break;
+    Sequence& seq = *seq_ptr;
+    if (was_preempted_now(&seq)) continue;
+
+    if (seq.state == SequenceState::kRunning) {
       const int64_t n = std::min({seq.n_uncomputed(), budget, chunk_cap()});
-      if (!ensure_blocks(seq, seq.n_computed + n)) {
-        // Hit blocks stay referenced only while the sequence runs.
-        seq.blocks.release_all(pool_);
-        seq.n_computed = 0;
-        seq.n_published = 0;
-        break;
+      LADDER_CHECK(n > 0, "a running sequence has nothing to compute");
+      bool self_preempted = false;
+      while (!ensure_blocks(seq, seq.n_computed + n)) {
+        admission_closed = true;
+        self_preempted = running_.back() == &seq;
+        preempt_lowest();
+        if (self_preempted) break;
       }
-      if (!seq.ever_scheduled) {
-        seq.prefix_hit_tokens = seq.n_computed;
-        seq.ever_scheduled = true;
-      }
-      prefix_hit_tokens_ += seq.n_computed;
-      seq.state = SequenceState::kRunning;
-      running_.push_back(&seq);
+      if (self_preempted) break;
       out.chunks.push_back(
           {seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
       budget -= n;
-      ++admitted;
+      continue;
     }
-    waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(admitted));
+
+    if (admission_closed) continue;
+    // A newcomer may displace running sequences it outranks (lowest first)
+    // for a running slot or for blocks; otherwise it waits.
+    auto can_displace = [&] { return !running_.empty() && goes_before(seq, *running_.back()); };
+    while (static_cast<int32_t>(running_.size()) >= config_.max_running && can_displace()) preempt_lowest();
+    if (static_cast<int32_t>(running_.size()) >= config_.max_running) {
+      admission_closed = true;
+      continue;
+    }
+    take_prefix_hits(seq);
+    const int64_t n = std::min({seq.n_uncomputed(), budget, chunk_cap()});
+    bool fits = ensure_blocks(seq, seq.n_computed + n);
+    while (!fits && can_displace()) {
+      preempt_lowest();
+      fits = ensure_blocks(seq, seq.n_computed + n);
+    }
+    if (!fits) {
+      // Hit blocks stay referenced only while the sequence runs.
+      seq.blocks.release_all(pool_);
+      seq.n_computed = 0;
+      seq.n_published = 0;
+      admission_closed = true;
+      continue;
+    }
+    if (!seq.ever_scheduled) {
+      seq.prefix_hit_tokens = seq.n_computed;
+      seq.ever_scheduled = true;
+    }
+    prefix_hit_tokens_ += seq.n_computed;
+    seq.state = SequenceState::kRunning;
+    std::erase(waiting_, &seq);
+    running_.insert(
+        std::upper_bound(running_.begin(), running_.end(), &seq,
+                         [](const Sequence* a, const Sequence* b) { return goes_before(*a, *b); }),
+        &seq);
+    out.chunks.push_back(
+        {seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
+    budget -= n;
   }
   out.n_tokens = config_.max_batch_tokens - budget;
   return out;

@@ -4,19 +4,23 @@
 // KV blocks; update_from_output() applies the sampled tokens and finishes
 // sequences.
 //
-// Policy, each step:
-//   1. running sequences in scheduling order (priority, then EDF, then
-//      arrival) each get their uncomputed tokens (1 when decoding; the rest of
-//      a chunked prefill), capped by the remaining budget and max_chunk_tokens.
-//      When blocks run out, the last running sequence in that order (lowest
-//      priority, then latest deadline, then latest arrival) is preempted:
-//      its blocks are released and it returns to the waiting queue to be
-//      recomputed from scratch (its full blocks stay in the prefix cache).
-//   2. if nothing was preempted, waiting sequences in the same order are
-//      admitted while budget, blocks and max_running allow; each first takes
-//      its longest prefix-cache hit (never the whole sequence: the last token
-//      is always computed, so there are logits to sample). Admission stops at
-//      the first sequence that does not fit (no overtaking in line).
+// Policy, each step: one pass over running and waiting sequences merged in
+// scheduling order (higher priority, then earliest deadline, then arrival):
+//   - a running sequence gets its uncomputed tokens (1 when decoding; the
+//     rest of a chunked prefill), capped by the remaining budget and
+//     max_chunk_tokens. When blocks run out, the lowest-ranked running
+//     sequence (lowest priority, then latest deadline, then latest arrival)
+//     is preempted: its blocks are released and it returns to the waiting
+//     queue to be recomputed from scratch (its full blocks stay in the prefix
+//     cache). Newcomers are then not admitted this step.
+//   - a waiting sequence first takes its longest prefix-cache hit (never the
+//     whole sequence: the last token is always computed, so there are logits
+//     to sample), then needs a running slot (max_running) and blocks for its
+//     first chunk; it may preempt running sequences it outranks, lowest
+//     first, to get them. One that still does not fit closes admission for
+//     this step (no overtaking in line).
+// Ranks form a total order and preemption only goes from higher to lower
+// rank, so sequences cannot preempt each other back and forth.
 #pragma once
 
 #include <cstdint>

@@ -226,6 +226,56 @@ TEST(Scheduler, PreemptsItselfWhenItIsTheLowest) {
   EXPECT_EQ(table(f.sched, 2), (Ids{2, 3, 0}));
 }
 
+TEST(Scheduler, AHigherPriorityArrivalDisplacesLowerRunningSequences) {
+  Fixture f(4, config(64));
+  ASSERT_TRUE(f.sched.add(1, tokens(12), max_tokens(4), {0, {}}, ns("a")).is_ok());
+  auto o = f.sched.schedule();
+  EXPECT_EQ(table(f.sched, 1), (Ids{0, 1, 2}));
+  f.sched.update_from_output(o, std::vector<int32_t>{7});
+  // Same priority, later: waits for blocks (1's decode takes the last free
+  // block 3; 2 needs two).
+  ASSERT_TRUE(f.sched.add(2, tokens(8), max_tokens(4), {0, {}}, ns("a")).is_ok());
+  o = f.sched.schedule();
+  EXPECT_TRUE(o.preempted.empty());
+  ASSERT_EQ(o.chunks.size(), 1u);
+  expect_chunk(o.chunks[0], 1, 12, 1, true);
+  EXPECT_EQ(table(f.sched, 1), (Ids{0, 1, 2, 3}));
+  f.sched.update_from_output(o, std::vector<int32_t>{8});
+  // Higher priority: takes 1's place at once and goes first.
+  ASSERT_TRUE(f.sched.add(3, tokens(8), max_tokens(4), {5, {}}, ns("a")).is_ok());
+  o = f.sched.schedule();
+  EXPECT_EQ(o.preempted, (std::vector<RequestId>{1}));
+  ASSERT_EQ(o.chunks.size(), 2u);
+  expect_chunk(o.chunks[0], 3, 0, 8, true);
+  expect_chunk(o.chunks[1], 2, 0, 8, true);  // 1 freed enough for 2 as well
+  EXPECT_EQ(table(f.sched, 3), (Ids{0, 1}));
+  EXPECT_EQ(table(f.sched, 2), (Ids{2, 3}));
+  EXPECT_EQ(f.sched.waiting_ids(), (std::vector<RequestId>{1}));
+  EXPECT_EQ(f.sched.find(1)->n_preemptions, 1);
+}
+
+TEST(Scheduler, AHigherPriorityArrivalTakesARunningSlot) {
+  SchedulerConfig c = config(64);
+  c.max_running = 1;
+  Fixture f(16, c);
+  ASSERT_TRUE(f.sched.add(1, tokens(4), max_tokens(4), {0, kT0 + seconds(50)}, ns("a")).is_ok());
+  f.sched.update_from_output(f.sched.schedule(), std::vector<int32_t>{1});
+  // Same priority, earlier deadline: outranks 1, so it takes the slot.
+  ASSERT_TRUE(f.sched.add(2, tokens(4), max_tokens(4), {0, kT0 + seconds(5)}, ns("a")).is_ok());
+  auto o = f.sched.schedule();
+  EXPECT_EQ(o.preempted, (std::vector<RequestId>{1}));
+  ASSERT_EQ(o.chunks.size(), 1u);
+  expect_chunk(o.chunks[0], 2, 0, 4, true);
+  // A later deadline does not displace anyone.
+  f.sched.update_from_output(o, std::vector<int32_t>{2});
+  ASSERT_TRUE(f.sched.add(3, tokens(4), max_tokens(4), {0, kT0 + seconds(60)}, ns("a")).is_ok());
+  o = f.sched.schedule();
+  EXPECT_TRUE(o.preempted.empty());
+  ASSERT_EQ(o.chunks.size(), 1u);
+  expect_chunk(o.chunks[0], 2, 4, 1, true);
+  EXPECT_EQ(f.sched.waiting_ids(), (std::vector<RequestId>{1, 3}));
+}
+
 TEST(Scheduler, FinishesOnMaxTokensStopIdsAndContext) {
   Fixture f(16, config(64, /*context=*/8));
   StopCriteria stop = max_tokens(3);
