@@ -27,6 +27,14 @@ std::vector<Case> mixed_cases() {
     // priority classes.
     const size_t len = 5 + static_cast<size_t>((i * 37) % 90);
     c.prompt = i % 4 == 0 ? kOnceUponATime : synthetic_prompt(len, static_cast<uint64_t>(i));
+    if (i % 4 == 2) {
+      // A shared 40-token prefix (two full blocks and a half) so that cache
+      // hits, preemption and recompute mix.
+      std::vector<int32_t> p = synthetic_prompt(40, 999);
+      const auto suffix = synthetic_prompt(len / 2 + 2, static_cast<uint64_t>(i));
+      p.insert(p.end(), suffix.begin() + 1, suffix.end());
+      c.prompt = std::move(p);
+    }
     c.max_tokens = 4 + (i * 29) % 30;
     c.priority = i % 3;
     cases.push_back(std::move(c));
@@ -76,6 +84,7 @@ TEST(EngineQuality, ThirtyTwoMixedRequestsUnderPreemptionMatchTheirSoloRuns) {
   const EngineMetrics m = engine->metrics();
   EXPECT_GT(m.preemptions, 0);
   EXPECT_GT(preempted_requests, 0);
+  EXPECT_GT(m.prefix_hit_tokens, 0);
   EXPECT_EQ(m.finished_requests, 32);
   expect_pool_whole(*engine);
 }
