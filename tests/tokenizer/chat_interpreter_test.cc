@@ -377,6 +377,13 @@ TEST(ChatTemplateApi, BadInputIsAStatus) {
   ChatRenderInput in;
   in.messages = ojson::object();
   EXPECT_FALSE(t->render(in).is_ok());
+  // Deeply nested user JSON is refused before anything recurses over it.
+  ojson deep = "leaf";
+  for (int i = 0; i < 1000; ++i) deep = ojson::array({deep});
+  in.messages = ojson::array({ojson{{"role", "user"}, {"content", deep}}});
+  Result<std::string> out = t->render(in);
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("nests deeper"), std::string::npos) << out.status().to_string();
 }
 
 TEST(ChatTemplateApi, FromGguf) {

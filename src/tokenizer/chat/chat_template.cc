@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
+#include <vector>
+
 #include "common/check.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/chat/ast.h"
@@ -29,6 +32,25 @@ constexpr const char* kChatMlSource =
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
+// Request JSON deeper than this is refused before it is converted (the
+// conversion and the template's own walks recurse once per level).
+constexpr size_t kMaxJsonDepth = 128;
+
+Status check_depth(const nlohmann::ordered_json& root, const char* what) {
+  std::vector<std::pair<const nlohmann::ordered_json*, size_t>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    auto [j, depth] = stack.back();
+    stack.pop_back();
+    if (!j->is_structured()) continue;
+    if (depth > kMaxJsonDepth) {
+      return invalid_argument(std::string("chat template: ") + what + " nests deeper than " +
+                              std::to_string(kMaxJsonDepth) + " levels");
+    }
+    for (const auto& child : *j) stack.emplace_back(&child, depth + 1);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::parse(std::string source) {
@@ -51,6 +73,9 @@ Result<std::string> ChatTemplate::render(const ChatRenderInput& input) const {
   if (!input.extra.is_null() && !input.extra.is_object()) {
     return invalid_argument("chat template: extra context must be a JSON object");
   }
+  LADDER_RETURN_IF_ERROR(check_depth(input.messages, "messages"));
+  if (input.tools) LADDER_RETURN_IF_ERROR(check_depth(*input.tools, "tools"));
+  LADDER_RETURN_IF_ERROR(check_depth(input.extra, "extra context"));
   Dict context;
   context.set(Value("messages"), Value::from_json(input.messages));
   if (input.tools) context.set(Value("tools"), Value::from_json(*input.tools));
