@@ -246,6 +246,7 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>* p
           start = m_end;
         } else {
           // An empty match: step over one character so the search advances.
+          if (m_begin >= frag.length) break;
           emitted = std::max(emitted, m_begin);
           start = m_begin + utf8_char_length(std::string_view(text.data() + frag.begin, frag.length), m_begin);
         }

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
 
+#include "tokenizer/flat_string_map.h"
 #include "tokenizer/utf8.h"
 
 namespace ladder::tokenizer {
@@ -65,22 +65,20 @@ void SpmEncoder::encode(std::string_view escaped, std::vector<int32_t>* out) con
   }
   // Segments start at a "▁" that follows something else; a repeated segment
   // copies the ids it produced the first time: [begin, begin + count) of *out.
-  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;
+  FlatStringMap<std::pair<size_t, size_t>> seen(escaped.size() / 16);
   size_t seg_begin = 0;
   size_t pos = 0;
   bool prev_is_space = false;
   auto flush = [&](size_t end) {
     if (end == seg_begin) return;
     const std::string_view seg = escaped.substr(seg_begin, end - seg_begin);
-    auto it = seen.find(seg);
-    if (it != seen.end()) {
-      const size_t begin = it->second.first;
-      const size_t count = it->second.second;
+    if (const auto* range = seen.find(seg)) {
+      const auto [begin, count] = *range;
       for (size_t i = 0; i < count; ++i) out->push_back((*out)[begin + i]);
     } else {
       const size_t begin = out->size();
       encode_segment(seg, out, &scratch);
-      seen.emplace(seg, std::make_pair(begin, out->size() - begin));
+      seen.insert(seg, std::make_pair(begin, out->size() - begin));
     }
     seg_begin = end;
   };

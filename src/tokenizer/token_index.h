@@ -5,28 +5,27 @@
 
 #include <cstdint>
 #include <string_view>
-#include <unordered_map>
 
+#include "tokenizer/flat_string_map.h"
 #include "tokenizer/vocab.h"
 
 namespace ladder::tokenizer {
 
 class TokenIndex {
  public:
-  explicit TokenIndex(const Vocab& vocab) {
-    map_.reserve(vocab.tokens.size() * 2);
-    for (size_t i = 0; i < vocab.tokens.size(); ++i) map_[vocab.tokens[i]] = static_cast<int32_t>(i);
+  explicit TokenIndex(const Vocab& vocab) : map_(vocab.tokens.size()) {
+    for (size_t i = 0; i < vocab.tokens.size(); ++i) map_.insert_or_assign(vocab.tokens[i], static_cast<int32_t>(i));
   }
   TokenIndex(const TokenIndex&) = delete;
   TokenIndex& operator=(const TokenIndex&) = delete;
 
   int32_t find(std::string_view text) const {
-    auto it = map_.find(text);
-    return it == map_.end() ? kNoToken : it->second;
+    const int32_t* id = map_.find(text);
+    return id == nullptr ? kNoToken : *id;
   }
 
  private:
-  std::unordered_map<std::string_view, int32_t> map_;
+  FlatStringMap<int32_t> map_;
 };
 
 }  // namespace ladder::tokenizer

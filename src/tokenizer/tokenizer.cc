@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_map>
 #include <utility>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/flat_string_map.h"
 
 namespace ladder::tokenizer {
 namespace {
@@ -200,16 +200,16 @@ void Tokenizer::encode_text(std::string_view text, bool space_prefix, std::vecto
   std::vector<std::string_view> pieces;
   pre_tokenizer_->split(text, &pieces);
   // A repeated piece copies the ids it produced the first time: [begin, begin + count).
-  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;
+  FlatStringMap<std::pair<size_t, size_t>> seen(pieces.size() / 4);
   for (std::string_view piece : pieces) {
-    auto it = seen.find(piece);
-    if (it != seen.end()) {
-      for (size_t i = 0; i < it->second.second; ++i) out->push_back((*out)[it->second.first + i]);
+    if (const auto* range = seen.find(piece)) {
+      const auto [begin, count] = *range;
+      for (size_t i = 0; i < count; ++i) out->push_back((*out)[begin + i]);
       continue;
     }
     const size_t begin = out->size();
     bpe_->encode_piece(piece, out);
-    seen.emplace(piece, std::make_pair(begin, out->size() - begin));
+    seen.insert(piece, std::make_pair(begin, out->size() - begin));
   }
 }
 

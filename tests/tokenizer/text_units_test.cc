@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <map>
+
 #include "tokenizer/byte_level.h"
+#include "tokenizer/flat_string_map.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -134,6 +137,35 @@ TEST(PreTokenizer, PiecesAlwaysCoverTheText) {
       EXPECT_EQ(joined, text) << pre;
     }
   }
+}
+
+TEST(FlatStringMap, AgreesWithStdMapThroughGrowth) {
+  std::mt19937 rng(11);
+  std::vector<std::string> keys;  // stable storage: the map holds views
+  keys.reserve(5000);
+  for (int i = 0; i < 5000; ++i) {
+    std::string k(static_cast<size_t>(rng() % 12), '\0');
+    for (char& c : k) c = static_cast<char>('a' + rng() % 4);
+    keys.push_back(k);
+  }
+  FlatStringMap<int> flat(1);
+  std::map<std::string, int> ref;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i % 3 == 0) {
+      flat.insert_or_assign(keys[i], static_cast<int>(i));
+      ref[keys[i]] = static_cast<int>(i);
+    } else {
+      const bool inserted = flat.insert(keys[i], static_cast<int>(i));
+      EXPECT_EQ(inserted, ref.emplace(keys[i], static_cast<int>(i)).second);
+    }
+  }
+  EXPECT_EQ(flat.size(), ref.size());
+  for (const auto& [k, v] : ref) {
+    const int* got = flat.find(k);
+    ASSERT_NE(got, nullptr) << k;
+    EXPECT_EQ(*got, v) << k;
+  }
+  EXPECT_EQ(flat.find("zzz"), nullptr);
 }
 
 }  // namespace
