@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/sampler.h"
 #include "gguf/gguf_file.h"
 #include "model/llama_model.h"
 #include "model/synth.h"
@@ -188,6 +189,35 @@ BENCHMARK(BM_EngineOffline)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// One Sampler::sample() over a random row of n_vocab logits. Args: n_vocab,
+// mode (0: greedy, 1: temperature 0.8 + top-p 0.95, 2: temperature 1 + top-k
+// 40, 3: greedy with 5 top logprobs).
+void BM_Sampler(benchmark::State& state) {
+  const auto n_vocab = static_cast<size_t>(state.range(0));
+  SamplingParams p;
+  switch (state.range(1)) {
+    case 0: p.temperature = 0.0f; break;
+    case 1:
+      p.temperature = 0.8f;
+      p.top_p = 0.95f;
+      break;
+    case 2: p.top_k = 40; break;
+    default: p.temperature = 0.0f; p.top_logprobs = 5;
+  }
+  std::vector<float> logits(n_vocab);
+  uint64_t x = 12345;
+  for (float& v : logits) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    v = static_cast<float>(static_cast<double>(x >> 40) / static_cast<double>(1ULL << 24)) * 4.0f;
+  }
+  Sampler sampler(p, 1);
+  for (auto _ : state) benchmark::DoNotOptimize(sampler.sample(logits, {}, {}).token);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_Sampler)->ArgNames({"vocab", "mode"})->ArgsProduct({{32000, 128256}, {0, 1, 2, 3}});
 
 }  // namespace
 }  // namespace ladder::engine

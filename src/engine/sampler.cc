@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "common/check.h"
+#include "ops/elementwise.h"
 
 namespace ladder::engine {
 namespace {
@@ -22,14 +23,6 @@ struct MoreLikely {
 };
 
 }  // namespace
-
-double log_sum_exp(std::span<const float> x) {
-  LADDER_CHECK(!x.empty(), "log_sum_exp of an empty row");
-  const float mx = *std::max_element(x.begin(), x.end());
-  double sum = 0.0;
-  for (float v : x) sum += static_cast<double>(std::exp(v - mx));
-  return static_cast<double>(mx) + std::log(sum);
-}
 
 void apply_penalties(const SamplingParams& params, std::span<const int32_t> prompt,
                      std::span<const int32_t> output, std::span<float> logits) {
@@ -78,7 +71,16 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
   apply_penalties(params_, prompt, output, work_);
 
   SampledToken result;
-  const double log_z = log_sum_exp(work_);
+  // The most likely token (ties to the lower id) and the normaliser, from one
+  // SIMD softmax at temperature 1: log Z = x_best - log p_best, accurate for
+  // every token (log p itself would underflow in the tail).
+  size_t best = 0;
+  for (size_t i = 1; i < n_vocab; ++i) {
+    if (work_[i] > work_[best]) best = i;  // strict: ties keep the lower id
+  }
+  probs_.assign(work_.begin(), work_.end());
+  ops::softmax(probs_.data(), static_cast<int64_t>(n_vocab));
+  const double log_z = static_cast<double>(work_[best]) - std::log(static_cast<double>(probs_[best]));
   auto logprob = [&](int32_t t) {
     return static_cast<float>(static_cast<double>(work_[static_cast<size_t>(t)]) - log_z);
   };
@@ -94,33 +96,38 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
   }
 
   if (params_.greedy()) {
-    size_t best = 0;
-    for (size_t i = 1; i < n_vocab; ++i) {
-      if (work_[i] > work_[best]) best = i;  // strict: ties keep the lower id
-    }
     result.token = static_cast<int32_t>(best);
     result.logprob = logprob(static_cast<int32_t>(best));
     return result;
   }
 
-  // Candidates are (weight, id) pairs with w = exp((x - max) / T), so the most
-  // likely token has w = 1. Truncation uses selection, not a sort of the
-  // vocabulary: top-k is one nth_element, top-p halves the range with
-  // nth_element until the boundary is found, so both are O(n_vocab). Work_
-  // keeps the penalised logits that logprobs are read from.
-  const float mx = *std::max_element(work_.begin(), work_.end());
-  const float inv_t = 1.0f / params_.temperature;
-  cand_.resize(n_vocab);
-  for (size_t i = 0; i < n_vocab; ++i)
-    cand_[i] = {std::exp((work_[i] - mx) * inv_t), static_cast<int32_t>(i)};
+  // Candidates are (weight, id) pairs, w proportional to exp(x / T).
+  // Truncation uses selection, not a sort of the vocabulary: top-k is one
+  // nth_element (on logits, then weights for the k survivors only), top-p
+  // halves the range with nth_element until the boundary is found, so both
+  // are O(n_vocab). work_ keeps the penalised logits logprobs are read from.
   // More likely first; equal weights go to the lower id.
   auto heavier = [](const Candidate& a, const Candidate& b) { return a.w != b.w ? a.w > b.w : a.id < b.id; };
+  cand_.resize(n_vocab);
   auto begin = cand_.begin();
   size_t n_cand = n_vocab;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n_vocab) {
     n_cand = static_cast<size_t>(params_.top_k);
+    for (size_t i = 0; i < n_vocab; ++i) cand_[i] = {work_[i], static_cast<int32_t>(i)};
     std::nth_element(begin, begin + static_cast<std::ptrdiff_t>(n_cand), cand_.end(), heavier);
+    const float inv_t = 1.0f / params_.temperature;
+    for (size_t i = 0; i < n_cand; ++i) cand_[i].w = std::exp((cand_[i].w - work_[best]) * inv_t);
+  } else {
+    if (params_.temperature != 1.0f) {
+      const float inv_t = 1.0f / params_.temperature;
+      for (size_t i = 0; i < n_vocab; ++i) probs_[i] = work_[i] * inv_t;
+      ops::softmax(probs_.data(), static_cast<int64_t>(n_vocab));
+    }
+    for (size_t i = 0; i < n_vocab; ++i) cand_[i] = {probs_[i], static_cast<int32_t>(i)};
   }
+  // The best token is always a candidate; min-p is relative to it.
+  float w_max = 0.0f;
+  for (size_t i = 0; i < n_cand; ++i) w_max = std::max(w_max, cand_[i].w);
   auto mass_of = [&](size_t from, size_t to) {
     double m = 0.0;
     for (size_t i = from; i < to; ++i) m += cand_[i].w;
@@ -155,10 +162,11 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
     n_cand = std::max<size_t>(i, 1);
   }
 
-  // min-p: p >= min_p * p_max  <=>  w >= min_p, as w_max = 1.
+  // min-p: p >= min_p * p_max.
+  const float min_w = params_.min_p * w_max;
   size_t n_keep = 0;
   for (size_t i = 0; i < n_cand; ++i) {
-    if (params_.min_p > 0.0f && cand_[i].w < params_.min_p) continue;
+    if (params_.min_p > 0.0f && cand_[i].w < min_w) continue;
     cand_[n_keep++] = cand_[i];
   }
   LADDER_CHECK(n_keep > 0, "sampling truncation dropped every token");

@@ -10,8 +10,8 @@
 //      (so they describe the model's distribution, as OpenAI and vLLM report
 //      them, and do not depend on top-k/top-p/min-p);
 //   3. greedy (temperature 0 or top_k 1): argmax, ties to the lower id; else
-//   4. weights exp((x - max) / temperature); keep top-k, then top-p (over the
-//      top-k mass), then min-p (w >= min_p * w_max);
+//   4. weights softmax(x / temperature); keep top-k, then top-p (over the
+//      top-k mass), then min-p (p >= min_p * p_max);
 //   5. draw from the survivors with the request's RNG, walking them in the
 //      (deterministic) order that selection left them in.
 #pragma once
@@ -56,17 +56,15 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<float> work_;  // [n_vocab] processed logits
   struct Candidate {
-    float w;  // exp((logit - max) / temperature)
+    float w;  // proportional to exp(logit / temperature)
     int32_t id;
   };
   std::vector<int32_t> order_;   // [n_vocab] ids, for top logprobs
   std::vector<Candidate> cand_;  // [n_vocab] sampling candidates
+  std::vector<float> probs_;     // [n_vocab] softmax scratch
 };
 
-// Free helpers, exposed for tests.
-// log(sum(exp(x))) over all of x, stabilised by the max; the sum is in double.
-double log_sum_exp(std::span<const float> x);
-// Applies step 1 in place.
+// Step 1 on its own, in place (exposed for tests).
 void apply_penalties(const SamplingParams& params, std::span<const int32_t> prompt,
                      std::span<const int32_t> output, std::span<float> logits);
 
