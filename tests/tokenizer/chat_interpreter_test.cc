@@ -168,6 +168,21 @@ const GoldenCase kGolden[] = {
     {"strftime", "{{ strftime_now('%Y-%m-%d %H:%M %b %A') }}",
      "{}",
      "2026-01-01 00:00 Jan Thursday"},
+    {"macro_varargs_kwargs", "{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, 3, k=4) }}",
+     "{}",
+     "1(2, 3){'k': 4}"},
+    {"macro_missing_and_default_args", "{% macro m(a, b) %}[{{ a }}|{{ b }}]{% endmacro %}{{ m(1) }}{% macro n(a, b=a~'!') %}{{ b }}{% endmacro %}{{ n('x') }}",
+     "{}",
+     "[1|]x!"},
+    {"call_block_with_args", "{% macro m() %}{{ caller(1) }}{% endmacro %}{% call(v) m() %}<{{ v }}>{% endcall %}",
+     "{}",
+     "<1>"},
+    {"loop_changed", "{% for x in [1, 2, 2, 1] %}{{ loop.changed(x) }}{% endfor %}",
+     "{}",
+     "TrueTrueFalseTrue"},
+    {"macro_repr", "{% macro m() %}{% endmacro %}{{ m }}|{{ m is callable }}",
+     "{}",
+     "<Macro 'm'>|True"},
 };
 
 class GoldenTest : public ::testing::TestWithParam<GoldenCase> {};
@@ -208,6 +223,9 @@ const ErrorCase kErrors[] = {
     {"div_zero", "{{ 1 // 0 }}"},
     {"bad_syntax", "{{ 1 + }}"},
     {"unclosed_string", "{{ 'abc }}"},
+    {"macro_too_many_args", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}"},
+    {"macro_unknown_kwarg", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, k=2) }}"},
+    {"macro_caller_unused", "{% macro m() %}x{% endmacro %}{% call m() %}y{% endcall %}"},
 };
 
 TEST(Interpreter, RejectsWhatJinja2Rejects) {

@@ -98,6 +98,11 @@ struct Node {
   FrameSymbols symbols;       // loop / macro / call / set-block / filter-block body
   FrameSymbols else_symbols;  // kFor's else
   FrameSymbols test_symbols;  // kFor's `if` filter
+  // kMacro / kCallBlock: whether the body mentions these special names, which
+  // decides (as in jinja2) whether extra arguments or a caller are accepted.
+  bool uses_varargs = false;
+  bool uses_kwargs = false;
+  bool uses_caller = false;
 };
 
 // A parsed template owns its tree; macros point into it.

@@ -223,15 +223,24 @@ class Interpreter {
       if (a.positional.empty()) return invalid_argument("no items for cycling given");
       return a.positional[static_cast<size_t>(*index) % a.positional.size()];
     });
+    // loop.changed(*values): true when the values differ from the previous call's.
+    auto last_changed = std::make_shared<std::optional<Value>>();
+    Value changed = Value::callable("loop.changed", [last_changed](const CallArgs& a) -> Result<Value> {
+      Value now = Value::tuple(a.positional);
+      if (last_changed->has_value() && (*last_changed)->equals(now)) return Value(false);
+      *last_changed = now;
+      return Value(true);
+    });
     // Shared key strings: building `loop` allocates no text per iteration.
     static const Value kKeys[] = {Value("index"),  Value("index0"), Value("revindex"), Value("revindex0"),
                                   Value("first"),  Value("last"),   Value("length"),   Value("depth"),
-                                  Value("depth0"), Value("previtem"), Value("nextitem"), Value("cycle")};
+                                  Value("depth0"), Value("previtem"), Value("nextitem"), Value("cycle"),
+                                  Value("changed")};
     for (int64_t i = 0; i < len; ++i) {
       const size_t at = static_cast<size_t>(i);
       *index = i;
       Dict loop;
-      loop.entries.reserve(12);
+      loop.entries.reserve(13);
       loop.entries.emplace_back(kKeys[0], Value(i + 1));
       loop.entries.emplace_back(kKeys[1], Value(i));
       loop.entries.emplace_back(kKeys[2], Value(len - i));
@@ -244,6 +253,7 @@ class Interpreter {
       if (i > 0) loop.entries.emplace_back(kKeys[9], items[at - 1]);
       if (i + 1 < len) loop.entries.emplace_back(kKeys[10], items[at + 1]);
       loop.entries.emplace_back(kKeys[11], cycle);
+      loop.entries.emplace_back(kKeys[12], changed);
       Value loop_value = Value::dict(std::move(loop));
       LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, n.symbols, [&]() -> Result<Flow> {
                                 assign("loop", loop_value);
@@ -276,7 +286,7 @@ class Interpreter {
   Value make_macro(const Node& n) {
     const Node* node = &n;
     std::weak_ptr<Frame> closure = frame_;
-    return Value::callable(n.name, [this, node, closure](const CallArgs& args) -> Result<Value> {
+    return Value::callable("Macro '" + n.name + "'", [this, node, closure](const CallArgs& args) -> Result<Value> {
       return call_macro(*node, closure, args, node->name);
     });
   }
@@ -299,23 +309,46 @@ class Interpreter {
       return out_of_range(kLinePrefix + std::to_string(n.line) + ": macro '" + name + "' nested deeper than " +
                           std::to_string(options_.max_call_depth) + " calls");
     }
-    if (args.positional.size() > params.size()) {
+    if (args.positional.size() > params.size() && !n.uses_varargs) {
       return invalid_argument(kLinePrefix + std::to_string(n.line) + ": macro '" + name + "' takes not more than " +
                               std::to_string(params.size()) + " argument(s)");
     }
     ++depth_;
     std::vector<bool> given(params.size(), false);
     Result<Value> result = in_frame(parent, n.symbols, [&]() -> Result<Value> {
+      Dict extra_kwargs;
       for (const auto& [k, v] : args.keyword) {
-        bool known = k == "caller";
-        for (const auto& p : params) known = known || p.name == k;
+        if (k == "caller") {
+          if (!n.uses_caller) {
+            return invalid_argument(kLinePrefix + std::to_string(n.line) + ": macro '" + name +
+                                    "' was invoked with a caller but does not use one");
+          }
+          assign(k, v);
+          continue;
+        }
+        bool known = false;
+        for (size_t i = 0; i < params.size(); ++i) {
+          if (params[i].name != k) continue;
+          // A keyword naming a parameter already given positionally is an error, as in jinja2.
+          known = i >= args.positional.size();
+          given[i] = true;
+        }
         if (!known) {
+          if (n.uses_kwargs) {
+            extra_kwargs.set(Value(k), v);
+            continue;
+          }
           return invalid_argument(kLinePrefix + std::to_string(n.line) + ": macro '" + name +
                                   "' takes no keyword argument '" + k + "'");
         }
-        for (size_t i = 0; i < params.size(); ++i) given[i] = given[i] || params[i].name == k;
         assign(k, v);
       }
+      if (n.uses_varargs) {
+        List rest;
+        for (size_t i = params.size(); i < args.positional.size(); ++i) rest.push_back(args.positional[i]);
+        assign("varargs", Value::tuple(std::move(rest)));
+      }
+      if (n.uses_kwargs) assign("kwargs", Value::dict(std::move(extra_kwargs)));
       for (size_t i = 0; i < params.size(); ++i) {
         const MacroParam& p = params[i];
         if (i < args.positional.size()) {

@@ -119,6 +119,36 @@ FrameSymbols analyze_nested(const Symbols& parent, const std::vector<std::string
   return inner.order;
 }
 
+bool expr_mentions(const Expr* e, const std::string& name) {
+  if (!e) return false;
+  if (e->kind == ExprKind::kName && e->name == name) return true;
+  for (const ExprPtr& c : e->children) {
+    if (expr_mentions(c.get(), name)) return true;
+  }
+  for (const auto& kv : e->kwargs) {
+    if (expr_mentions(kv.second.get(), name)) return true;
+  }
+  return false;
+}
+
+// Whether any expression in `body` (nested blocks included) reads `name`.
+bool body_mentions(const Body& body, const std::string& name) {
+  for (const NodePtr& n : body) {
+    if (expr_mentions(n->expr.get(), name) || expr_mentions(n->filter.get(), name)) return true;
+    for (const ExprPtr& c : n->conditions) {
+      if (expr_mentions(c.get(), name)) return true;
+    }
+    for (const MacroParam& p : n->params) {
+      if (expr_mentions(p.default_value.get(), name)) return true;
+    }
+    for (const Body& b : n->bodies) {
+      if (body_mentions(b, name)) return true;
+    }
+    if (body_mentions(n->body, name) || body_mentions(n->else_body, name)) return true;
+  }
+  return false;
+}
+
 void analyze_children(Node& n, const Symbols& sym) {
   switch (n.kind) {
     case NodeKind::kFor: {
@@ -138,7 +168,12 @@ void analyze_children(Node& n, const Symbols& sym) {
         if (p.default_value) defaults.push_back(p.default_value.get());
       }
       params.push_back("caller");
+      params.push_back("varargs");
+      params.push_back("kwargs");
       n.symbols = analyze_nested(sym, params, &n.body, defaults);
+      n.uses_varargs = body_mentions(n.body, "varargs");
+      n.uses_kwargs = body_mentions(n.body, "kwargs");
+      n.uses_caller = body_mentions(n.body, "caller");
       break;
     }
     case NodeKind::kSetBlock:

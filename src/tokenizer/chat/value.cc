@@ -277,7 +277,7 @@ std::string Value::repr() const {
       }
       return out + (kind_ == Kind::kNamespace ? "}>" : "}");
     }
-    case Kind::kCallable: return "<function " + fn_->name + ">";
+    case Kind::kCallable: return fn_->name.rfind("Macro ", 0) == 0 ? "<" + fn_->name + ">" : "<function " + fn_->name + ">";
     case Kind::kIterator: return "<generator object>";
   }
   return "";
