@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 
@@ -135,12 +136,36 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
   };
 
   // top-p: the smallest most-likely set whose mass reaches top_p (at least one
-  // token). Invariant: [0, lo) is in the set, heavier than [lo, hi), which is
-  // heavier than [hi, n_cand); the boundary lies in [lo, hi).
+  // token). A histogram over the weights' float bits (monotone for positive
+  // floats) finds the boundary bucket in one pass; everything heavier is in.
+  // Within that bucket, halving with nth_element keeps the invariant: [0, lo)
+  // is in the set and heavier than [lo, hi), which is heavier than the rest;
+  // the boundary lies in [lo, hi).
   if (params_.top_p < 1.0f) {
     const double target = static_cast<double>(params_.top_p) * mass_of(0, n_cand);
-    size_t lo = 0, hi = n_cand;
+    auto bucket_of = [](float w) {
+      uint32_t bits;
+      std::memcpy(&bits, &w, sizeof(bits));
+      return bits >> kBucketShift;
+    };
+    bucket_mass_.assign(kBuckets, 0.0);
+    for (size_t i = 0; i < n_cand; ++i) bucket_mass_[bucket_of(cand_[i].w)] += cand_[i].w;
     double acc = 0.0;
+    uint32_t boundary = 0;
+    for (uint32_t b = kBuckets; b-- > 0;) {
+      if (acc + bucket_mass_[b] >= target) {
+        boundary = b;
+        break;
+      }
+      acc += bucket_mass_[b];
+    }
+    // [0, lo): heavier buckets; [lo, hi): the boundary bucket.
+    const auto heavier_end = std::partition(begin, begin + static_cast<std::ptrdiff_t>(n_cand),
+                                            [&](const Candidate& c) { return bucket_of(c.w) > boundary; });
+    const auto boundary_end = std::partition(heavier_end, begin + static_cast<std::ptrdiff_t>(n_cand),
+                                             [&](const Candidate& c) { return bucket_of(c.w) == boundary; });
+    size_t lo = static_cast<size_t>(heavier_end - begin);
+    size_t hi = static_cast<size_t>(boundary_end - begin);
     while (hi - lo > 64) {
       const size_t mid = lo + (hi - lo) / 2;
       std::nth_element(begin + static_cast<std::ptrdiff_t>(lo), begin + static_cast<std::ptrdiff_t>(mid),

@@ -117,6 +117,19 @@ TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
   EXPECT_EQ(keys(draw(p, logits, 4000, 22)), (std::set<int32_t>{0, 1, 3}));
 }
 
+TEST(Sampler, TruncationsChainTopKThenTopPThenMinP) {
+  const auto logits = logits_of({0.15, 0.5, 0.05, 0.3});
+  SamplingParams p;
+  p.top_k = 3;     // {1, 3, 0}, renormalised {0.526, 0.316, 0.158}
+  p.top_p = 0.9f;  // 0.842 < 0.9: all three stay
+  EXPECT_EQ(keys(draw(p, logits, 4000, 41)), (std::set<int32_t>{0, 1, 3}));
+  p.top_p = 0.8f;  // 0.842 >= 0.8: two
+  EXPECT_EQ(keys(draw(p, logits, 4000, 42)), (std::set<int32_t>{1, 3}));
+  p.top_p = 0.9f;
+  p.min_p = 0.35f;  // 0.158 < 0.35 * 0.526
+  EXPECT_EQ(keys(draw(p, logits, 4000, 43)), (std::set<int32_t>{1, 3}));
+}
+
 TEST(Sampler, TemperatureSharpensTheDistribution) {
   SamplingParams p;
   p.temperature = 0.5f;  // p_i^2 renormalised: 0.25/0.26 for token 0 of {0.5 .. } below
