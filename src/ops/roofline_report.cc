@@ -10,6 +10,8 @@
 #include "common/half.h"
 #include "hwy/aligned_allocator.h"
 #include "ops/matmul.h"
+#include "ops/matmul_simd.h"
+#include "ops/packed_weights.h"
 #include "ops/simd_targets.h"
 
 namespace ladder::ops {
@@ -60,6 +62,11 @@ void fill_random_weights(TensorType type, uint8_t* data, size_t bytes, uint32_t 
   }
 }
 
+// "Q8_0" or "Q8_0p" (packed weights).
+std::string kind_name(TensorType type, bool packed) {
+  return std::string(tensor_type_name(type)) + (packed ? "p" : "");
+}
+
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -67,7 +74,7 @@ double now_s() {
 }  // namespace
 
 double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_out, int64_t rows,
-                   double seconds, size_t cycle_bytes) {
+                   double seconds, size_t cycle_bytes, bool packed) {
   const size_t wbytes = row_bytes(traits_of(type), static_cast<size_t>(n_in)) * static_cast<size_t>(n_out);
   const size_t copies = std::max<size_t>(1, (cycle_bytes + wbytes - 1) / wbytes);
   std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> weights;
@@ -75,13 +82,24 @@ double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_ou
     weights.push_back(hwy::AllocateAligned<uint8_t>(wbytes));
     fill_random_weights(type, weights.back().get(), wbytes, static_cast<uint32_t>(c + 1));
   }
+  std::vector<PackedWeights> packs(copies);
+  if (packed) {
+    for (size_t c = 0; c < copies; ++c) {
+      packs[c] = pack_weights({type, weights[c].get(), n_in, n_out}, pool);
+      weights[c].reset();  // only the packed copy stays resident, as in a served model
+    }
+  }
   std::vector<float> x(static_cast<size_t>(rows * n_in));
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (auto& v : x) v = dist(rng);
   std::vector<float> y(static_cast<size_t>(rows * n_out));
   auto call = [&](size_t c) {
-    matmul({type, weights[c].get(), n_in, n_out}, x.data(), rows, y.data(), pool);
+    if (packed) {
+      matmul({type, nullptr, n_in, n_out}, packs[c], x.data(), rows, y.data(), pool);
+    } else {
+      matmul({type, weights[c].get(), n_in, n_out}, x.data(), rows, y.data(), pool);
+    }
   };
   for (size_t c = 0; c < copies; ++c) call(c);  // warm-up: page faults, scratch
   // Best of three timed rounds, each at least `seconds / 3` and one full cycle.
@@ -97,7 +115,8 @@ double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_ou
   return best;
 }
 
-ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch, double seconds) {
+ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch, double seconds,
+                                bool packed) {
   constexpr int64_t kDim = 768, kFfn = 2048, kLayers = 12, kVocab = 32000;
   struct Shape {
     int64_t n_in, n_out;
@@ -118,11 +137,24 @@ ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch
     fill_random_weights(type, weights.back().get(), bytes, static_cast<uint32_t>(i + 1));
     total_bytes += static_cast<double>(bytes);
   }
+  std::vector<PackedWeights> packs(shapes.size());
+  if (packed) {
+    total_bytes = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      packs[i] = pack_weights({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, pool);
+      total_bytes += static_cast<double>(packs[i].bytes);
+      weights[i].reset();
+    }
+  }
   std::vector<float> x(static_cast<size_t>(batch * kFfn), 0.25f);
   std::vector<float> y(static_cast<size_t>(batch * kVocab));
   auto pass = [&] {
     for (size_t i = 0; i < shapes.size(); ++i) {
-      matmul({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, x.data(), batch, y.data(), pool);
+      if (packed) {
+        matmul({type, nullptr, shapes[i].n_in, shapes[i].n_out}, packs[i], x.data(), batch, y.data(), pool);
+      } else {
+        matmul({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, x.data(), batch, y.data(), pool);
+      }
     }
   };
   pass();  // warm-up
@@ -139,6 +171,7 @@ ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch
   ModelPassResult r;
   r.type = type;
   r.batch = batch;
+  r.packed = packed;
   r.ms_per_pass = best * 1e3;
   r.tokens_per_s = static_cast<double>(batch) / best;
   r.gbps = total_bytes / best / 1e9;
@@ -152,14 +185,24 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
   r.bandwidth = measure_memory_bandwidth(pool);
   r.peak_gflops = measure_peak_gflops(pool);
   const int64_t shapes[][2] = {{768, 2048}, {2048, 768}, {768, 32000}};  // {n_in, n_out}
-  for (TensorType type : {TensorType::kF32, TensorType::kQ8_0, TensorType::kQ4_0}) {
+  const bool can_pack = detail::has_packed_q8_0();
+  const std::pair<TensorType, bool> kinds[] = {{TensorType::kF32, false},
+                                               {TensorType::kQ8_0, false},
+                                               {TensorType::kQ8_0, true},
+                                               {TensorType::kQ4_0, false}};
+  for (const auto& [type, packed] : kinds) {
+    if (packed && !can_pack) continue;
     for (const auto& s : shapes) {
       GemvResult g;
       g.type = type;
+      g.packed = packed;
       g.n_in = s[0];
       g.n_out = s[1];
-      const double secs = time_matmul(pool, type, s[0], s[1], 1, opts.seconds_per_case, opts.cycle_bytes);
-      const double bytes = static_cast<double>(row_bytes(traits_of(type), static_cast<size_t>(s[0])) * s[1]);
+      const double secs =
+          time_matmul(pool, type, s[0], s[1], 1, opts.seconds_per_case, opts.cycle_bytes, packed);
+      const double bytes =
+          packed ? static_cast<double>((s[1] + 15) / 16 * (s[0] / 32)) * detail::kPackedQ8_0BlockBytes
+                 : static_cast<double>(row_bytes(traits_of(type), static_cast<size_t>(s[0])) * s[1]);
       g.us_per_call = secs * 1e6;
       g.gbps = bytes / secs / 1e9;
       g.pct_of_peak = 100.0 * g.gbps / r.bandwidth.read_gbps;
@@ -179,9 +222,10 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
     g.pct_of_peak = 100.0 * g.gflops / r.peak_gflops;
     r.gemm.push_back(g);
   }
-  for (TensorType type : {TensorType::kF32, TensorType::kQ8_0, TensorType::kQ4_0}) {
+  for (const auto& [type, packed] : kinds) {
+    if (packed && !can_pack) continue;
     for (int64_t batch : {1, 16}) {
-      ModelPassResult m = time_model_pass(pool, type, batch, 2 * opts.seconds_per_case);
+      ModelPassResult m = time_model_pass(pool, type, batch, 2 * opts.seconds_per_case, packed);
       m.pct_of_bw = 100.0 * m.gbps / r.bandwidth.read_gbps;
       r.model.push_back(m);
     }
@@ -198,7 +242,7 @@ std::string format_roofline(const RooflineReport& r) {
   out += "matmul, batch 1 (weights cycled from memory):\n";
   for (const auto& g : r.gemv) {
     out += fmt::format("  {:<5} {:>5}x{:<5} {:8.1f} us  {:6.1f} GB/s  {:5.1f}% of read bandwidth\n",
-                       tensor_type_name(g.type), g.n_in, g.n_out, g.us_per_call, g.gbps, g.pct_of_peak);
+                       kind_name(g.type, g.packed), g.n_in, g.n_out, g.us_per_call, g.gbps, g.pct_of_peak);
   }
   out += "GEMM, F32 weights:\n";
   for (const auto& g : r.gemm) {
@@ -209,12 +253,14 @@ std::string format_roofline(const RooflineReport& r) {
   for (const auto& m : r.model) {
     double speedup = 0;
     for (const auto& b1 : r.model) {
-      if (b1.type == m.type && b1.batch == 1) speedup = m.tokens_per_s / b1.tokens_per_s;
+      if (b1.type == m.type && b1.packed == m.packed && b1.batch == 1) {
+        speedup = m.tokens_per_s / b1.tokens_per_s;
+      }
     }
     out += fmt::format(
         "  {:<5} batch {:>2} {:8.2f} ms  {:8.1f} tok/s  {:6.1f} GB/s  {:5.1f}% of read bandwidth  {:4.1f}x "
         "batch 1\n",
-        tensor_type_name(m.type), m.batch, m.ms_per_pass, m.tokens_per_s, m.gbps, m.pct_of_bw, speedup);
+        kind_name(m.type, m.packed), m.batch, m.ms_per_pass, m.tokens_per_s, m.gbps, m.pct_of_bw, speedup);
   }
   return out;
 }

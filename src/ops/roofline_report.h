@@ -16,6 +16,7 @@ namespace ladder::ops {
 
 struct GemvResult {
   TensorType type;
+  bool packed = false;  // ops/packed_weights.h layout
   int64_t n_in = 0, n_out = 0;
   double us_per_call = 0;
   double gbps = 0;         // weight bytes / time
@@ -34,6 +35,7 @@ struct GemmResult {
 // the output head), all weights distinct so they stream from memory.
 struct ModelPassResult {
   TensorType type;
+  bool packed = false;
   int64_t batch = 0;
   double ms_per_pass = 0;
   double tokens_per_s = 0;  // batch / pass time
@@ -60,7 +62,8 @@ struct RooflineOptions {
 };
 
 // Times the model-shaped matmul pass at `batch` rows (see ModelPassResult).
-ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch, double seconds);
+ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch, double seconds,
+                                bool packed = false);
 
 RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts = {});
 
@@ -69,7 +72,8 @@ std::string format_roofline(const RooflineReport& r);
 
 // Times matmul at `rows` rows on weights of `type` (random valid blocks),
 // cycling copies totalling >= cycle_bytes; returns seconds per call.
+// packed: use pack_weights() (when the target has a packed kernel).
 double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_out, int64_t rows,
-                   double seconds, size_t cycle_bytes);
+                   double seconds, size_t cycle_bytes, bool packed = false);
 
 }  // namespace ladder::ops
