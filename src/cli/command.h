@@ -10,7 +10,9 @@
 //   }};
 //   }
 //
-// `order` sets the position in `ladder --help`.
+// `order` sets the position in `ladder --help`. A name "parent/child" registers
+// a subcommand under an earlier entry's command (e.g. "bench/model"); the
+// setup then adds it with app.get_subcommand("bench")->add_subcommand(...).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -48,10 +48,19 @@ int main(int argc, char** argv) {
   auto& registry = command_registry();
   std::stable_sort(registry.begin(), registry.end(),
                    [](const auto& a, const auto& b) { return a.order < b.order; });
+  // "parent/child" entries add a subcommand under an earlier entry's command.
   std::map<const CLI::App*, ladder::cli::CommandRun> runs;
   for (auto& entry : registry) {
     auto run = entry.setup(app);
-    runs[app.get_subcommand(entry.name)] = std::move(run);
+    const CLI::App* cmd = &app;
+    size_t begin = 0;
+    while (begin <= entry.name.size()) {
+      const size_t slash = entry.name.find('/', begin);
+      const size_t end = slash == std::string::npos ? entry.name.size() : slash;
+      cmd = cmd->get_subcommand(entry.name.substr(begin, end - begin));
+      begin = end + 1;
+    }
+    runs[cmd] = std::move(run);
   }
 
   try {
@@ -63,9 +72,14 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("ladder"));
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
-  for (auto* sub : app.get_subcommands()) {
-    auto it = runs.find(sub);
-    if (it != runs.end()) return it->second();
+  // Run the deepest registered command that was given.
+  const CLI::App* chosen = nullptr;
+  for (const CLI::App* cmd = &app;;) {
+    auto subs = cmd->get_subcommands();
+    if (subs.empty()) break;
+    cmd = subs.front();
+    if (runs.count(cmd) != 0) chosen = cmd;
   }
-  return 1;
+  if (chosen == nullptr) return 1;
+  return runs[chosen]();
 }

@@ -99,3 +99,21 @@ TEST(SynthCli, BadShapesAreRejected) {
 
 }  // namespace
 }  // namespace ladder::testing
+
+namespace ladder::testing {
+namespace {
+
+TEST(BenchCli, ModelReportsRooflineRatios) {
+  auto r = run_command({ladder_bin(), "bench", "model", "-m", shared_path("models/stories260K.gguf"), "--batch", "1,2",
+                        "--prompt", "64", "--context", "8", "--steps", "2", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("decode batch 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("% of BW"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("decode batch 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("% of FLOP/s"), std::string::npos) << r.out;
+  auto bad = run_command({ladder_bin(), "bench", "model", "-m", shared_path("models/stories260K.gguf"), "--batch", "x"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace ladder::testing

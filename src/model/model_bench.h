@@ -1,0 +1,32 @@
+// Measurements of the forward pass alone (no scheduler, no sampling): decode
+// at a batch size and prefill of one prompt, with the work each implies, so
+// callers can state them as fractions of the machine's roofline.
+#pragma once
+
+#include <cstdint>
+
+#include "model/llama_model.h"
+#include "ops/thread_pool.h"
+
+namespace ladder::model {
+
+struct ForwardMeasurement {
+  double seconds = 0;         // wall time of the timed passes
+  int64_t tokens = 0;         // tokens evaluated in them
+  double tokens_per_s = 0;
+  double weight_gb_per_s = 0; // weight bytes streamed per second (one read per pass)
+  double gflop_per_s = 0;     // matmul + attention FLOPs per second
+};
+
+// `batch` sequences, each already holding `context` tokens of KV, decode
+// `steps` tokens each, one forward pass per step.
+ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps,
+                                  ops::ThreadPool& pool);
+
+// One prompt of `prompt_tokens` evaluated in one pass (best of `repeats`).
+ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_tokens, int repeats, ops::ThreadPool& pool);
+
+// FLOPs of evaluating one token at position pos (matmuls and attention).
+double flops_per_token(const ModelConfig& config, int64_t pos);
+
+}  // namespace ladder::model
