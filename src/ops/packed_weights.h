@@ -31,7 +31,9 @@ struct PackedWeights {
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool);
 
 // matmul() that reads `packed` instead of w.data when packed is non-empty and
-// was made for the active target; w must describe the same matrix.
+// was made for the active target; w must describe the same matrix. Otherwise
+// it reads w.data, so w.data may be released after packing only while the
+// dispatch target cannot change (it cannot outside tests).
 void matmul(const WeightMatrix& w, const PackedWeights& packed, const float* x, int64_t rows, float* y,
             ThreadPool& pool);
 
