@@ -18,6 +18,7 @@ struct WorkloadFlags {
   std::string slo;
   std::string text;
   double chars_per_token = 4.0;
+  std::string api = "chat";
 };
 
 CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
@@ -41,6 +42,9 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--calls", g.agent_calls, "Calls per agent session");
   cmd->add_option("--think-s", g.think_s, "Mean think time between chat turns (s)");
   cmd->add_option("--tool-s", g.tool_s, "Mean tool time between agent calls (s)");
+  cmd->add_option("--api", f->api, "Endpoint of chat and agent sessions: chat | completions")
+      ->check(CLI::IsMember({"chat", "completions"}));
+  cmd->add_option("--chat-system", g.chat_system, "System message of chat sessions (\"\" for none)");
   cmd->add_option("--slo", f->slo, "ttft_ms=..,tpot_ms=..,e2e_ms=.. written on every request");
   cmd->add_option("--chars-per-token", f->chars_per_token, "Characters per token for lengths (default 4)");
   cmd->add_option("--text", f->text, "Prose to draw text from (default: shared war-and-peace.txt)");
@@ -52,6 +56,7 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
     auto slo = harness::parse_slo(f->slo);
     if (!slo.is_ok()) return fail(slo.status());
     f->g.slo = *slo;
+    f->g.completions = f->api == "completions";
     std::string text = f->text.empty() ? ladder::shared_dir(LADDER_DEFAULT_SHARED_DIR) + "/text/war-and-peace.txt" : f->text;
     auto synth = harness::TextSynthesizer::from_file(text, f->chars_per_token);
     if (!synth.is_ok()) return fail(synth.status());

@@ -49,8 +49,14 @@ class Generator {
       r.session = session;
       r.turn = k;
       r.think_s = k == 0 ? 0.0 : jitter(o_.think_s);
-      if (k == 0) r.messages.push_back({"system", "You are a helpful assistant who tells short stories."});
-      r.messages.push_back({"user", text(o_.user_tokens)});
+      const std::string user = text(o_.user_tokens);
+      if (o_.completions) {
+        r.prompt = (k == 0 && !o_.chat_system.empty() ? o_.chat_system + "\n" : std::string("\n")) + "User: " + user +
+                   "\nAssistant:";
+      } else {
+        if (k == 0 && !o_.chat_system.empty()) r.messages.push_back({"system", o_.chat_system});
+        r.messages.push_back({"user", user});
+      }
       r.slice = "chat";
       finish(r);
       out.push_back(std::move(r));
@@ -63,7 +69,7 @@ class Generator {
     const std::string tenant = tenant_for(unit);
     const std::string session = fmt::format("agent-{}", unit);
     // Equal for every agent of the tenant: the prefix a cache should share.
-    const std::string spec = "You are an agent. Tools: search(query), read(doc), answer(text). Reference: " +
+    const std::string spec = "Tools: search, read, answer. " +
                              synth_.passage(fnv1a(tenant), synth_.chars_for_tokens(o_.system_tokens));
     for (int k = 0; k < calls; ++k) {
       WorkloadRequest r;
@@ -72,11 +78,12 @@ class Generator {
       r.session = session;
       r.turn = k;
       r.think_s = k == 0 ? 0.0 : jitter(o_.tool_s);
-      if (k == 0) {
-        r.messages.push_back({"system", spec});
-        r.messages.push_back({"user", "Task: " + text(o_.user_tokens / 2)});
+      const std::string user = k == 0 ? "Task: " + text(std::max(1, o_.user_tokens / 2)) : "Tool result: " + text(o_.user_tokens);
+      if (o_.completions) {
+        r.prompt = (k == 0 ? spec + "\n" : std::string("\n")) + user + "\nAgent:";
       } else {
-        r.messages.push_back({"user", "Tool result: " + text(o_.user_tokens)});
+        if (k == 0) r.messages.push_back({"system", spec});
+        r.messages.push_back({"user", user});
       }
       r.slice = "agent";
       finish(r);

@@ -36,6 +36,10 @@ struct GeneratorOptions {
   double think_s = 1.0;        // mean user think time between chat turns
   double tool_s = 0.2;         // mean tool time between agent calls
   Slo slo;                     // written on every request when set
+  // Sessions on /v1/completions instead of chat: turns become "User: ...\nAssistant:"
+  // text, with no chat-template overhead (for models with tiny contexts).
+  bool completions = false;
+  std::string chat_system = "You are a helpful assistant who tells short stories.";  // "" for none
 };
 
 Result<std::vector<WorkloadRequest>> generate_workload(const GeneratorOptions& opts, const TextSynthesizer& synth);

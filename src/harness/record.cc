@@ -169,11 +169,21 @@ std::string format_summary_table(const std::vector<RunReport>& runs) {
                                          "group", "reqs", "good", "good%", "good/s", "ttft50", "ttft90", "ttft99",
                                          "tpot50", "tpot99", "e2e50", "e2e99");
   for (const auto& rr : runs) {
-    out += fmt::format("== {}: offered {:.3f} req/s, window {:.2f}s, client CPU {:.2f}s, max send lag {:.1f} ms{}\n",
+    out += fmt::format("== {}: offered {:.3f} arrivals/s, window {:.2f}s, client CPU {:.2f}s, max send lag {:.1f} ms{}\n",
                        rr.label, rr.offered_rate, rr.run.window_s, rr.run.client_cpu_s, rr.run.max_send_lag_ms,
                        rr.summary.overall.verified < rr.summary.overall.requests
                            ? fmt::format(", {} not verified", rr.summary.overall.requests - rr.summary.overall.verified)
                            : "");
+    const json agree = ttft_agreement(rr.run.results);
+    if (agree.contains("client_minus_server_ms")) {
+      out += fmt::format("   client TTFT - server TTFT over {} requests: p50 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms\n",
+                         agree["requests_with_server_ttft"].get<size_t>(), agree["client_minus_server_ms"]["p50"].get<double>(),
+                         agree["client_minus_server_ms"]["p99"].get<double>(),
+                         agree["client_minus_server_ms"]["max"].get<double>());
+    }
+    if (double cpt = measured_chars_per_token(rr.run.results); cpt > 0) {
+      out += fmt::format("   prompt characters per server-counted token: {:.2f}\n", cpt);
+    }
     out += header;
     out += row("overall", rr.summary.overall);
     for (const auto& [k, g] : rr.summary.by_tenant) out += row("tenant " + k, g);

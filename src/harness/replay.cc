@@ -395,17 +395,33 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
     }
   });
 
-  std::vector<std::thread> workers;
-  workers.reserve(units.size());
-  for (const auto& unit : units) {
+  // One thread per arrival unit, joined as soon as it is done so that a long
+  // trace does not pile up finished threads.
+  std::vector<std::thread> workers(units.size());
+  std::mutex finished_mu;
+  std::vector<size_t> finished;
+  auto reap = [&] {
+    std::vector<size_t> done;
+    {
+      std::lock_guard lock(finished_mu);
+      done.swap(finished);
+    }
+    for (size_t i : done) workers[i].join();
+  };
+  for (size_t u = 0; u < units.size(); ++u) {
     // Start each worker a little early; it sleeps to its exact send time.
-    std::this_thread::sleep_until(at_offset(t0, requests[unit.front()].t) - std::chrono::milliseconds(2));
-    workers.emplace_back([&, unit] {
+    std::this_thread::sleep_until(at_offset(t0, requests[units[u].front()].t) - std::chrono::milliseconds(2));
+    reap();
+    workers[u] = std::thread([&, u] {
       UnitRunner runner(requests, run.results, opts, model, t0, cap, progress);
-      runner.run(unit);
+      runner.run(units[u]);
+      std::lock_guard lock(finished_mu);
+      finished.push_back(u);
     });
   }
-  for (auto& w : workers) w.join();
+  for (auto& w : workers) {
+    if (w.joinable()) w.join();
+  }
   const auto end = Clock::now();
   all_done.store(true);
   sampler.join();

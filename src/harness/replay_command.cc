@@ -157,6 +157,14 @@ Status run_replay_command(const ReplayCommandOptions& o) {
     if (w.requests.empty()) return invalid_argument("the window (--duration/--requests) left no requests");
     if (i == 0) {
       notes = w.notes;
+      if (!sweep_rates.empty()) {
+        for (auto& n : notes) {
+          if (n.rfind("arrivals re-drawn", 0) == 0) {
+            n = fmt::format("arrivals re-drawn: {} at each sweep rate ({}) per second (seed {}), trace timestamps ignored",
+                            arrival.to_string(), o.sweep, o.seed);
+          }
+        }
+      }
       scheduled_requests = w.requests.size();
       units = arrival_unit_count(w.requests);
     }
@@ -248,7 +256,7 @@ Status run_replay_command(const ReplayCommandOptions& o) {
   std::fputs(table.c_str(), stdout);
   for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
   if (record.contains("sweep")) {
-    std::printf("max goodput rate at %.0f%% attainment: %s req/s (interpolated %s)\n", 100.0 * o.target,
+    std::printf("max goodput rate at %.0f%% attainment: %s arrivals/s (interpolated %s)\n", 100.0 * o.target,
                 record["sweep"]["max_goodput_rate"].dump().c_str(), record["sweep"]["interpolated_rate"].dump().c_str());
   }
   std::printf("record: %s\nreport: %s\n", (dir / "record.json").string().c_str(), (dir / "report.html").string().c_str());

@@ -123,7 +123,7 @@ constexpr const char* kScript = R"JS(
     if (lo === Infinity) { lo = 0; hi = 1; }
     if (zero) lo = Math.min(0, lo);
     if (hi === lo) hi = lo + 1;
-    return [lo, hi];
+    return [lo, hi + 0.05 * (hi - lo)];  // headroom: marks at the maximum stay inside the frame
   }
 
   // spec: {x: [lo, hi], y: [lo, hi], y2: [lo, hi] | null, xlabel, ylabel, y2label, series: [...]}
@@ -195,7 +195,7 @@ constexpr const char* kScript = R"JS(
     var arrays = data.runs.map(function (r) { return r[key]; });
     var ex = extent(arrays, true);
     plot(document.getElementById(id), {
-      x: ex, y: [0, 1], xlabel: xlabel, ylabel: 'fraction of requests',
+      x: ex, y: [0, 1.04], xlabel: xlabel, ylabel: 'fraction of requests',
       series: data.runs.map(function (r, i) {
         var v = r[key], n = v.length;
         var xs = [ex[0]].concat(v), ys = [0].concat(v.map(function (_, k) { return (k + 1) / n; }));
@@ -214,7 +214,7 @@ constexpr const char* kScript = R"JS(
   var ga = order.map(function (i) { return 100 * data.runs[i].attainment; });
   var xr = extent([gx], true); xr[1] = xr[1] * 1.1 + 1e-9;
   plot(document.getElementById('goodput'), {
-    x: xr, y: extent([gy, gx], true), y2: [0, 100], xlabel: 'offered rate (req/s)', ylabel: 'goodput (req/s)',
+    x: xr, y: extent([gy, gx], true), y2: [0, 105], xlabel: 'offered rate (arrivals/s: requests or sessions)', ylabel: 'goodput (req/s)',
     y2label: 'SLO attainment (%)',
     series: [
       {xs: gx, ys: gy, color: colors[0], kind: 'line', axis: 1, label: 'goodput'},
@@ -282,11 +282,11 @@ std::string make_report_html(const json& record, const std::vector<RunReport>& r
   }
   if (record.contains("/sweep/max_goodput_rate"_json_pointer)) {
     const json& s = record["sweep"];
-    h += fmt::format("<p><b>max goodput rate</b> (attainment &ge; {:.0f}%): {} req/s measured, {} interpolated</p>\n",
+    h += fmt::format("<p><b>max goodput rate</b> (attainment &ge; {:.0f}%): {} arrivals/s measured, {} interpolated</p>\n",
                      100.0 * s.value("target", 0.9), s["max_goodput_rate"].dump(), s["interpolated_rate"].dump());
   }
   for (const auto& rr : runs) {
-    h += fmt::format("<h2>{} &mdash; offered {:.3f} req/s, window {:.2f} s, client CPU {:.2f} s, max send lag {:.1f} ms</h2>\n",
+    h += fmt::format("<h2>{} &mdash; offered {:.3f} arrivals/s, window {:.2f} s, client CPU {:.2f} s, max send lag {:.1f} ms</h2>\n",
                      html_escape(rr.label), rr.offered_rate, rr.run.window_s, rr.run.client_cpu_s, rr.run.max_send_lag_ms);
     h += "<table><tr><th>group</th><th>requests</th><th>verified</th><th>good</th><th>good %</th><th>good/s</th>"
          "<th>TTFT mean</th><th>TTFT p50</th><th>TTFT p90</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th>"

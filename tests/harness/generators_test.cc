@@ -39,6 +39,16 @@ TEST(Generators, ChatSessionsAreClosedLoopTurns) {
   }
   EXPECT_EQ(turns.size(), 3u);
   EXPECT_EQ(turns["chat-2"], 2);
+
+  o.completions = true;
+  o.chat_system = "";
+  auto c = generate_workload(o, synth);
+  ASSERT_TRUE(c.is_ok());
+  for (const auto& q : *c) {
+    EXPECT_FALSE(q.is_chat());
+    EXPECT_EQ(q.prompt.rfind("\nUser: ", 0), 0u) << q.prompt;
+    EXPECT_EQ(q.prompt.size(), 8u + 40u + 11u);  // "\nUser: " + 40 characters + "\nAssistant:"
+  }
 }
 
 TEST(Generators, AgentsShareTheirTenantsToolSpec) {

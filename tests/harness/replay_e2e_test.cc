@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -230,6 +231,33 @@ TEST(ReplayE2E, SweepFindsAMaxGoodputRate) {
   // Every request verifies and 20 s is far above the tiny model's latency.
   EXPECT_EQ(record["sweep"]["max_goodput_rate"], 8.0);
   EXPECT_NE(res.out.find("max goodput rate"), std::string::npos);
+}
+
+TEST(ReplayE2E, ConcurrencyCapHoldsRequestsBack) {
+  Server server;
+  ASSERT_FALSE(server.url().empty());
+  std::vector<WorkloadRequest> reqs;
+  for (int i = 0; i < 5; ++i) reqs.push_back(completion(0, "a", "Lily"));  // all due at once
+  const std::string wl = write_workload("cap.jsonl", reqs);
+  const std::string out = ladder::testing::temp_dir() + "/cap-out";
+  auto res = replay(server, wl, out, {"--concurrency", "1", "--quiet"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  auto results = read_jsonl(out + "/requests.jsonl");
+  ASSERT_EQ(results.size(), 5u);
+  // One at a time: each request is sent after the previous one finished, and
+  // the wait shows up as send lag (cap_wait_ms), not as hidden latency.
+  std::vector<std::pair<double, double>> spans;  // [sent, end] in seconds
+  double waited = 0;
+  for (const auto& r : results) {
+    spans.push_back({r["sent_s"].get<double>(), r["sent_s"].get<double>() + r["e2e_ms"].get<double>() / 1000});
+    waited += r["cap_wait_ms"].get<double>();
+    EXPECT_GE(r["send_lag_ms"].get<double>() + 1e-6, r["cap_wait_ms"].get<double>());
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) EXPECT_GE(spans[i].first, spans[i - 1].second - 1e-4);
+  EXPECT_GT(waited, 0);
+  json record = json::parse(ladder::testing::read_file(out + "/record.json"));
+  for (const auto& s : record["runs"][0]["timeline"]) EXPECT_LE(s["in_flight"].get<int>(), 1);
 }
 
 TEST(ReplayE2E, UnreachableServerIsReportedNotHidden) {
