@@ -47,7 +47,7 @@ TEST(Generators, ChatSessionsAreClosedLoopTurns) {
   for (const auto& q : *c) {
     EXPECT_FALSE(q.is_chat());
     EXPECT_EQ(q.prompt.rfind("\nUser: ", 0), 0u) << q.prompt;
-    EXPECT_EQ(q.prompt.size(), 8u + 40u + 11u);  // "\nUser: " + 40 characters + "\nAssistant:"
+    EXPECT_EQ(q.prompt.size(), 7u + 40u + 11u);  // "\nUser: " + 40 characters + "\nAssistant:"
   }
 }
 
