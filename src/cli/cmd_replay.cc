@@ -62,7 +62,9 @@ CommandRegistrar reg{"replay", 40, [](CLI::App& app) -> CommandRun {
     for (const auto* opt : cmd->get_options()) {
       if (opt->count() > 0 && !opt->get_lnames().empty()) {
         opts.command_line += " --" + opt->get_lnames().front();
-        for (const auto& r : opt->results()) opts.command_line += " " + r;
+        if (opt->get_type_size() != 0) {  // flags carry no value worth repeating
+          for (const auto& r : opt->results()) opts.command_line += " " + r;
+        }
       }
     }
     Status st = harness::run_replay_command(opts);

@@ -260,6 +260,44 @@ TEST(ReplayE2E, ConcurrencyCapHoldsRequestsBack) {
   for (const auto& s : record["runs"][0]["timeline"]) EXPECT_LE(s["in_flight"].get<int>(), 1);
 }
 
+// Mooncake rows that share hash_ids[0] get byte-identical synthesized
+// prefixes, so the server's prefix cache hits on them (its per-request
+// cached_tokens); the same lengths with distinct ids never hit.
+TEST(ReplayE2E, TraceHashIdsExercisePrefixCaching) {
+  Server server;
+  ASSERT_FALSE(server.url().empty());
+  auto run = [&](const std::string& workload, const std::string& name) {
+    const std::string out = ladder::testing::temp_dir() + "/" + name;
+    auto res = replay(server, workload, out,
+                      {"--length-scale", "0.1", "--max-input-tokens", "100", "--max-output-tokens", "4",
+                       "--chars-per-token", "1.5", "--rate", "10", "--arrival", "constant", "--requests", "8",
+                       "--quiet"});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    return read_jsonl(out + "/requests.jsonl");
+  };
+  // The real trace: its first rows all start with block 0 (51 tokens after scaling).
+  auto shared = run(ladder::testing::shared_path("traces/mooncake_conversation_trace.jsonl"), "mc-shared");
+  ASSERT_EQ(shared.size(), 8u);
+  for (size_t i = 1; i < shared.size(); ++i) {
+    ASSERT_TRUE(shared[i]["verified"].get<bool>()) << shared[i].dump();
+    EXPECT_GT(shared[i]["server_timings"]["cached_tokens"].get<int>(), 0) << shared[i].dump();
+  }
+  // Same shape, every block id distinct.
+  std::string distinct;
+  for (int i = 0; i < 8; ++i) {
+    distinct += "{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 10, \"hash_ids\": [" +
+                std::to_string(100 + 2 * i) + ", " + std::to_string(101 + 2 * i) + "]}\n";
+  }
+  const std::string path = ladder::testing::temp_dir() + "/distinct.jsonl";
+  std::ofstream(path) << distinct;
+  auto apart = run(path, "mc-distinct");
+  ASSERT_EQ(apart.size(), 8u);
+  for (const auto& r : apart) {
+    ASSERT_TRUE(r["verified"].get<bool>()) << r.dump();
+    EXPECT_EQ(r["server_timings"]["cached_tokens"].get<int>(), 0) << r.dump();
+  }
+}
+
 TEST(ReplayE2E, UnreachableServerIsReportedNotHidden) {
   std::vector<WorkloadRequest> reqs{completion(0, "a", "x")};
   const std::string wl = write_workload("dead.jsonl", reqs);
