@@ -340,6 +340,8 @@ TEST(Values, PythonStrAndRepr) {
   EXPECT_EQ(python_string_repr("it's"), "\"it's\"");
   EXPECT_EQ(python_string_repr("a\"b'c"), "'a\"b\\'c'");
   EXPECT_EQ(python_string_repr("t\tn\n\x01"), "'t\\tn\\n\\x01'");
+  // Non-printable Unicode (spaces other than ' ', separators, format chars) is escaped; the rest kept.
+  EXPECT_EQ(python_string_repr("\u3000日本\u00a0語\u2028\u00e9"), "'\\u3000日本\\xa0語\\u2028é'");
   Value v = Value::from_json(ojson::parse(R"({"b": [1, 2.0, null, true, "x"], "a": {}})"));
   EXPECT_EQ(v.str(), "{'b': [1, 2.0, None, True, 'x'], 'a': {}}");
   EXPECT_EQ(Value::tuple({Value(1)}).str(), "(1,)");

@@ -19,7 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chat_reference  # noqa: E402
 
 R = random.Random(1)
-WS = ["", " ", "  ", "\n", " \n", "\n  ", "\t", "\n\n", "x", " y ", "\n z\n", "\r\n", "  \t\n \n", "é\n"]
+WS = ["", " ", "  ", "\n", " \n", "\n  ", "\t", "\n\n", "x", " y ", "\n z\n", "\r\n", "  \t\n \n", "é\n", "\u3000", "\xa0\n",
+      " \u2028 ", "\x1c"]
 MOD = ["", "-", "+"]
 EXPRS = ["x", "n", "s", "l", "d", "x + 1", "s ~ n", "l | length", "d | tojson", "l[0]", "d.a", "d['b']", "s | upper",
          "none", "true", "1.5", "l", "d", "(1, 2)", "s.split(' ')", "l | join(',')", "n // 2", "n % 3", "-n", "n ** 2",
@@ -95,7 +96,7 @@ def main():
     cases = []
     for i in range(count):
         t = block(0) + R.choice(["", "\n", "\n\n"])
-        ctx = {"x": R.choice([1, "str", [1, 2], None]), "n": R.randint(0, 5), "s": R.choice(["hello world", "", " a b ", "ünï"]),
+        ctx = {"x": R.choice([1, "str", [1, 2], None]), "n": R.randint(0, 5), "s": R.choice(["hello world", "", " a b ", "ünï", "\u3000日本\xa0語\u3000", "a\u2028b\x85c"]),
                "l": R.choice([[3, 1, 2], [], [1], [5, 5, 2]]), "d": R.choice([{"a": 1, "b": "two"}, {}, {"b": [1], "a": None}]),
                "ms": R.choice([[{"role": "user", "content": " hi "}], [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": ""}]])}
         cases.append({"template": t, "context": ctx})

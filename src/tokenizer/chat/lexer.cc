@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "tokenizer/chat/string_util.h"
 #include "tokenizer/chat/utf8_util.h"
 
 namespace ladder::chat {
@@ -12,9 +13,10 @@ bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 
 bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+// Python's str.rstrip(): Unicode whitespace too.
 std::string rstrip_ws(const std::string& s) {
   size_t end = s.size();
-  while (end > 0 && is_space(s[end - 1])) --end;
+  while (size_t n = space_len_before(s, end)) end -= n;
   return s.substr(0, end);
 }
 
@@ -80,7 +82,7 @@ class Lexer {
     while (i < src_.size() && is_space(src_[i])) ++i;
     if (src_.compare(i, 3, "-%}") == 0) {
       i += 3;
-      while (i < src_.size() && is_space(src_[i])) ++i;
+      while (size_t n = space_len_at(src_, i)) i += n;
       return i;
     }
     if (src_.compare(i, 2, "%}") == 0) return i + 2;
@@ -96,7 +98,11 @@ class Lexer {
     size_t l_pos = nl == std::string::npos ? 0 : nl + 1;
     if (l_pos > 0 || line_starting) {
       bool all_ws = l_pos < text.size();
-      for (size_t i = l_pos; i < text.size(); ++i) all_ws = all_ws && is_space(text[i]);
+      for (size_t i = l_pos; i < text.size() && all_ws;) {
+        size_t n = space_len_at(text, i);
+        all_ws = n > 0;
+        i += n;
+      }
       if (all_ws) text.resize(l_pos);
     }
     return text;
@@ -108,7 +114,7 @@ class Lexer {
   bool consume_block_suffix(char sign, bool trim_newline) {
     if (sign == '-') {
       size_t i = pos_;
-      while (i < src_.size() && is_space(src_[i])) ++i;
+      while (size_t n = space_len_at(src_, i)) i += n;
       bool nl = i > pos_ && src_[i - 1] == '\n';
       advance_to(i);
       return nl;

@@ -19,14 +19,104 @@ bool py_isspace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= '\x1c' && c <= '\x1f');
 }
 
+namespace {
+
+// Multi-byte UTF-8 encodings of the non-ASCII characters Python counts as whitespace.
+constexpr std::string_view kUnicodeSpaces[] = {
+    "\xC2\x85", "\xC2\xA0", "\xE1\x9A\x80", "\xE2\x80\x80", "\xE2\x80\x81", "\xE2\x80\x82",
+    "\xE2\x80\x83", "\xE2\x80\x84", "\xE2\x80\x85", "\xE2\x80\x86", "\xE2\x80\x87", "\xE2\x80\x88",
+    "\xE2\x80\x89", "\xE2\x80\x8A", "\xE2\x80\xA8", "\xE2\x80\xA9", "\xE2\x80\xAF", "\xE2\x81\x9F",
+    "\xE3\x80\x80"};
+
+}  // namespace
+
+bool cp_isspace(uint32_t c) {
+  if (c < 0x80) return py_isspace(static_cast<char>(c));
+  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+         c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+bool cp_isprintable(uint32_t c) {
+  if (c < 0x20 || c == 0x7F) return false;
+  if (c < 0x80) return true;
+  if (c <= 0xA0 || c == 0xAD) return false;
+  if (c == 0x1680 || c == 0x180E || (c >= 0x2000 && c <= 0x200F) || (c >= 0x2028 && c <= 0x202F)) return false;
+  if ((c >= 0x205F && c <= 0x206F) || c == 0x3000 || c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFB)) return false;
+  if ((c >= 0xD800 && c <= 0xF8FF) || c >= 0xF0000) return false;  // surrogates, private use
+  return true;
+}
+
+size_t space_len_at(std::string_view s, size_t i) {
+  if (i >= s.size()) return 0;
+  if (py_isspace(s[i])) return 1;
+  if (static_cast<unsigned char>(s[i]) < 0xC2) return 0;
+  for (std::string_view sp : kUnicodeSpaces) {
+    if (s.substr(i, sp.size()) == sp) return sp.size();
+  }
+  return 0;
+}
+
+size_t space_len_before(std::string_view s, size_t end) {
+  if (end == 0) return 0;
+  if (py_isspace(s[end - 1])) return 1;
+  for (std::string_view sp : kUnicodeSpaces) {
+    if (end >= sp.size() && s.substr(end - sp.size(), sp.size()) == sp) return sp.size();
+  }
+  return 0;
+}
+
 std::string py_strip(std::string_view s, bool left, bool right, const std::string* chars) {
-  auto strip_char = [&](char c) { return chars ? chars->find(c) != std::string::npos : py_isspace(c); };
   size_t b = 0, e = s.size();
+  if (chars) {
+    // Explicit characters are matched per code point.
+    auto strip_at = [&](size_t i) -> size_t {
+      size_t len = 1;
+      unsigned char c = static_cast<unsigned char>(s[i]);
+      if (c >= 0xF0) len = 4;
+      else if (c >= 0xE0) len = 3;
+      else if (c >= 0xC0) len = 2;
+      std::string_view cp = s.substr(i, len);
+      for (size_t k = 0; k < chars->size();) {
+        size_t clen = 1;
+        unsigned char d = static_cast<unsigned char>((*chars)[k]);
+        if (d >= 0xF0) clen = 4;
+        else if (d >= 0xE0) clen = 3;
+        else if (d >= 0xC0) clen = 2;
+        if (std::string_view(*chars).substr(k, clen) == cp) return len;
+        k += clen;
+      }
+      return 0;
+    };
+    if (left) {
+      while (b < e) {
+        size_t n = strip_at(b);
+        if (!n) break;
+        b += n;
+      }
+    }
+    if (right) {
+      while (e > b) {
+        size_t start = e - 1;
+        while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+        if (strip_at(start) != e - start) break;
+        e = start;
+      }
+    }
+    return std::string(s.substr(b, e - b));
+  }
   if (left) {
-    while (b < e && strip_char(s[b])) ++b;
+    while (b < e) {
+      size_t n = space_len_at(s, b);
+      if (!n) break;
+      b += n;
+    }
   }
   if (right) {
-    while (e > b && strip_char(s[e - 1])) --e;
+    while (e > b) {
+      size_t n = space_len_before(s.substr(0, e), e);
+      if (!n || e - n < b) break;
+      e -= n;
+    }
   }
   return std::string(s.substr(b, e - b));
 }
@@ -36,7 +126,7 @@ std::vector<std::string> py_split(std::string_view s, const std::string* sep, in
   if (!sep) {
     size_t i = 0;
     while (true) {
-      while (i < s.size() && py_isspace(s[i])) ++i;
+      while (size_t n = space_len_at(s, i)) i += n;
       if (i >= s.size()) break;
       if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
         std::string rest(s.substr(i));
@@ -44,7 +134,7 @@ std::vector<std::string> py_split(std::string_view s, const std::string* sep, in
         break;
       }
       size_t j = i;
-      while (j < s.size() && !py_isspace(s[j])) ++j;
+      while (j < s.size() && space_len_at(s, j) == 0) ++j;
       out.emplace_back(s.substr(i, j - i));
       i = j;
     }
@@ -68,14 +158,14 @@ std::vector<std::string> py_rsplit(std::string_view s, const std::string* sep, i
   if (!sep) {
     size_t end = s.size();
     while (true) {
-      while (end > 0 && py_isspace(s[end - 1])) --end;
+      while (size_t n = space_len_before(s, end)) end -= n;
       if (end == 0) break;
       if (static_cast<int64_t>(out.size()) == maxsplit) {
         out.push_back(py_strip(s.substr(0, end), true, false, nullptr));
         break;
       }
       size_t b = end;
-      while (b > 0 && !py_isspace(s[b - 1])) --b;
+      while (b > 0 && space_len_before(s, b) == 0) --b;
       out.emplace_back(s.substr(b, end - b));
       end = b;
     }
@@ -102,6 +192,11 @@ std::vector<std::string> py_splitlines(std::string_view s) {
     if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= '\x1c' && c <= '\x1e')) {
       out.emplace_back(s.substr(start, i - start));
       if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      start = i + 1;
+    } else if (s.substr(i, 2) == "\xC2\x85" || s.substr(i, 3) == "\xE2\x80\xA8" || s.substr(i, 3) == "\xE2\x80\xA9") {
+      // NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR also end lines in Python.
+      out.emplace_back(s.substr(start, i - start));
+      i += s[i] == '\xC2' ? 1 : 2;
       start = i + 1;
     }
   }
@@ -292,7 +387,7 @@ std::string jinja_title(std::string_view s) {
   std::vector<uint32_t> cps = decode(s);
   bool word_start = true;
   for (uint32_t& c : cps) {
-    bool sep = c == '-' || (c < 0x80 && py_isspace(static_cast<char>(c))) || c == '(' || c == '{' || c == '[' || c == '<';
+    bool sep = c == '-' || cp_isspace(c) || c == '(' || c == '{' || c == '[' || c == '<';
     if (sep) {
       word_start = true;
     } else {

@@ -9,6 +9,16 @@
 namespace ladder::chat {
 
 bool py_isspace(char c);
+// Python's str.isspace() over UTF-8: the byte length of the whitespace
+// character starting at s[i] / ending just before s[end], or 0 if there is
+// none there. Covers NBSP, U+2000..U+200A, U+3000 and the other Unicode spaces.
+size_t space_len_at(std::string_view s, size_t i);
+size_t space_len_before(std::string_view s, size_t end);
+bool cp_isspace(uint32_t cp);
+// Whether Python's repr() prints the code point as is (str.isprintable), for
+// the ranges chat text meets: controls, Unicode spaces and format characters
+// are not printable and get a \x / \u escape.
+bool cp_isprintable(uint32_t cp);
 std::string py_strip(std::string_view s, bool left, bool right, const std::string* chars);
 std::vector<std::string> py_split(std::string_view s, const std::string* sep, int64_t maxsplit);
 std::vector<std::string> py_rsplit(std::string_view s, const std::string* sep, int64_t maxsplit);

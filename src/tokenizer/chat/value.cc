@@ -1,5 +1,7 @@
 #include "tokenizer/chat/value.h"
 
+#include "tokenizer/chat/string_util.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -218,7 +220,26 @@ std::string python_string_repr(std::string_view s) {
   bool has_double = s.find('"') != std::string_view::npos;
   char quote = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, quote);
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0xC0) {
+      // A multi-byte character: kept as is when printable, else escaped as Python does.
+      size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+      if (i + len > s.size()) len = s.size() - i;
+      uint32_t cp = c & (0x7F >> len);
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      if (cp_isprintable(cp)) {
+        out.append(s.substr(i, len));
+      } else {
+        char buf[16];
+        if (cp < 0x100) std::snprintf(buf, sizeof(buf), "\\x%02x", cp);
+        else if (cp < 0x10000) std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
+        else std::snprintf(buf, sizeof(buf), "\\U%08x", cp);
+        out += buf;
+      }
+      i += len - 1;
+      continue;
+    }
     if (c == static_cast<unsigned char>(quote) || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
