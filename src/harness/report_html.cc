@@ -288,6 +288,16 @@ std::string make_report_html(const json& record, const std::vector<RunReport>& r
   for (const auto& rr : runs) {
     h += fmt::format("<h2>{} &mdash; offered {:.3f} arrivals/s, window {:.2f} s, client CPU {:.2f} s, max send lag {:.1f} ms</h2>\n",
                      html_escape(rr.label), rr.offered_rate, rr.run.window_s, rr.run.client_cpu_s, rr.run.max_send_lag_ms);
+    const json agree = ttft_agreement(rr.run.results);
+    if (agree.contains("client_minus_server_ms")) {
+      h += fmt::format("<p>client TTFT &minus; server TTFT ({} requests with server timings): p50 {:.2f} ms, p99 {:.2f} ms, "
+                       "max {:.2f} ms</p>\n",
+                       agree["requests_with_server_ttft"].get<size_t>(), agree["client_minus_server_ms"]["p50"].get<double>(),
+                       agree["client_minus_server_ms"]["p99"].get<double>(), agree["client_minus_server_ms"]["max"].get<double>());
+    }
+    if (double cpt = measured_chars_per_token(rr.run.results); cpt > 0) {
+      h += fmt::format("<p>prompt characters per server-counted token: {:.2f}</p>\n", cpt);
+    }
     h += "<table><tr><th>group</th><th>requests</th><th>verified</th><th>good</th><th>good %</th><th>good/s</th>"
          "<th>TTFT mean</th><th>TTFT p50</th><th>TTFT p90</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th>"
          "<th>E2E p50</th><th>E2E p99</th><th>send lag max</th></tr>\n";
