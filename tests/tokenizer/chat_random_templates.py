@@ -39,7 +39,17 @@ EXPRS = ["x", "n", "s", "l", "d", "x + 1", "s ~ n", "l | length", "d | tojson", 
          "missing is defined", "x is number", "l | unique(case_sensitive=true) | list", "ms | first", "(ms | last).role",
          "ms | length - 1", "n > 2 or missing", "not n", "s[n:]", "l[1:n]", "s.rstrip('d')", "s.lstrip(' ')",
          "s.split() | length", "'%d/%s' % (n, s)", "s.upper().lower()", "s.endswith('d')", "range(1, n) | sum",
-         "(x | string)[:3]", "d.b if d.b is defined else 'nob'", "caller is defined", "varz | default(n)"]
+         "(x | string)[:3]", "d.b if d.b is defined else 'nob'", "caller is defined", "varz | default(n)",
+         "{'a': 1, 'b': [n, 2.5]}", "'a' in d", "'zz' not in d", "n is divisibleby 2", "n is ge 2", "l[-2:]", "l[::-2]",
+         "s[-3:-1]", "0.1 * 3", "n * 1.5", "n / 3", "(n / 3) | round(2)", "2.675 | round(2)", "n ** -1", "-7 // n if n else 0",
+         "-7 % (n or 1)", "7.5 // 2", "7.5 % 2", "ms | sort(attribute='role') | map(attribute='role') | list",
+         "ms | map(attribute='missing', default='-') | list", "['b', 'A', 'a'] | unique | list", "['b', 'A', 'a'] | sort(case_sensitive=true)",
+         "[3, 1] | min", "['x', 'Y'] | max", "l | map('int') | sum", "(1, (2, 'x'), [none]) | tojson", "(1, 2) + (3,)",
+         "[1] + l", "d.items() | list | tojson", "'a,b' .split(',')[1]", "s.count('l')", "s.rfind('o')", "s.capitalize()",
+         "s.strip(' ad')", "'{:}'.format(n) if false else n", "'%s' | format(l)", "s | wordcount > 1", "true and 'yes' or 'no'",
+         "n == 2.0", "[1, 2] == (1, 2)", "none == none", "l != []", "'b' > 'a' > ''", "s | list | length", "d | list",
+         "d | length", "range(0, 10, 3) | list", "dict(a=n) | tojson", "namespace(a=1).a", "'x' ~ none ~ true ~ 1.0",
+         "1 if none is none else 2", "(not x) is boolean", "x is string or x is iterable", "l | first is number"]
 def expr(): return R.choice(EXPRS)
 def tag(body, kind="%"):
     return "{" + kind + R.choice(MOD if kind == "%" else ["", "-"]) + " " + body + " " + R.choice(MOD if kind == "%" else ["", "-"]) + kind + "}"

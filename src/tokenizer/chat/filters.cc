@@ -264,12 +264,22 @@ Result<Value> f_round(const Value& v, const CallArgs& args) {
   int64_t p = prec ? prec->as_int() : 0;
   const Value* method = args.get(1, "method");
   std::string m = method ? method->str() : "common";
+  if (m == "common") {
+    // Python's round(x, n): correctly rounded from the exact binary value,
+    // ties to even -- which is what printf's %.*f does.
+    if (!v.is_float()) return Value(v.as_int());  // round(int, n >= 0) is the int itself
+    if (p >= 0 && std::isfinite(v.as_double())) {
+      char buf[700];  // up to 309 integer digits + 300 decimals
+      std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(std::min<int64_t>(p, 300)), v.as_double());
+      return Value(std::strtod(buf, nullptr));
+    }
+    double scale = std::pow(10.0, static_cast<double>(-p));
+    return Value(std::nearbyint(v.as_double() / scale) * scale);
+  }
   double scale = std::pow(10.0, static_cast<double>(p));
   double x = v.as_double() * scale;
   double r;
-  if (m == "common") {
-    r = std::nearbyint(x);  // Python's round(): half to even
-  } else if (m == "ceil") {
+  if (m == "ceil") {
     r = std::ceil(x);
   } else if (m == "floor") {
     r = std::floor(x);

@@ -299,7 +299,10 @@ Result<Value> binary_op(std::string_view op, const Value& a, const Value& b) {
   if (op == "**") {
     if (!nums) return unsupported(op, a, b);
     if (!any_float && b.as_int() >= 0) return int_pow(a.as_int(), b.as_int());
-    return Value(std::pow(a.as_double(), b.as_double()));
+    double x = a.as_double(), y = b.as_double();
+    if (x == 0 && y < 0) return invalid_argument("0.0 cannot be raised to a negative power");
+    if (x < 0 && y != std::floor(y)) return unimplemented("a negative number to a fractional power is complex");
+    return Value(std::pow(x, y));
   }
   return internal_error("unknown operator " + std::string(op));
 }
