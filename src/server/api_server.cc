@@ -142,7 +142,10 @@ Status ApiServer::load() {
                s.config.served_model_name, ms_between(t0, Clock::now()), s.context_length, s.engine->n_kv_blocks(),
                s.config.max_running, s.config.max_queue);
   ServerState expected = ServerState::kLoading;
-  s.state.compare_exchange_strong(expected, ServerState::kReady);
+  if (!s.state.compare_exchange_strong(expected, ServerState::kReady)) {
+    // Drained while loading: check_drain() finds no jobs and stops.
+    spdlog::info("drain requested while loading");
+  }
   return Status::ok();
 }
 
@@ -156,7 +159,8 @@ void ApiServer::drain() {
   }
   s.state = ServerState::kDraining;
   s.http->stop_accepting();
-  if (!s.engine) s.stop_all();  // nothing loaded: nothing to finish
+  // Requests are only accepted once ready, so a server drained while loading
+  // has nothing to finish; load() sees the state and does not go ready.
 }
 
 void ApiServer::wait() {
@@ -227,7 +231,7 @@ HttpResponse ApiServer::State::metrics_page() const {
   g.state = state_name(state.load());
   g.open_connections = http->open_connections();
   {
-    std::lock_guard lock(const_cast<std::mutex&>(mu));
+    std::lock_guard lock(mu);
     g.admission_queue = admission->total_queued();
   }
   if (engine) {

@@ -6,6 +6,18 @@
 // gets 503), load() brings the model up ("ready"), drain() (SIGTERM) stops
 // accepting, lets admitted and queued requests finish within the grace
 // period, cancels the rest, and stops; wait() returns then.
+//
+// Ladder's additions to the OpenAI API:
+//   request header  x-ladder-deadline-ms: N   the first token is due N ms
+//                   after arrival (default: the tenant's slo.ttft_ms); a
+//                   request that cannot make it is rejected at once with 429
+//                   deadline_infeasible, or with deadline_exceeded if the
+//                   deadline passes while it waits.
+//   request field   ignore_eos (vLLM's): generate max_tokens regardless.
+//   request fields  top_k, min_p, repetition_penalty (as vLLM takes them).
+//   response field  "ladder": {tenant, queued_ms, ttft_ms, decode_ms, e2e_ms,
+//                   prompt_tokens, cached_tokens, preemptions}, also in the
+//                   final SSE chunk.
 #pragma once
 
 #include <chrono>

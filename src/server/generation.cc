@@ -48,7 +48,9 @@ void ApiServer::State::submit(std::shared_ptr<Job> job) {
   r.prompt = job->prompt;
   r.sampling = job->options.sampling;
   r.stop.max_tokens = job->max_tokens;
-  for (int32_t id : tok->end_of_generation_ids()) r.stop.stop_token_ids.insert(id);
+  if (!job->options.ignore_eos) {
+    for (int32_t id : tok->end_of_generation_ids()) r.stop.stop_token_ids.insert(id);
+  }
   r.scheduling.priority = tenant.priority;
   if (job->deadline) r.scheduling.deadline = *job->deadline;
   r.cache_scope = tenant.cache_scope;

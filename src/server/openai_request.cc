@@ -158,6 +158,7 @@ std::optional<ApiError> parse_options(const json& doc, bool chat, GenerationOpti
     }
   }
 
+  LADDER_API_TRY(read_bool(doc, "ignore_eos", &o->ignore_eos));
   LADDER_API_TRY(read_bool(doc, "stream", &o->stream));
   if (auto it = doc.find("stream_options"); it != doc.end() && !it->is_null()) {
     if (!it->is_object()) return invalid_field("stream_options", "'stream_options' must be an object");

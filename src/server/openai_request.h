@@ -26,6 +26,7 @@ struct GenerationOptions {
   bool stream = false;
   bool include_usage = false;          // stream_options.include_usage
   bool logprobs = false;               // report the chosen token's logprob
+  bool ignore_eos = false;             // vLLM extension: generate max_tokens whatever the model says
   std::string user;
 };
 

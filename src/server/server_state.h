@@ -82,7 +82,7 @@ struct ApiServer::State {
   int64_t max_input = 0;
   int64_t max_output = 0;
 
-  std::mutex mu;  // admission, jobs
+  mutable std::mutex mu;  // admission, jobs
   std::unique_ptr<AdmissionController> admission;
   std::map<uint64_t, std::shared_ptr<Job>> jobs;  // by ticket, queued or running
   Clock::time_point drain_started;

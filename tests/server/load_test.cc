@@ -102,8 +102,12 @@ TEST(Load, ThousandConcurrentStreams) {
     fds.push_back(fd);
   }
   // Every connection is open before any request is sent: all 1,000 are held.
-  std::this_thread::sleep_for(Ms(100));
-  std::string m = http_request(port, "GET", "/metrics").body;
+  std::string m;
+  for (int i = 0; i < 250; ++i) {
+    m = http_request(port, "GET", "/metrics").body;
+    if (metric_value(m, "ladder_open_connections") >= kConns) break;
+    std::this_thread::sleep_for(Ms(20));
+  }
   EXPECT_GE(metric_value(m, "ladder_open_connections"), kConns);
   for (int fd : fds) ASSERT_TRUE(send_all(fd, req));
   std::vector<std::string> bufs(kConns);
@@ -156,8 +160,11 @@ TEST(Load, ThousandConcurrentStreams) {
   EXPECT_LT(rss, 1024) << "server memory must stay bounded";
   std::printf("1,000 concurrent streams: %d completed, %d deliberate 429s, %.2f s, server peak RSS %.0f MiB\n", n200,
               n429, secs, rss);
-  std::this_thread::sleep_for(Ms(100));
-  m = http_request(port, "GET", "/metrics").body;
+  for (int i = 0; i < 250; ++i) {
+    m = http_request(port, "GET", "/metrics").body;
+    if (metric_value(m, "ladder_kv_blocks_used") == 0) break;
+    std::this_thread::sleep_for(Ms(20));
+  }
   EXPECT_EQ(metric_value(m, "ladder_kv_blocks_used"), 0) << m;
   EXPECT_EQ(metric_value(m, "ladder_queue_depth"), 0);
 }

@@ -68,6 +68,17 @@ std::string stream_text(const std::string& body, std::vector<json>* chunks) {
 
 std::string metrics(int port) { return http_request(port, "GET", "/metrics").body; }
 
+// Polls /metrics until `series` reads `value` (or 10 s pass); returns the last text.
+std::string wait_metric(int port, const std::string& series, double value) {
+  std::string text;
+  for (int i = 0; i < 500; ++i) {
+    text = metrics(port);
+    if (metric_value(text, series) == value) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return text;
+}
+
 TEST(Serve, GoldenGreedyStream) {
   ServerProcess srv({"-m", stories()});
   ASSERT_TRUE(srv.ok());
@@ -282,7 +293,7 @@ TEST(Serve, QueueFullAndInfeasibleDeadlineGet429) {
   ServerProcess srv({"-m", slow_model(), "--max-running", "1", "--max-queue", "1", "--threads", "1"});
   ASSERT_TRUE(srv.ok());
   int p = srv.port();
-  std::string long_req = json{{"prompt", "Once upon a time"}, {"max_tokens", 400}, {"stream", true}}.dump();
+  std::string long_req = json{{"prompt", "Once upon a time"}, {"max_tokens", 400}, {"stream", true}, {"ignore_eos", true}}.dump();
   int fd = open_stream(p, long_req);
   ASSERT_TRUE(wait_for_bytes(fd, "data: ", Ms(20000)));
   // The only slot is busy; a request whose first token is due in 50 ms
@@ -293,7 +304,7 @@ TEST(Serve, QueueFullAndInfeasibleDeadlineGet429) {
   EXPECT_FALSE(r.header("retry-after").empty());
   // One may wait (queue of 1) ...
   int fd2 = open_stream(p, long_req);
-  std::this_thread::sleep_for(Ms(200));
+  wait_metric(p, "ladder_queue_depth", 1);
   // ... the next finds the queue full.
   r = http_request(p, "POST", "/v1/completions", R"({"prompt":"a","max_tokens":2})");
   expect_error(r, 429, "", "queue_full");
@@ -305,11 +316,53 @@ TEST(Serve, QueueFullAndInfeasibleDeadlineGet429) {
   close(fd2);
 }
 
+TEST(Serve, LoadingAnswers503) {
+  // The port is announced before the model loads (~1 s here, mostly the op
+  // thread pool's start-up); meanwhile health says "loading" and work is
+  // refused with 503, never queued or dropped.
+  ServerProcess srv({"-m", slow_model()}, /*wait_ready=*/false);
+  ASSERT_TRUE(srv.ok());
+  HttpReply gen = http_request(srv.port(), "POST", "/v1/completions", R"({"prompt":"a","max_tokens":1})");
+  HttpReply health = http_request(srv.port(), "GET", "/health");
+  expect_error(gen, 503, "", "model_loading");
+  EXPECT_FALSE(gen.header("retry-after").empty());
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(json::parse(health.body)["status"], "loading");
+  int status = 0;
+  for (int i = 0; i < 500 && status != 200; ++i) {
+    std::this_thread::sleep_for(Ms(20));
+    status = http_request(srv.port(), "GET", "/health").status;
+  }
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(http_request(srv.port(), "POST", "/v1/completions", R"({"prompt":"a","max_tokens":1})").status, 200);
+}
+
+TEST(Serve, QueuedPastItsDeadlineGets429) {
+  // Admission believes a request takes 100 ms, so a 1.5 s deadline looks
+  // feasible and the request waits; the running one takes far longer, and the
+  // waiting one is turned away when its deadline passes instead of being
+  // served late.
+  ServerProcess srv({"-m", slow_model(), "--threads", "1", "--max-running", "1", "--initial-service-ms", "100"});
+  ASSERT_TRUE(srv.ok());
+  int p = srv.port();
+  int fd = open_stream(p, json{{"prompt", "Once upon a time"}, {"max_tokens", 900}, {"stream", true}, {"ignore_eos", true}}.dump());
+  ASSERT_TRUE(wait_for_bytes(fd, "data: ", Ms(20000)));
+  auto t0 = std::chrono::steady_clock::now();
+  HttpReply r = http_request(p, "POST", "/v1/completions", R"({"prompt":"a","max_tokens":2})",
+                             {{"x-ladder-deadline-ms", "1500"}});
+  double waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  expect_error(r, 429, "", "deadline_exceeded");
+  EXPECT_GE(waited_ms, 1450);
+  EXPECT_LT(waited_ms, 5000);
+  EXPECT_EQ(metric_value(metrics(p), "ladder_queue_depth"), 0);
+  close(fd);
+}
+
 TEST(Serve, DisconnectMidStreamFreesBlocks) {
   ServerProcess srv({"-m", slow_model(), "--threads", "1"});
   ASSERT_TRUE(srv.ok());
   int p = srv.port();
-  int fd = open_stream(p, json{{"prompt", "Once upon a time"}, {"max_tokens", 600}, {"stream", true}}.dump());
+  int fd = open_stream(p, json{{"prompt", "Once upon a time"}, {"max_tokens", 600}, {"stream", true}, {"ignore_eos", true}}.dump());
   ASSERT_TRUE(wait_for_bytes(fd, "data: ", Ms(20000)));
   EXPECT_GT(metric_value(metrics(p), "ladder_kv_blocks_used"), 0);
   close(fd);
@@ -335,10 +388,22 @@ TEST(Serve, SigtermDrainsRunningRequestsAndExitsZero) {
   int idle = connect_loopback(p);
   ASSERT_TRUE(send_all(idle, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
   ASSERT_EQ(read_reply(idle).status, 200);
-  int fd = open_stream(p, json{{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"stream", true}}.dump());
+  int fd = open_stream(p, json{{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"stream", true}, {"ignore_eos", true}}.dump());
   ASSERT_TRUE(wait_for_bytes(fd, "data: ", Ms(20000)));
   kill(srv.pid(), SIGTERM);
-  std::this_thread::sleep_for(Ms(100));
+  // Health turns "draining" on the connection that stays open.
+  int health = 0;
+  for (int i = 0; i < 250 && health != 503; ++i) {
+    ASSERT_TRUE(send_all(idle, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+    HttpReply h = read_reply(idle);
+    health = h.status;
+    if (health == 503) {
+      EXPECT_EQ(json::parse(h.body)["status"], "draining");
+    } else {
+      std::this_thread::sleep_for(Ms(20));
+    }
+  }
+  ASSERT_EQ(health, 503);
   // New work on an open connection is refused with 503 while draining ...
   std::string body = R"({"prompt":"a","max_tokens":2})";
   ASSERT_TRUE(send_all(idle, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
@@ -358,12 +423,11 @@ TEST(Serve, ReservationHoldsUnderFlood) {
                      "--tenants", write_file("flood.toml", kTenants)});
   ASSERT_TRUE(srv.ok());
   int p = srv.port();
-  std::string flood = json{{"prompt", "Once upon a time"}, {"max_tokens", 200}, {"stream", true}}.dump();
+  std::string flood = json{{"prompt", "Once upon a time"}, {"max_tokens", 200}, {"stream", true}, {"ignore_eos", true}}.dump();
   std::vector<int> fds;
   for (int i = 0; i < 12; ++i) fds.push_back(open_stream(p, flood, "Authorization: Bearer key-alpha\r\n"));
   ASSERT_TRUE(wait_for_bytes(fds[0], "data: ", Ms(20000)));
-  std::this_thread::sleep_for(Ms(200));
-  std::string text = metrics(p);
+  std::string text = wait_metric(p, "ladder_queue_depth", 10);
   EXPECT_EQ(metric_value(text, "ladder_queue_depth"), 10) << "alpha runs only its 2 reserved slots";
   std::vector<double> ttfts(2, -1);
   std::vector<std::thread> beta;
