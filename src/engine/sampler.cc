@@ -114,8 +114,35 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
   size_t n_cand = n_vocab;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n_vocab) {
     n_cand = static_cast<size_t>(params_.top_k);
-    for (size_t i = 0; i < n_vocab; ++i) cand_[i] = {work_[i], static_cast<int32_t>(i)};
-    std::nth_element(begin, begin + static_cast<std::ptrdiff_t>(n_cand), cand_.end(), heavier);
+    // Only the tokens whose logits fall in the top buckets of a histogram over
+    // order-preserving float keys are considered (a short first pass), and
+    // nth_element runs on the boundary bucket alone.
+    auto key_bucket = [](float x) {
+      uint32_t bits;
+      std::memcpy(&bits, &x, sizeof(bits));
+      bits = (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;  // monotone in x
+      return bits >> kBucketShift;
+    };
+    bucket_count_.assign(kBuckets, 0);
+    for (size_t i = 0; i < n_vocab; ++i) ++bucket_count_[key_bucket(work_[i])];
+    size_t above = 0;
+    uint32_t boundary = 0;
+    for (uint32_t b = kBuckets; b-- > 0;) {
+      if (above + bucket_count_[b] >= n_cand) {
+        boundary = b;
+        break;
+      }
+      above += bucket_count_[b];
+    }
+    size_t n_in = 0;  // heavier buckets first, then the boundary bucket
+    for (size_t i = 0; i < n_vocab; ++i) {
+      if (key_bucket(work_[i]) > boundary) cand_[n_in++] = {work_[i], static_cast<int32_t>(i)};
+    }
+    for (size_t i = 0; i < n_vocab; ++i) {
+      if (key_bucket(work_[i]) == boundary) cand_[n_in++] = {work_[i], static_cast<int32_t>(i)};
+    }
+    std::nth_element(begin + static_cast<std::ptrdiff_t>(above), begin + static_cast<std::ptrdiff_t>(n_cand),
+                     begin + static_cast<std::ptrdiff_t>(n_in), heavier);
     const float inv_t = 1.0f / params_.temperature;
     for (size_t i = 0; i < n_cand; ++i) cand_[i].w = std::exp((cand_[i].w - work_[best]) * inv_t);
   } else {

@@ -62,11 +62,12 @@ class Sampler {
   std::vector<int32_t> order_;   // [n_vocab] ids, for top logprobs
   std::vector<Candidate> cand_;  // [n_vocab] sampling candidates
   std::vector<float> probs_;     // [n_vocab] softmax scratch
-  // top-p histogram over the top bits of the (positive) float weights:
-  // 8 exponent + 4 mantissa bits, buckets about 4% wide.
+  // Histograms over the top bits of float keys (top-p: the positive weights;
+  // top-k: order-preserving logit keys): 8 exponent + 4 mantissa bits.
   static constexpr uint32_t kBucketShift = 19;
   static constexpr uint32_t kBuckets = 1u << (32 - kBucketShift);
-  std::vector<double> bucket_mass_;  // [kBuckets]
+  std::vector<double> bucket_mass_;     // [kBuckets]
+  std::vector<uint32_t> bucket_count_;  // [kBuckets], top-k
 };
 
 // Step 1 on its own, in place (exposed for tests).

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 #include <vector>
 
@@ -76,6 +78,29 @@ TEST(Sampler, TopKKeepsTheKMostLikely) {
   EXPECT_EQ(keys(counts), (std::set<int32_t>{1, 3}));
   // Renormalised: 0.4 / 0.7 = 0.571.
   EXPECT_NEAR(counts.at(1) / 4000.0, 0.4 / 0.7, 0.03);
+}
+
+TEST(Sampler, TopKOnALargeVocabularyMatchesAFullSort) {
+  // 3000 logits in [-8, 8) with many exact ties; the reference top 50 comes
+  // from a plain sort (ties to the lower id).
+  std::vector<float> logits(3000);
+  uint64_t x = 77;
+  for (float& v : logits) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    v = static_cast<float>(static_cast<int>((x >> 33) % 400) - 200) / 25.0f;
+  }
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return logits[static_cast<size_t>(a)] != logits[static_cast<size_t>(b)]
+               ? logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)]
+               : a < b;
+  });
+  const std::set<int32_t> top50(ids.begin(), ids.begin() + 50);
+  SamplingParams p;
+  p.top_k = 50;
+  p.temperature = 50.0f;  // nearly flat, so every survivor shows up
+  EXPECT_EQ(keys(draw(p, logits, 20000, 51)), top50);
 }
 
 TEST(Sampler, TopPKeepsTheSmallestSetReachingTheMass) {
