@@ -265,6 +265,9 @@ TEST(Interpreter, ErrorsNameTheConstructAndLine) {
   EXPECT_NE(e.find("'endif'"), std::string::npos) << e;
   e = error_of("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}");
   EXPECT_NE(e.find("nested deeper"), std::string::npos) << e;
+  // A stray multi-byte character is quoted whole: the message stays valid UTF-8.
+  e = error_of("{{ x \u3000 }}");
+  EXPECT_NE(e.find("unexpected character '\u3000'"), std::string::npos) << e;
   e = error_of("{{ range(200000) | length }}");
   EXPECT_NE(e.find("Range too big"), std::string::npos) << e;
 }

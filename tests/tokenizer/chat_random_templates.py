@@ -50,6 +50,21 @@ EXPRS = ["x", "n", "s", "l", "d", "x + 1", "s ~ n", "l | length", "d | tojson", 
          "n == 2.0", "[1, 2] == (1, 2)", "none == none", "l != []", "'b' > 'a' > ''", "s | list | length", "d | list",
          "d | length", "range(0, 10, 3) | list", "dict(a=n) | tojson", "namespace(a=1).a", "'x' ~ none ~ true ~ 1.0",
          "1 if none is none else 2", "(not x) is boolean", "x is string or x is iterable", "l | first is number"]
+# Lexer-level fragments: delimiters inside strings, comments, raw blocks,
+# tags without spaces, modifiers on every delimiter, Unicode spaces.
+FR = ["a", " ", "\n", "  \n", "\t", "{", "}", "}}", "%}", "#}", "{ {", "x\n  ", "\n\n", "é", "\u3000",
+      "{{ '}}' }}", "{{ \"%}\" }}", "{{ '{#' }}", "{# c #}", "{#- c -#}", "{#+ c #}", "{# {% if %} #}", "{#\n#}",
+      "{%- raw %} {{ x }} {% endraw -%}", "{% raw -%}\n{{y}}\n{%- endraw %}", "{% raw %}{% endraw %}",
+      "{{-1}}", "{{- -1 -}}", "{{x}}", "{%if x%}I{%endif%}", "{%-if x-%} I {%-endif-%}", "{%+ if x +%}P{%+ endif +%}",
+      "{% if x %}\n  Y\n{% endif %}\n", "  {% if x %}\n", "  {% endif %}\n", "{{ x ~ '\\n' }}", "{{ 'a' 'b' }}",
+      "{{ \"\\\"q\\\"\" }}", "{{ '\\x41\\u00e9\\t' }}", "{% set y = '-%}' %}{{ y }}", "{{ x\n }}", "{%\nif x\n%}N{%\nendif\n%}",
+      "{% for i in [1,2] -%}\n  {{ i }}\n{%- endfor %}", "   {%- for i in [1] %}{{i}}{% endfor -%}   ", "\r\n", "{{ '\\r' }}"]
+
+
+def lexer_program():
+    return "".join(R.choice(FR) for _ in range(R.randint(1, 10))) + R.choice(["", "\n", "\n\n", "\r\n"])
+
+
 def expr(): return R.choice(EXPRS)
 def tag(body, kind="%"):
     return "{" + kind + R.choice(MOD if kind == "%" else ["", "-"]) + " " + body + " " + R.choice(MOD if kind == "%" else ["", "-"]) + kind + "}"
@@ -105,7 +120,7 @@ def main():
     env = chat_reference._make_env()
     cases = []
     for i in range(count):
-        t = block(0) + R.choice(["", "\n", "\n\n"])
+        t = block(0) + R.choice(["", "\n", "\n\n"]) if i % 4 else lexer_program()
         ctx = {"x": R.choice([1, "str", [1, 2], None]), "n": R.randint(0, 5), "s": R.choice(["hello world", "", " a b ", "ünï", "\u3000日本\xa0語\u3000", "a\u2028b\x85c"]),
                "l": R.choice([[3, 1, 2], [], [1], [5, 5, 2]]), "d": R.choice([{"a": 1, "b": "two"}, {}, {"b": [1], "a": None}]),
                "ms": R.choice([[{"role": "user", "content": " hi "}], [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": ""}]])}

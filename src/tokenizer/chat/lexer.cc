@@ -147,14 +147,14 @@ class Lexer {
       line_starting = consume_block_suffix(end_sign, opt_.trim_blocks);
       return Status::ok();
     }
-    return invalid_argument("line " + std::to_string(line_) + ": unclosed {% raw %} block (missing {% endraw %})");
+    return invalid_argument("template line " + std::to_string(line_) + ": unclosed {% raw %} block (missing {% endraw %})");
   }
 
   Status lex_comment(bool& line_starting) {
     int start_line = line_;
     size_t close = src_.find("#}", pos_);
     if (close == std::string::npos) {
-      return invalid_argument("line " + std::to_string(start_line) + ": unclosed comment (missing #})");
+      return invalid_argument("template line " + std::to_string(start_line) + ": unclosed comment (missing #})");
     }
     char sign = '\0';
     if (close > pos_ && (src_[close - 1] == '-' || src_[close - 1] == '+')) sign = src_[close - 1];
@@ -170,7 +170,7 @@ class Lexer {
     while (true) {
       while (pos_ < src_.size() && is_space(src_[pos_])) advance_to(pos_ + 1);
       if (pos_ >= src_.size()) {
-        return invalid_argument("line " + std::to_string(start_line) + ": unclosed tag (missing " + close + ")");
+        return invalid_argument("template line " + std::to_string(start_line) + ": unclosed tag (missing " + close + ")");
       }
       // The closing delimiter is tried before operators, so `-%}` is a strip sign.
       char sign = '\0';
@@ -209,7 +209,10 @@ class Lexer {
         return Status::ok();
       }
     }
-    return invalid_argument("line " + std::to_string(line) + ": unexpected character '" + std::string(1, c) +
+    // Quote the whole UTF-8 character, so the message stays valid UTF-8.
+    size_t len = 1;
+    while (pos_ + len < src_.size() && len < 4 && (static_cast<unsigned char>(src_[pos_ + len]) & 0xC0) == 0x80) ++len;
+    return invalid_argument("template line " + std::to_string(line) + ": unexpected character '" + src_.substr(pos_, len) +
                             "' in a tag");
   }
 
@@ -274,12 +277,12 @@ class Lexer {
         case 'u':
         case 'U': {
           size_t len = n == 'x' ? 2 : n == 'u' ? 4 : 8;
-          if (i + len > src_.size()) return invalid_argument("line " + std::to_string(line) + ": truncated \\" + std::string(1, n) + " escape");
+          if (i + len > src_.size()) return invalid_argument("template line " + std::to_string(line) + ": truncated \\" + std::string(1, n) + " escape");
           uint32_t cp = 0;
           for (size_t k = 0; k < len; ++k) {
             char h = src_[i + k];
             int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
-            if (d < 0) return invalid_argument("line " + std::to_string(line) + ": bad \\" + std::string(1, n) + " escape");
+            if (d < 0) return invalid_argument("template line " + std::to_string(line) + ": bad \\" + std::string(1, n) + " escape");
             cp = cp * 16 + static_cast<uint32_t>(d);
           }
           i += len;
@@ -291,7 +294,7 @@ class Lexer {
           out += n;
       }
     }
-    if (i >= src_.size()) return invalid_argument("line " + std::to_string(line) + ": unterminated string literal");
+    if (i >= src_.size()) return invalid_argument("template line " + std::to_string(line) + ": unterminated string literal");
     tokens_.push_back({TokenType::kString, out, line});
     advance_to(i + 1);
     return Status::ok();
