@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -192,7 +193,13 @@ void ApiServer::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> 
   } else if (path == "/metrics") {
     if (only("GET")) ch->respond(metrics_page());
   } else if (path == "/v1/models") {
-    if (only("GET")) ch->respond(models());
+    if (!only("GET")) return;
+    if (authenticate(req) < 0) {
+      record_rejection(-1, 401);
+      ch->respond(error_response(unauthenticated("missing or invalid API key: send 'Authorization: Bearer <key>'")));
+      return;
+    }
+    ch->respond(models());
   } else if (path == "/v1/completions") {
     if (only("POST")) handle_generate(ApiKind::kCompletion, req, std::move(ch));
   } else if (path == "/v1/chat/completions") {
@@ -248,6 +255,14 @@ HttpResponse ApiServer::State::metrics_page() const {
   return r;
 }
 
+int ApiServer::State::authenticate(const HttpRequest& req) const {
+  if (!tenants.requires_key()) return 0;
+  std::string auth = req.header("authorization");
+  const std::string bearer = "Bearer ";
+  if (auth.size() <= bearer.size() || auth.compare(0, bearer.size(), bearer) != 0) return -1;
+  return tenants.authenticate(std::string_view(auth).substr(bearer.size()));
+}
+
 void ApiServer::State::record_rejection(int tenant, int status) {
   RequestRecord rec;
   rec.tenant = tenant >= 0 ? tenants.tenant(tenant).name : "unauthenticated";
@@ -277,17 +292,11 @@ void ApiServer::State::handle_generate(ApiKind kind, HttpRequest& req, std::shar
 }
 
 std::optional<ApiError> ApiServer::State::prepare(ApiKind kind, HttpRequest& req, Job& job) {
-  job.tenant = -1;
-  if (tenants.requires_key()) {
-    std::string auth = req.header("authorization");
-    const std::string bearer = "Bearer ";
-    if (auth.size() <= bearer.size() || auth.compare(0, bearer.size(), bearer) != 0) {
-      return unauthenticated("missing API key: send 'Authorization: Bearer <key>'");
-    }
-    job.tenant = tenants.authenticate(std::string_view(auth).substr(bearer.size()));
-    if (job.tenant < 0) return unauthenticated("invalid API key");
-  } else {
-    job.tenant = 0;
+  job.tenant = authenticate(req);
+  if (job.tenant < 0) {
+    return unauthenticated(req.header("authorization").empty()
+                               ? "missing API key: send 'Authorization: Bearer <key>'"
+                               : "invalid API key");
   }
   const TenantConfig& tenant = tenants.tenant(job.tenant);
 

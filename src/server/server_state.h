@@ -94,6 +94,8 @@ struct ApiServer::State {
   void handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch);
   void handle_generate(ApiKind kind, HttpRequest& req, std::shared_ptr<ResponseChannel> ch);
   std::optional<ApiError> prepare(ApiKind kind, HttpRequest& req, Job& job);
+  // The caller's tenant index from its bearer key; -1 when none matches.
+  int authenticate(const HttpRequest& req) const;
   void record_rejection(int tenant, int status);
   HttpResponse health() const;
   HttpResponse models() const;

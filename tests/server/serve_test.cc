@@ -242,6 +242,8 @@ TEST(Serve, AuthAndTenantCacheIsolation) {
   expect_error(http_request(p, "POST", "/v1/completions", body), 401, "", "invalid_api_key");
   expect_error(http_request(p, "POST", "/v1/completions", body, {{"Authorization", "Bearer key-alph"}}), 401, "", "");
   EXPECT_EQ(http_request(p, "GET", "/health").status, 200);  // no key needed
+  expect_error(http_request(p, "GET", "/v1/models"), 401, "", "invalid_api_key");
+  EXPECT_EQ(http_request(p, "GET", "/v1/models", "", {{"Authorization", "Bearer key-beta"}}).status, 200);
 
   // A prompt of several full KV blocks.
   std::string prompt;
