@@ -80,7 +80,13 @@ double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_ou
   std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> weights;
   for (size_t c = 0; c < copies; ++c) {
     weights.push_back(hwy::AllocateAligned<uint8_t>(wbytes));
-    fill_random_weights(type, weights.back().get(), wbytes, static_cast<uint32_t>(c + 1));
+    // Copies live at distinct addresses, which is all that keeps them out of
+    // cache; their contents may repeat (filling 256 MiB randomly is slow).
+    if (c == 0) {
+      fill_random_weights(type, weights.back().get(), wbytes, 1);
+    } else {
+      std::memcpy(weights.back().get(), weights[0].get(), wbytes);
+    }
   }
   std::vector<PackedWeights> packs(copies);
   if (packed) {
