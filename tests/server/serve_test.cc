@@ -263,6 +263,32 @@ TEST(Serve, AuthAndTenantCacheIsolation) {
   EXPECT_EQ(cached("key-beta"), alpha_hit) << "beta's own repeat hits its own blocks";
 }
 
+TEST(Serve, NoTtftAdvantageFromAnotherTenantsCache) {
+  // On a model whose prefill is slow enough to see: alpha's repeat skips
+  // 256 of 272 prompt tokens and answers sooner; beta's identical prompt
+  // gets no hit and pays the full prefill again.
+  ServerProcess srv({"-m", slow_model(), "--threads", "1", "--tenants", write_file("iso.toml", kTenants)});
+  ASSERT_TRUE(srv.ok());
+  std::string prompt;
+  for (int i = 0; i < 15; ++i) prompt += "Lily and Ben played in the park with a red ball. ";
+  json req = {{"prompt", prompt}, {"max_tokens", 1}};
+  auto run = [&](const std::string& key, int64_t* cached) {
+    json r = post_json(srv.port(), "/v1/completions", req, {{"Authorization", "Bearer " + key}});
+    *cached = r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+    return r["ladder"]["ttft_ms"].get<double>();
+  };
+  int64_t cached = -1;
+  double alpha_cold = run("key-alpha", &cached);
+  EXPECT_EQ(cached, 0);
+  double alpha_warm = run("key-alpha", &cached);
+  EXPECT_GT(cached, 0);
+  double beta_cold = run("key-beta", &cached);
+  EXPECT_EQ(cached, 0);
+  EXPECT_GT(beta_cold, alpha_warm) << "beta must not profit from alpha's cached prefix";
+  std::printf("TTFT: alpha cold %.1f ms, alpha warm %.1f ms, beta (same prompt) %.1f ms\n", alpha_cold, alpha_warm,
+              beta_cold);
+}
+
 // Opens a streaming completion and returns the socket once the first chunk
 // of data arrived (the request is running).
 int open_stream(int port, const std::string& body, const std::string& extra_headers = "") {
