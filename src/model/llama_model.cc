@@ -9,26 +9,48 @@
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
+#include "ops/packed_weights.h"
 
 namespace ladder::model {
+
+namespace {
+
+// A weight matrix as stored in the file, plus the repacked copy the fastest
+// kernel streams when the active SIMD target has one for its type.
+struct Matrix {
+  ops::WeightMatrix w;
+  ops::PackedWeights packed;
+
+  uint64_t bytes() const {
+    if (!packed.empty()) return packed.bytes;
+    return static_cast<uint64_t>(row_bytes(traits_of(w.type), static_cast<size_t>(w.n_in))) *
+           static_cast<uint64_t>(w.n_out);
+  }
+};
+
+void mul(const Matrix& m, const float* x, int64_t rows, float* y, ops::ThreadPool& pool) {
+  ops::matmul(m.w, m.packed, x, rows, y, pool);
+}
+
+}  // namespace
 
 struct LlamaModel::Weights {
   struct Layer {
     std::vector<float> attn_norm;  // [dim]
-    ops::WeightMatrix wq;          // [q_dim][dim]
-    ops::WeightMatrix wk;          // [kv_dim][dim]
-    ops::WeightMatrix wv;          // [kv_dim][dim]
-    ops::WeightMatrix wo;          // [dim][q_dim]
+    Matrix wq;          // [q_dim][dim]
+    Matrix wk;          // [kv_dim][dim]
+    Matrix wv;          // [kv_dim][dim]
+    Matrix wo;          // [dim][q_dim]
     std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] (qwen2 only)
     std::vector<float> ffn_norm;   // [dim]
-    ops::WeightMatrix w_gate;      // [ffn_dim][dim]
-    ops::WeightMatrix w_up;        // [ffn_dim][dim]
-    ops::WeightMatrix w_down;      // [dim][ffn_dim]
+    Matrix w_gate;      // [ffn_dim][dim]
+    Matrix w_up;        // [ffn_dim][dim]
+    Matrix w_down;      // [dim][ffn_dim]
   };
   ops::WeightMatrix token_embd;    // [n_vocab][dim]
   std::vector<Layer> layers;
   std::vector<float> output_norm;  // [dim]
-  ops::WeightMatrix output;        // [n_vocab][dim] (token_embd when tied)
+  Matrix output;                   // [n_vocab][dim] (token_embd when tied)
 };
 
 namespace {
@@ -51,13 +73,16 @@ Result<const gguf::TensorInfo*> find_tensor(const gguf::GgufFile& file, const st
 }
 
 // A matrix [n_out][n_in]: stored with ggml shape {n_in, n_out}.
-Result<ops::WeightMatrix> bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t n_in,
-                                      int64_t n_out) {
+Result<Matrix> bind_matrix(const gguf::GgufFile& file, const std::string& name, int64_t n_in, int64_t n_out,
+                           ops::ThreadPool& pool) {
   LADDER_ASSIGN_OR_RETURN(const gguf::TensorInfo* t,
                           find_tensor(file, name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}));
   Status supported = ops::check_matmul_support(t->type, n_in);
   if (!supported.is_ok()) return invalid_argument("model tensor '" + name + "': " + supported.message());
-  return ops::WeightMatrix{t->type, t->data, n_in, n_out};
+  Matrix m;
+  m.w = ops::WeightMatrix{t->type, t->data, n_in, n_out};
+  m.packed = ops::pack_weights(m.w, pool);
+  return m;
 }
 
 // Small vectors (norms, biases) are converted to F32 once at load.
@@ -96,6 +121,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file)
   }
 
   auto model = std::unique_ptr<LlamaModel>(new LlamaModel(config));
+  ops::ThreadPool pool(0);  // for repacking weights at load
   Weights& w = *model->weights_;
   const ModelConfig& c = model->config_;
   auto embd_type_ok = ops::check_matmul_support(embd->type, c.dim);
@@ -113,38 +139,36 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file)
     Weights::Layer& L = w.layers[static_cast<size_t>(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
     LADDER_ASSIGN_OR_RETURN(L.attn_norm, load_vector(file, p + "attn_norm.weight", c.dim));
-    LADDER_ASSIGN_OR_RETURN(L.wq, bind_matrix(file, p + "attn_q.weight", c.dim, c.q_dim()));
-    LADDER_ASSIGN_OR_RETURN(L.wk, bind_matrix(file, p + "attn_k.weight", c.dim, c.kv_dim()));
-    LADDER_ASSIGN_OR_RETURN(L.wv, bind_matrix(file, p + "attn_v.weight", c.dim, c.kv_dim()));
-    LADDER_ASSIGN_OR_RETURN(L.wo, bind_matrix(file, p + "attn_output.weight", c.q_dim(), c.dim));
+    LADDER_ASSIGN_OR_RETURN(L.wq, bind_matrix(file, p + "attn_q.weight", c.dim, c.q_dim(), pool));
+    LADDER_ASSIGN_OR_RETURN(L.wk, bind_matrix(file, p + "attn_k.weight", c.dim, c.kv_dim(), pool));
+    LADDER_ASSIGN_OR_RETURN(L.wv, bind_matrix(file, p + "attn_v.weight", c.dim, c.kv_dim(), pool));
+    LADDER_ASSIGN_OR_RETURN(L.wo, bind_matrix(file, p + "attn_output.weight", c.q_dim(), c.dim, pool));
     if (c.qkv_bias) {
       LADDER_ASSIGN_OR_RETURN(L.bq, load_vector(file, p + "attn_q.bias", c.q_dim()));
       LADDER_ASSIGN_OR_RETURN(L.bk, load_vector(file, p + "attn_k.bias", c.kv_dim()));
       LADDER_ASSIGN_OR_RETURN(L.bv, load_vector(file, p + "attn_v.bias", c.kv_dim()));
     }
     LADDER_ASSIGN_OR_RETURN(L.ffn_norm, load_vector(file, p + "ffn_norm.weight", c.dim));
-    LADDER_ASSIGN_OR_RETURN(L.w_gate, bind_matrix(file, p + "ffn_gate.weight", c.dim, c.ffn_dim));
-    LADDER_ASSIGN_OR_RETURN(L.w_up, bind_matrix(file, p + "ffn_up.weight", c.dim, c.ffn_dim));
-    LADDER_ASSIGN_OR_RETURN(L.w_down, bind_matrix(file, p + "ffn_down.weight", c.ffn_dim, c.dim));
+    LADDER_ASSIGN_OR_RETURN(L.w_gate, bind_matrix(file, p + "ffn_gate.weight", c.dim, c.ffn_dim, pool));
+    LADDER_ASSIGN_OR_RETURN(L.w_up, bind_matrix(file, p + "ffn_up.weight", c.dim, c.ffn_dim, pool));
+    LADDER_ASSIGN_OR_RETURN(L.w_down, bind_matrix(file, p + "ffn_down.weight", c.ffn_dim, c.dim, pool));
   }
   LADDER_ASSIGN_OR_RETURN(w.output_norm, load_vector(file, "output_norm.weight", c.dim));
   if (file.find_tensor("output.weight") != nullptr) {
-    LADDER_ASSIGN_OR_RETURN(w.output, bind_matrix(file, "output.weight", c.dim, c.n_vocab));
+    LADDER_ASSIGN_OR_RETURN(w.output, bind_matrix(file, "output.weight", c.dim, c.n_vocab, pool));
   } else {
     if (!embd_type_ok.is_ok()) {
       return invalid_argument("tied output head: token_embd.weight: " + embd_type_ok.message());
     }
-    w.output = w.token_embd;
+    w.output.w = w.token_embd;
+    w.output.packed = ops::pack_weights(w.output.w, pool);
     model->config_.tied_output = true;
   }
   return model;
 }
 
 uint64_t LlamaModel::weight_bytes() const {
-  auto bytes = [](const ops::WeightMatrix& m) {
-    return static_cast<uint64_t>(row_bytes(traits_of(m.type), static_cast<size_t>(m.n_in))) *
-           static_cast<uint64_t>(m.n_out);
-  };
+  auto bytes = [](const Matrix& m) { return m.bytes(); };
   uint64_t total = bytes(weights_->output);
   for (const auto& L : weights_->layers) {
     total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.w_gate) + bytes(L.w_up) +
@@ -230,9 +254,9 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const Weights::Layer& L = w.layers[static_cast<size_t>(l)];
     ops::rms_norm(x.data(), L.attn_norm.data(), T, dim, c.rms_eps, xn.data());
-    ops::matmul(L.wq, xn.data(), T, q.data(), pool);
-    ops::matmul(L.wk, xn.data(), T, k.data(), pool);
-    ops::matmul(L.wv, xn.data(), T, v.data(), pool);
+    mul(L.wq, xn.data(), T, q.data(), pool);
+    mul(L.wk, xn.data(), T, k.data(), pool);
+    mul(L.wv, xn.data(), T, v.data(), pool);
     add_bias(q, L.bq);
     add_bias(k, L.bk);
     add_bias(v, L.bv);
@@ -256,18 +280,18 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
       ops::attention(q.data() + r0 * qd, n, pos.data() + r0, static_cast<int>(c.n_heads), kl, vl,
                      seq.block_table.data(), att_scale, att.data() + r0 * qd, pool);
     }
-    ops::matmul(L.wo, att.data(), T, proj.data(), pool);
+    mul(L.wo, att.data(), T, proj.data(), pool);
     for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
 
     ops::rms_norm(x.data(), L.ffn_norm.data(), T, dim, c.rms_eps, xn.data());
-    ops::matmul(L.w_gate, xn.data(), T, gate.data(), pool);
-    ops::matmul(L.w_up, xn.data(), T, up.data(), pool);
+    mul(L.w_gate, xn.data(), T, gate.data(), pool);
+    mul(L.w_up, xn.data(), T, up.data(), pool);
     // Row by row: an element's result must not depend on where the batch
     // puts it relative to vector-width boundaries (batch invariance).
     for (int64_t t = 0; t < T; ++t) {
       ops::silu_mul(gate.data() + t * ffn, up.data() + t * ffn, ffn, up.data() + t * ffn);
     }
-    ops::matmul(L.w_down, up.data(), T, proj.data(), pool);
+    mul(L.w_down, up.data(), T, proj.data(), pool);
     for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
   }
 
@@ -289,7 +313,7 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
   }
   std::vector<float> normed(selected.size());
   ops::rms_norm(selected.data(), w.output_norm.data(), R, dim, c.rms_eps, normed.data());
-  ops::matmul(w.output, normed.data(), R, logits.data(), pool);
+  mul(w.output, normed.data(), R, logits.data(), pool);
   return Status::ok();
 }
 
