@@ -115,8 +115,8 @@ Result<Value> percent_format(const std::string& fmt, const Value& args) {
 }
 
 void append_u_escape(std::string& out, uint32_t unit) {
-  char buf[8];
-  std::snprintf(buf, sizeof(buf), "\\u%04x", unit);
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "\\u%04x", unit & 0xffffu);
   out += buf;
 }
 
@@ -149,8 +149,8 @@ void json_escape(std::string& out, const std::string& s, bool ensure_ascii) {
       case '\f': out += "\\f"; break;
       default:
         if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          char buf[16];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
           out += buf;
         } else {
           out += static_cast<char>(c);
