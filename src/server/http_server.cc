@@ -1,5 +1,9 @@
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -216,7 +220,15 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec) return self->close();
       beast::error_code aec;
       size_t n = self->stream_.socket().available(aec);
-      if (aec || n == 0) return self->close();
+      if (aec) return self->close();
+      if (n == 0) {
+        // The reactor may report a socket readable whose bytes the request
+        // read already consumed; only a zero-byte peek proves the peer closed.
+        char byte;
+        const ssize_t r = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->watch_disconnect();
+        if (r <= 0) return self->close();
+      }
       // Pipelined bytes of the next request: leave them for the next read.
     });
   }
