@@ -43,8 +43,9 @@ struct CommandRegistrar {
 };
 
 // The model file a command should use: the -m value when given, else the
-// default lookup ($LADDER_MODEL, then ../shared/models/stories260K.gguf).
-// Returns an empty string and prints what to do when there is none.
+// default lookup ($LADDER_MODEL, then ../shared/models/stories260K.gguf, then
+// a small synthetic model generated once into ~/.cache/ladder). Returns an
+// empty string and prints what to do when none can be had.
 std::string resolve_model_path(const std::string& given);
 
 }  // namespace ladder::cli

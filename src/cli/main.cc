@@ -4,11 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdio>
 #include <map>
 
 #include "cli/command.h"
 #include "common/paths.h"
+#include "model/synth.h"
 
 namespace ladder::cli {
 
@@ -20,13 +23,35 @@ std::vector<CommandEntry>& command_registry() {
 std::string resolve_model_path(const std::string& given) {
   if (!given.empty()) return given;
   std::string path = default_model_path(LADDER_DEFAULT_SHARED_DIR);
-  if (path.empty()) {
-    std::fprintf(stderr,
-                 "error: no model given and none found by default.\n"
-                 "  pass -m FILE.gguf, set LADDER_MODEL, or make one with:\n"
-                 "  ladder synth --preset tiny -o tiny.gguf\n");
+  if (!path.empty()) return path;
+  // Nothing found: generate a small synthetic model once, so every command
+  // runs anywhere (its text is meaningless; pass -m for a real model).
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const std::filesystem::path dir = cache != nullptr && *cache != '\0' ? std::filesystem::path(cache) / "ladder"
+                                    : home != nullptr && *home != '\0'   ? std::filesystem::path(home) / ".cache/ladder"
+                                                                         : std::filesystem::temp_directory_path() / "ladder";
+  const std::string synth = (dir / "synth-tiny.gguf").string();
+  std::error_code ec;
+  if (std::filesystem::exists(synth, ec)) {
+    spdlog::warn("no model given or found; using the synthetic model {} (pass -m FILE.gguf for a real one)", synth);
+    return synth;
   }
-  return path;
+  std::filesystem::create_directories(dir, ec);
+  auto options = model::synth_preset("tiny");
+  const std::string tmp = synth + ".tmp";
+  Status st = options.is_ok() ? model::write_synthetic_model(*options, tmp) : options.status();
+  if (st.is_ok()) std::filesystem::rename(tmp, synth, ec);
+  if (!st.is_ok() || ec) {
+    std::fprintf(stderr,
+                 "error: no model given, none found ($LADDER_MODEL, %s/models/stories260K.gguf), and a synthetic one "
+                 "could not be written to %s: %s\n  pass -m FILE.gguf\n",
+                 shared_dir(LADDER_DEFAULT_SHARED_DIR).c_str(), synth.c_str(),
+                 st.is_ok() ? ec.message().c_str() : st.message().c_str());
+    return {};
+  }
+  spdlog::warn("no model given or found; generated the synthetic model {} (pass -m FILE.gguf for a real one)", synth);
+  return synth;
 }
 
 }  // namespace ladder::cli

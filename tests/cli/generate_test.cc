@@ -51,6 +51,16 @@ TEST(GenerateCli, StatsReportRatesBandwidthAndLogitsHash) {
   EXPECT_NE(r.err.find("last logits sha256"), std::string::npos) << r.err;
 }
 
+TEST(GenerateCli, FallsBackToAGeneratedSyntheticModel) {
+  const std::string cache = temp_dir() + "/xdg-cache";
+  auto r = run_command({"/usr/bin/env", "LADDER_SHARED_DIR=/nonexistent-shared", "LADDER_MODEL=", "XDG_CACHE_HOME=" + cache,
+                        ladder_bin(), "generate", "--json", "-p", "hello", "-n", "4", "--temp", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), 4u);
+  EXPECT_NE(r.err.find("synthetic model"), std::string::npos) << r.err;
+  EXPECT_FALSE(read_file(cache + "/ladder/synth-tiny.gguf").empty());
+}
+
 TEST(GenerateCli, MissingModelFileIsAClearError) {
   auto r = run_command({ladder_bin(), "generate", "-m", "/nonexistent/model.gguf", "-p", "hi"});
   EXPECT_EQ(r.exit_code, 1);
