@@ -472,7 +472,9 @@ TEST(Serve, ReservationHoldsUnderFlood) {
     EXPECT_GE(t, 0);
     EXPECT_LT(t, 3000) << "beta's TTFT under alpha's flood";
   }
-  text = metrics(p);
+  // The counters are updated as each request's bookkeeping ends, which may
+  // trail its response by a moment.
+  text = wait_metric(p, "ladder_goodput_requests_total{tenant=\"beta\"}", 2);
   EXPECT_EQ(metric_value(text, "ladder_goodput_requests_total{tenant=\"beta\"}"), 2) << text;
   std::printf("beta TTFT under flood: %.1f ms, %.1f ms (SLO 3000 ms); alpha queued: 10\n", ttfts[0], ttfts[1]);
   for (int fd : fds) close(fd);
