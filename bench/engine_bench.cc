@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/offline_throughput.h"
 #include "engine/sampler.h"
 #include "gguf/gguf_file.h"
 #include "model/llama_model.h"
@@ -85,24 +86,6 @@ int env_threads() {
   return env != nullptr ? std::atoi(env) : 0;
 }
 
-std::vector<int32_t> prompt_for(int64_t i, int64_t len, int64_t n_vocab) {
-  std::vector<int32_t> t;
-  uint64_t x = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(i + 1);
-  while (static_cast<int64_t>(t.size()) < len) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    t.push_back(static_cast<int32_t>(3 + (x >> 33) % static_cast<uint64_t>(n_vocab - 3)));
-  }
-  return t;
-}
-
-std::vector<int32_t> drain(TokenStream& s) {
-  std::vector<int32_t> out;
-  while (auto e = s.next()) {
-    if (e->kind == StreamEvent::Kind::kToken) out.push_back(e->token.token);
-  }
-  return out;
-}
-
 // Args: requests, prompt tokens, output tokens, sampled (0: greedy; 1:
 // temperature 0.8, top-p 0.95, seeded per request).
 void BM_EngineOffline(benchmark::State& state) {
@@ -111,72 +94,32 @@ void BM_EngineOffline(benchmark::State& state) {
     state.SkipWithError(lm.status.to_string().c_str());
     return;
   }
-  const int64_t n = state.range(0);
-  const int64_t prompt_len = state.range(1);
-  const int64_t max_tokens = state.range(2);
-  const model::ModelConfig& mc = lm.model->config();
-  if (prompt_len + max_tokens > mc.context_length) {
-    state.SkipWithError("prompt + output exceed the model's context");
-    return;
-  }
-  EngineConfig cfg;
-  cfg.n_threads = env_threads();
-  cfg.prefix_caching = false;  // distinct prompts; measure compute, not cache
-  cfg.scheduler.max_batch_tokens = 512;
-  cfg.scheduler.max_running = 256;
-  cfg.n_kv_blocks = static_cast<int32_t>(n * ((prompt_len + max_tokens + 15) / 16) + 16);
-  auto created = Engine::create(*lm.model, cfg);
-  if (!created.is_ok()) {
-    state.SkipWithError(created.status().to_string().c_str());
-    return;
-  }
-  Engine& engine = **created;
-  std::vector<Request> requests;
-  for (int64_t i = 0; i < n; ++i) {
-    Request r;
-    r.prompt = prompt_for(i, prompt_len, mc.n_vocab);
-    r.sampling.temperature = state.range(3) != 0 ? 0.8f : 0.0f;
-    r.sampling.top_p = state.range(3) != 0 ? 0.95f : 1.0f;
-    r.sampling.seed = static_cast<uint64_t>(i);
-    r.stop.max_tokens = max_tokens;
-    requests.push_back(std::move(r));
-  }
-
-  using Secs = std::chrono::duration<double>;
-  double seq_s = 0, batch_s = 0;
-  int64_t batch_steps = 0, batch_tokens_computed = 0, forward_us = 0, sample_us = 0;
+  OfflineOptions o;
+  o.requests = state.range(0);
+  o.prompt_tokens = state.range(1);
+  o.output_tokens = state.range(2);
+  o.sampled = state.range(3) != 0;
+  o.n_threads = env_threads();
+  OfflineThroughput r;
   for (auto _ : state) {
-    std::vector<std::vector<int32_t>> solo;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (const Request& r : requests) solo.push_back(drain(*engine.submit(r)->stream));
-    const auto t1 = std::chrono::steady_clock::now();
-    const EngineMetrics before = engine.metrics();
-    std::vector<Submission> subs;
-    for (const Request& r : requests) subs.push_back(*engine.submit(r));
-    std::vector<std::vector<int32_t>> batched;
-    for (Submission& s : subs) batched.push_back(drain(*s.stream));
-    const auto t2 = std::chrono::steady_clock::now();
-    const EngineMetrics after = engine.metrics();
-    seq_s += Secs(t1 - t0).count();
-    batch_s += Secs(t2 - t1).count();
-    batch_steps += after.steps - before.steps;
-    batch_tokens_computed += after.computed_tokens - before.computed_tokens;
-    forward_us += after.forward_us - before.forward_us;
-    sample_us += after.sample_us - before.sample_us;
-    if (batched != solo) {
+    auto measured = measure_offline_throughput(*lm.model, o);
+    if (!measured.is_ok()) {
+      state.SkipWithError(measured.status().to_string().c_str());
+      return;
+    }
+    r = *measured;
+    if (!r.outputs_match) {
       state.SkipWithError("batched outputs differ from one-by-one outputs (batch invariance broken)");
       return;
     }
   }
-  const double out_tokens = static_cast<double>(n * max_tokens) * static_cast<double>(state.iterations());
-  state.counters["seq_out_tok/s"] = out_tokens / seq_s;
-  state.counters["batch_out_tok/s"] = out_tokens / batch_s;
-  state.counters["speedup"] = seq_s / batch_s;
-  state.counters["tokens/step"] =
-      static_cast<double>(batch_tokens_computed) / static_cast<double>(batch_steps);
+  state.counters["seq_out_tok/s"] = r.one_by_one_tok_per_s;
+  state.counters["batch_out_tok/s"] = r.together_tok_per_s;
+  state.counters["speedup"] = r.speedup;
+  state.counters["tokens/step"] = r.tokens_per_step;
   // Where the batched run's loop time went.
-  state.counters["forward_share"] = static_cast<double>(forward_us) / 1e6 / batch_s;
-  state.counters["sample_share"] = static_cast<double>(sample_us) / 1e6 / batch_s;
+  state.counters["forward_share"] = r.forward_share;
+  state.counters["sample_share"] = r.sample_share;
   state.SetLabel(lm.path.substr(lm.path.find_last_of('/') + 1));
 }
 

@@ -127,3 +127,21 @@ TEST(BenchCli, ModelReportsRooflineRatios) {
 
 }  // namespace
 }  // namespace ladder::testing
+
+namespace ladder::testing {
+namespace {
+
+TEST(BenchCli, EngineComparesTogetherWithOneByOne) {
+  auto r = run_command({ladder_bin(), "bench", "engine", "-m", shared_path("models/stories260K.gguf"), "--requests", "6",
+                        "--prompt", "20", "--output", "12", "-t", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("speedup:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("identical token for token"), std::string::npos) << r.out;
+  auto too_long = run_command({ladder_bin(), "bench", "engine", "-m", shared_path("models/stories260K.gguf"), "--prompt",
+                               "120", "--output", "64"});
+  EXPECT_EQ(too_long.exit_code, 1);
+  EXPECT_NE(too_long.err.find("context"), std::string::npos) << too_long.err;
+}
+
+}  // namespace
+}  // namespace ladder::testing
