@@ -215,7 +215,7 @@ TEST(Serve, ErrorStatuses) {
   EXPECT_EQ(http_request(p, "GET", "/health").status, 200);
   json m = json::parse(http_request(p, "GET", "/health").body);
   EXPECT_EQ(m["status"], "ready");
-  std::string text = metrics(p);
+  std::string text = wait_metric(p, "ladder_requests_total{tenant=\"anonymous\",status=\"400\"}", 6);
   EXPECT_EQ(metric_value(text, "ladder_requests_total{tenant=\"anonymous\",status=\"400\"}"), 6) << text;
   EXPECT_EQ(metric_value(text, "ladder_requests_total{tenant=\"anonymous\",status=\"404\"}"), 1) << text;
 }
@@ -257,7 +257,10 @@ TEST(Serve, AuthAndTenantCacheIsolation) {
   int64_t alpha_hit = cached("key-alpha");
   EXPECT_GT(alpha_hit, 0) << "the same tenant's repeat must hit its prefix cache";
   EXPECT_EQ(cached("key-beta"), 0) << "another tenant must never hit alpha's blocks";
-  std::string text = metrics(p);
+  // Per-tenant counters are updated as each request's bookkeeping ends,
+  // which may trail its response by a moment.
+  std::string text = wait_metric(p, "ladder_prefix_cache_hit_tokens_total{tenant=\"beta\"}", 0);
+  text = wait_metric(p, "ladder_prefix_cache_hit_tokens_total{tenant=\"alpha\"}", static_cast<double>(alpha_hit));
   EXPECT_EQ(metric_value(text, "ladder_prefix_cache_hit_tokens_total{tenant=\"alpha\"}"), alpha_hit) << text;
   EXPECT_EQ(metric_value(text, "ladder_prefix_cache_hit_tokens_total{tenant=\"beta\"}"), 0) << text;
   EXPECT_EQ(cached("key-beta"), alpha_hit) << "beta's own repeat hits its own blocks";
