@@ -6,8 +6,7 @@
 
 #include "cli/command.h"
 #include "engine/offline_throughput.h"
-#include "gguf/gguf_file.h"
-#include "model/llama_model.h"
+#include "model/model_bundle.h"
 
 namespace ladder::cli {
 namespace {
@@ -20,21 +19,16 @@ struct BenchEngineArgs {
 int run_bench_engine(const BenchEngineArgs& a) {
   const std::string path = resolve_model_path(a.model);
   if (path.empty()) return 2;
-  auto file = gguf::GgufFile::open(path);
-  if (!file.is_ok()) {
-    std::fprintf(stderr, "error: %s: %s\n", path.c_str(), file.status().message().c_str());
-    return 1;
-  }
-  auto m = model::LlamaModel::load(*file);
-  if (!m.is_ok()) {
-    std::fprintf(stderr, "error: %s: %s\n", path.c_str(), m.status().message().c_str());
+  auto bundle = model::ModelBundle::load(path);
+  if (!bundle.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", bundle.status().message().c_str());
     return 1;
   }
   const auto& o = a.options;
   std::fprintf(stderr, "bench: %lld requests (prompt %lld, output %lld tokens), one by one and then together...\n",
                static_cast<long long>(o.requests), static_cast<long long>(o.prompt_tokens),
                static_cast<long long>(o.output_tokens));
-  auto r = engine::measure_offline_throughput(**m, o);
+  auto r = engine::measure_offline_throughput(*bundle->model, o);
   if (!r.is_ok()) {
     std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
     return 1;

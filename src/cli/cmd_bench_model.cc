@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "gguf/gguf_file.h"
-#include "model/llama_model.h"
+#include "model/model_bundle.h"
 #include "model/model_bench.h"
 #include "ops/roofline.h"
 
@@ -29,17 +28,12 @@ struct BenchModelArgs {
 int run_bench_model(const BenchModelArgs& a) {
   const std::string path = resolve_model_path(a.model);
   if (path.empty()) return 2;
-  auto file = gguf::GgufFile::open(path);
-  if (!file.is_ok()) {
-    std::fprintf(stderr, "error: %s: %s\n", path.c_str(), file.status().message().c_str());
+  auto bundle = model::ModelBundle::load(path);
+  if (!bundle.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", bundle.status().message().c_str());
     return 1;
   }
-  auto loaded = model::LlamaModel::load(*file);
-  if (!loaded.is_ok()) {
-    std::fprintf(stderr, "error: %s: %s\n", path.c_str(), loaded.status().message().c_str());
-    return 1;
-  }
-  const model::LlamaModel& m = **loaded;
+  const model::LlamaModel& m = *bundle->model;
   const auto& c = m.config();
   std::vector<int> batches;
   std::stringstream ss(a.batches);
