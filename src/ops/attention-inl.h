@@ -26,15 +26,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 
-// Address of the head_dim vector of KV head `kvh` at sequence position pos.
-HWY_INLINE const uint8_t* kv_vec(const PagedKvLayer& l, const int32_t* block_table, int64_t pos, int kvh) {
-  const size_t elem = l.dtype == TensorType::kF16 ? 2 : 4;
-  const int64_t block = block_table[pos / l.block_size];
-  const int64_t slot = pos % l.block_size;
-  return l.base + static_cast<size_t>(block) * l.block_stride_bytes +
-         (static_cast<size_t>(slot) * l.n_kv_heads + kvh) * l.head_dim * elem;
-}
-
 template <bool kF16>
 HWY_INLINE hn::Vec<DF> load_kv(DF d, const uint8_t* p, int64_t i) {
   if constexpr (kF16) {
@@ -54,7 +45,26 @@ HWY_INLINE float kv_scalar(const uint8_t* p, int64_t i) {
   }
 }
 
+// Calls fn(j, p) for key positions j = 0..n_keys-1 in order, p pointing at
+// KV head kvh of position j. Walks the block table block by block, so no
+// division per key.
+template <class Fn>
+HWY_INLINE void for_each_key(const PagedKvLayer& l, const int32_t* block_table, int64_t n_keys, int kvh, Fn&& fn) {
+  const size_t elem = l.dtype == TensorType::kF16 ? 2 : 4;
+  const size_t token_stride = static_cast<size_t>(l.n_kv_heads) * static_cast<size_t>(l.head_dim) * elem;
+  const size_t head_offset = static_cast<size_t>(kvh) * static_cast<size_t>(l.head_dim) * elem;
+  int64_t j = 0;
+  for (int64_t b = 0; j < n_keys; ++b) {
+    const uint8_t* p = l.base + static_cast<size_t>(block_table[b]) * l.block_stride_bytes + head_offset;
+    const int64_t end = std::min<int64_t>(j + l.block_size, n_keys);
+    for (; j < end; ++j, p += token_stride) fn(j, p);
+  }
+}
+
 // out[head_dim] = softmax(scale * q.K^T) V over positions [0, n_keys).
+// Every key's score is one vector accumulator over head_dim reduced once, and
+// every output element sums p_j * v_j in key order: the arithmetic is fixed
+// by key position alone.
 template <bool kF16>
 void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, const PagedKvLayer& v,
                 const int32_t* block_table, float scale, float* out, std::vector<float>& scores) {
@@ -63,8 +73,7 @@ void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, 
   const int64_t hd = k.head_dim;
   scores.resize(static_cast<size_t>(n_keys));
   float mx = -INFINITY;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const uint8_t* kp = kv_vec(k, block_table, j, kvh);
+  for_each_key(k, block_table, n_keys, kvh, [&](int64_t j, const uint8_t* kp) {
     auto acc = hn::Zero(d);
     int64_t i = 0;
     for (; i + N <= hd; i += N) acc = hn::MulAdd(hn::LoadU(d, q + i), load_kv<kF16>(d, kp, i), acc);
@@ -73,7 +82,7 @@ void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, 
     s *= scale;
     scores[j] = s;
     mx = std::max(mx, s);
-  }
+  });
   // Exponentials in place, their sum in one vector accumulator.
   const auto vm = hn::Set(d, mx);
   auto vsum = hn::Zero(d);
@@ -88,18 +97,25 @@ void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, 
     scores[j] = std::exp(scores[j] - mx);
     sum += scores[j];
   }
-  // Weighted sum of values, head_dim lanes at a time.
-  std::fill(out, out + hd, 0.0f);
-  for (j = 0; j < n_keys; ++j) {
-    const uint8_t* vp = kv_vec(v, block_table, j, kvh);
-    const auto p = hn::Set(d, scores[j]);
-    int64_t i = 0;
-    for (; i + N <= hd; i += N)
-      hn::StoreU(hn::MulAdd(p, load_kv<kF16>(d, vp, i), hn::LoadU(d, out + i)), d, out + i);
-    for (; i < hd; ++i) out[i] += scores[j] * kv_scalar<kF16>(vp, i);
+  // Weighted sum of values: each vector of output lanes stays in a register
+  // while the keys stream past it, in key order.
+  int64_t i = 0;
+  for (; i + N <= hd; i += N) {
+    auto acc = hn::Zero(d);
+    for_each_key(v, block_table, n_keys, kvh, [&](int64_t jj, const uint8_t* vp) {
+      acc = hn::MulAdd(hn::Set(d, scores[jj]), load_kv<kF16>(d, vp, i), acc);
+    });
+    hn::StoreU(acc, d, out + i);
+  }
+  for (; i < hd; ++i) {
+    float acc = 0.0f;
+    for_each_key(v, block_table, n_keys, kvh, [&](int64_t jj, const uint8_t* vp) {
+      acc += scores[jj] * kv_scalar<kF16>(vp, i);
+    });
+    out[i] = acc;
   }
   const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < hd; ++i) out[i] *= inv;
+  for (int64_t e = 0; e < hd; ++e) out[e] *= inv;
 }
 
 // Tasks [begin, end) of the n_q * n_heads (query, head) pairs.
