@@ -129,10 +129,11 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file)
     return unimplemented("token_embd.weight has type " + std::string(tensor_type_name(embd->type)) +
                          ", which Ladder cannot read");
   }
-  LADDER_ASSIGN_OR_RETURN(const gguf::TensorInfo* embd_checked,
-                          find_tensor(file, "token_embd.weight",
-                                      {static_cast<uint64_t>(c.dim), static_cast<uint64_t>(c.n_vocab)}));
-  w.token_embd = ops::WeightMatrix{embd_checked->type, embd_checked->data, c.dim, c.n_vocab};
+  if (embd->shape[0] != static_cast<uint64_t>(c.dim)) {
+    return invalid_argument("model tensor 'token_embd.weight' has shape " + shape_string(embd->shape) +
+                            ", expected rows of " + std::to_string(c.dim) + " (ggml order)");
+  }
+  w.token_embd = ops::WeightMatrix{embd->type, embd->data, c.dim, c.n_vocab};
 
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; ++l) {

@@ -43,10 +43,9 @@ inline int32_t argmax(const float* x, int64_t n) {
 // Runs `prompt` through the model in chunks of `chunk` tokens (0: one pass)
 // and returns the logits after every token ([prompt.size()][n_vocab]).
 inline std::vector<float> prompt_logits(const model::LlamaModel& m, const std::vector<int32_t>& prompt,
-                                        int64_t chunk, ops::ThreadPool& pool,
-                                        TensorType kv_dtype = TensorType::kF32) {
+                                        int64_t chunk, ops::ThreadPool& pool) {
   const int64_t n_vocab = m.config().n_vocab;
-  model::DenseKv kv(m.config(), 1, static_cast<int64_t>(prompt.size()) + 1, 16, kv_dtype);
+  model::DenseKv kv(m.config(), 1, static_cast<int64_t>(prompt.size()) + 1);
   std::vector<float> out(prompt.size() * static_cast<size_t>(n_vocab));
   if (chunk <= 0) chunk = static_cast<int64_t>(prompt.size());
   for (size_t start = 0; start < prompt.size(); start += static_cast<size_t>(chunk)) {
