@@ -22,6 +22,7 @@ struct BenchModelArgs {
   int64_t prompt = 512;
   int64_t context = 64;
   int steps = 16;
+  int repeats = 3;
   int threads = 2;
 };
 
@@ -69,7 +70,7 @@ int run_bench_model(const BenchModelArgs& a) {
   double base = 0;
   for (int b : batches) {
     std::fprintf(stderr, "bench: decode at batch %d...\n", b);
-    auto r = model::measure_decode(m, b, a.context, a.steps, pool);
+    auto r = model::measure_decode(m, b, a.context, a.steps, a.repeats, pool);
     char label[64], ratio[64];
     std::snprintf(label, sizeof(label), "decode batch %d", b);
     if (b == 1) {
@@ -81,7 +82,7 @@ int run_bench_model(const BenchModelArgs& a) {
     std::printf("%-28s %12.1f %14s %11.2fx\n", label, r.tokens_per_s, ratio, base > 0 ? r.tokens_per_s / base : 0.0);
   }
   std::fprintf(stderr, "bench: prefill of %lld tokens...\n", static_cast<long long>(a.prompt));
-  auto p = model::measure_prefill(m, a.prompt, 3, pool);
+  auto p = model::measure_prefill(m, a.prompt, a.repeats, pool);
   char label[64], ratio[64];
   std::snprintf(label, sizeof(label), "prefill %lld tokens", static_cast<long long>(a.prompt));
   std::snprintf(ratio, sizeof(ratio), "%.0f%% of FLOP/s", 100.0 * p.gflop_per_s / peak_gflops);
@@ -100,6 +101,9 @@ CommandRegistrar reg{"bench/model", 71, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--prompt", a->prompt, "Prefill prompt length")->capture_default_str();
   cmd->add_option("--context", a->context, "KV positions each decoding sequence already holds")->capture_default_str();
   cmd->add_option("--steps", a->steps, "Decode steps timed per batch size")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--repeats", a->repeats, "Timed runs per case; the fastest counts")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("-t,--threads", a->threads, "Threads (the caller counts; 0 = all)")->capture_default_str();
   return [a] { return run_bench_model(*a); };
 }};

@@ -241,6 +241,11 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
   std::vector<float> gate(static_cast<size_t>(T * ffn));  // [T][ffn]
   std::vector<float> up(static_cast<size_t>(T * ffn));    // [T][ffn]
 
+  std::vector<ops::AttentionSeq> att_seqs;  // every sequence's rows, for one attention dispatch per layer
+  for (size_t s = 0; s < batch.size(); ++s) {
+    att_seqs.push_back({seq_row0[s], static_cast<int64_t>(batch[s].tokens.size()), batch[s].block_table.data()});
+  }
+
   ops::embedding_lookup(w.token_embd, ids.data(), T, x.data());
   const float att_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   auto add_bias = [T](std::vector<float>& m, const std::vector<float>& b) {
@@ -269,18 +274,14 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
     }
     const ops::PagedKvLayer& kl = kv.k[static_cast<size_t>(l)];
     const ops::PagedKvLayer& vl = kv.v[static_cast<size_t>(l)];
-    for (size_t s = 0; s < batch.size(); ++s) {
-      const BatchSequence& seq = batch[s];
-      const int64_t r0 = seq_row0[s];
-      const auto n = static_cast<int64_t>(seq.tokens.size());
-      if (n == 0) continue;
-      for (int64_t i = 0; i < n; ++i) {
-        ops::kv_store(kl, seq.block_table.data(), pos[static_cast<size_t>(r0 + i)], k.data() + (r0 + i) * kvd);
-        ops::kv_store(vl, seq.block_table.data(), pos[static_cast<size_t>(r0 + i)], v.data() + (r0 + i) * kvd);
+    for (const ops::AttentionSeq& s : att_seqs) {
+      for (int64_t r = s.row0; r < s.row0 + s.n_rows; ++r) {
+        ops::kv_store(kl, s.block_table, pos[static_cast<size_t>(r)], k.data() + r * kvd);
+        ops::kv_store(vl, s.block_table, pos[static_cast<size_t>(r)], v.data() + r * kvd);
       }
-      ops::attention(q.data() + r0 * qd, n, pos.data() + r0, static_cast<int>(c.n_heads), kl, vl,
-                     seq.block_table.data(), att_scale, att.data() + r0 * qd, pool);
     }
+    ops::attention_batch(q.data(), pos.data(), att_seqs, static_cast<int>(c.n_heads), kl, vl, att_scale,
+                         att.data(), pool);
     mul(L.wo, att.data(), T, proj.data(), pool);
     for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
 

@@ -19,8 +19,9 @@ struct ForwardMeasurement {
 };
 
 // `batch` sequences, each already holding `context` tokens of KV, decode
-// `steps` tokens each, one forward pass per step.
-ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps,
+// `steps` tokens each, one forward pass per step; the fastest of `repeats`
+// runs over the same positions (a shared machine only ever slows a run down).
+ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps, int repeats,
                                   ops::ThreadPool& pool);
 
 // One prompt of `prompt_tokens` evaluated in one pass (best of `repeats`).

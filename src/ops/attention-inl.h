@@ -19,6 +19,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "ops/attention.h"
+#include "ops/attention_internal.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace ladder::ops::HWY_NAMESPACE {
@@ -61,10 +62,45 @@ HWY_INLINE void for_each_key(const PagedKvLayer& l, const int32_t* block_table, 
   }
 }
 
+// Sum over keys of scores[j] * V_j for NV output vectors starting at lane
+// i0: the NV accumulators stay in registers while the values stream past
+// once, and each lane is the plain chain acc = fma(p_j, v_j, acc) in key order.
+template <bool kF16, int NV>
+HWY_INLINE void weighted_values(const PagedKvLayer& v, const int32_t* block_table, int64_t n_keys, int kvh,
+                                const float* scores, int64_t i0, float* out) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  hn::Vec<DF> acc[NV];
+  for (int a = 0; a < NV; ++a) acc[a] = hn::Zero(d);
+  for_each_key(v, block_table, n_keys, kvh, [&](int64_t j, const uint8_t* vp) {
+    const auto p = hn::Set(d, scores[j]);
+    for (int a = 0; a < NV; ++a) acc[a] = hn::MulAdd(p, load_kv<kF16>(d, vp, i0 + a * N), acc[a]);
+  });
+  for (int a = 0; a < NV; ++a) hn::StoreU(acc[a], d, out + i0 + a * N);
+}
+
+// Output vectors held in registers per pass over the values.
+constexpr int kMaxValueVectors = 8;
+
+template <bool kF16>
+void weighted_values_n(int nv, const PagedKvLayer& v, const int32_t* block_table, int64_t n_keys, int kvh,
+                       const float* scores, int64_t i0, float* out) {
+  switch (nv) {
+    case 1: return weighted_values<kF16, 1>(v, block_table, n_keys, kvh, scores, i0, out);
+    case 2: return weighted_values<kF16, 2>(v, block_table, n_keys, kvh, scores, i0, out);
+    case 3: return weighted_values<kF16, 3>(v, block_table, n_keys, kvh, scores, i0, out);
+    case 4: return weighted_values<kF16, 4>(v, block_table, n_keys, kvh, scores, i0, out);
+    case 5: return weighted_values<kF16, 5>(v, block_table, n_keys, kvh, scores, i0, out);
+    case 6: return weighted_values<kF16, 6>(v, block_table, n_keys, kvh, scores, i0, out);
+    case 7: return weighted_values<kF16, 7>(v, block_table, n_keys, kvh, scores, i0, out);
+    default: return weighted_values<kF16, kMaxValueVectors>(v, block_table, n_keys, kvh, scores, i0, out);
+  }
+}
+
 // out[head_dim] = softmax(scale * q.K^T) V over positions [0, n_keys).
-// Every key's score is one vector accumulator over head_dim reduced once, and
-// every output element sums p_j * v_j in key order: the arithmetic is fixed
-// by key position alone.
+// Every key's score is two vector accumulators over head_dim (even and odd
+// vectors) added and reduced once, and every output element sums p_j * v_j
+// in key order: the arithmetic is fixed by key position alone.
 template <bool kF16>
 void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, const PagedKvLayer& v,
                 const int32_t* block_table, float scale, float* out, std::vector<float>& scores) {
@@ -74,10 +110,18 @@ void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, 
   scores.resize(static_cast<size_t>(n_keys));
   float mx = -INFINITY;
   for_each_key(k, block_table, n_keys, kvh, [&](int64_t j, const uint8_t* kp) {
-    auto acc = hn::Zero(d);
+    auto acc0 = hn::Zero(d);
+    auto acc1 = hn::Zero(d);
     int64_t i = 0;
-    for (; i + N <= hd; i += N) acc = hn::MulAdd(hn::LoadU(d, q + i), load_kv<kF16>(d, kp, i), acc);
-    float s = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; i + 2 * N <= hd; i += 2 * N) {
+      acc0 = hn::MulAdd(hn::LoadU(d, q + i), load_kv<kF16>(d, kp, i), acc0);
+      acc1 = hn::MulAdd(hn::LoadU(d, q + i + N), load_kv<kF16>(d, kp, i + N), acc1);
+    }
+    if (i + N <= hd) {
+      acc0 = hn::MulAdd(hn::LoadU(d, q + i), load_kv<kF16>(d, kp, i), acc0);
+      i += N;
+    }
+    float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1)));
     for (; i < hd; ++i) s += q[i] * kv_scalar<kF16>(kp, i);
     s *= scale;
     scores[j] = s;
@@ -97,15 +141,11 @@ void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, 
     scores[j] = std::exp(scores[j] - mx);
     sum += scores[j];
   }
-  // Weighted sum of values: each vector of output lanes stays in a register
-  // while the keys stream past it, in key order.
   int64_t i = 0;
-  for (; i + N <= hd; i += N) {
-    auto acc = hn::Zero(d);
-    for_each_key(v, block_table, n_keys, kvh, [&](int64_t jj, const uint8_t* vp) {
-      acc = hn::MulAdd(hn::Set(d, scores[jj]), load_kv<kF16>(d, vp, i), acc);
-    });
-    hn::StoreU(acc, d, out + i);
+  while (i + N <= hd) {
+    const int nv = static_cast<int>(std::min<int64_t>(kMaxValueVectors, (hd - i) / N));
+    weighted_values_n<kF16>(nv, v, block_table, n_keys, kvh, scores.data(), i, out);
+    i += nv * N;
   }
   for (; i < hd; ++i) {
     float acc = 0.0f;
@@ -118,23 +158,22 @@ void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, 
   for (int64_t e = 0; e < hd; ++e) out[e] *= inv;
 }
 
-// Tasks [begin, end) of the n_q * n_heads (query, head) pairs.
-void AttentionRange(const float* q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
-                    const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, int64_t begin,
-                    int64_t end) {
+// Tasks [begin, end) of the n_rows * n_heads (query row, head) pairs, row-major.
+void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) {
   thread_local std::vector<float> scores;
-  const int group = n_heads / k.n_kv_heads;
-  const int64_t hd = k.head_dim;
+  const int group = a.n_heads / a.k->n_kv_heads;
+  const int64_t hd = a.k->head_dim;
   for (int64_t task = begin; task < end; ++task) {
-    const int64_t qi = task / n_heads;
-    const int h = static_cast<int>(task % n_heads);
-    const float* qv = q + (qi * n_heads + h) * hd;
-    float* ov = out + (qi * n_heads + h) * hd;
-    const int64_t n_keys = static_cast<int64_t>(q_pos[qi]) + 1;
-    if (k.dtype == TensorType::kF16) {
-      attend_one<true>(qv, n_keys, h / group, k, v, block_table, scale, ov, scores);
+    const int64_t row = task / a.n_heads;
+    const int h = static_cast<int>(task % a.n_heads);
+    const float* qv = a.q + (row * a.n_heads + h) * hd;
+    float* ov = a.out + (row * a.n_heads + h) * hd;
+    const int64_t n_keys = static_cast<int64_t>(a.q_pos[row]) + 1;
+    const int32_t* table = a.row_tables[row];
+    if (a.k->dtype == TensorType::kF16) {
+      attend_one<true>(qv, n_keys, h / group, *a.k, *a.v, table, a.scale, ov, scores);
     } else {
-      attend_one<false>(qv, n_keys, h / group, k, v, block_table, scale, ov, scores);
+      attend_one<false>(qv, n_keys, h / group, *a.k, *a.v, table, a.scale, ov, scores);
     }
   }
 }

@@ -13,10 +13,11 @@
 #include "common/check.h"
 #include "common/half.h"
 #include "ops/attention.h"
+#include "ops/attention_internal.h"
 
 namespace ladder::ops {
 
-HWY_EXPORT(AttentionRange);
+HWY_EXPORT(AttentionTasks);
 HWY_EXPORT(KvStore);
 
 namespace {
@@ -54,14 +55,37 @@ void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos
   HWY_DYNAMIC_DISPATCH(KvStore)(layer, block_table, pos, vec);
 }
 
+void attention_batch(const float* q, const int32_t* q_pos, std::span<const AttentionSeq> seqs, int n_heads,
+                     const PagedKvLayer& k, const PagedKvLayer& v, float scale, float* out, ThreadPool& pool) {
+  check_pair(k, v, n_heads);
+  // One block-table pointer per query row, so a task finds its sequence in O(1).
+  thread_local std::vector<const int32_t*> row_tables;
+  row_tables.clear();
+  for (const AttentionSeq& s : seqs) {
+    LADDER_CHECK(s.n_rows >= 0 && s.row0 == static_cast<int64_t>(row_tables.size()),
+                 "attention: sequences must cover consecutive rows");
+    LADDER_CHECK(s.n_rows == 0 || s.block_table != nullptr, "attention: sequence without a block table");
+    row_tables.insert(row_tables.end(), static_cast<size_t>(s.n_rows), s.block_table);
+  }
+  const auto rows = static_cast<int64_t>(row_tables.size());
+  for (int64_t i = 0; i < rows; ++i) LADDER_CHECK(q_pos[i] >= 0, "attention: negative query position");
+  detail::AttentionArgs a;
+  a.q = q;
+  a.q_pos = q_pos;
+  a.row_tables = row_tables.data();
+  a.n_heads = n_heads;
+  a.k = &k;
+  a.v = &v;
+  a.scale = scale;
+  a.out = out;
+  const auto fn = HWY_DYNAMIC_DISPATCH(AttentionTasks);
+  pool.parallel_for(rows * n_heads, 1, [&](int64_t b, int64_t e) { fn(a, b, e); });
+}
+
 void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
                const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, ThreadPool& pool) {
-  check_pair(k, v, n_heads);
-  for (int64_t i = 0; i < n_q; ++i) LADDER_CHECK(q_pos[i] >= 0, "attention: negative query position");
-  const auto fn = HWY_DYNAMIC_DISPATCH(AttentionRange);
-  pool.parallel_for(n_q * n_heads, 1, [&](int64_t b, int64_t e) {
-    fn(q, q_pos, n_heads, k, v, block_table, scale, out, b, e);
-  });
+  const AttentionSeq seq{0, n_q, block_table};
+  attention_batch(q, q_pos, {&seq, 1}, n_heads, k, v, scale, out, pool);
 }
 
 void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads,

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "common/tensor_type.h"
 #include "ops/thread_pool.h"
@@ -33,6 +34,20 @@ void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos
 // output does not depend on how many queries share the call.
 void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
                const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, ThreadPool& pool);
+
+// One sequence of a batched attention call: its queries are rows
+// [row0, row0 + n_rows) of q, q_pos and out.
+struct AttentionSeq {
+  int64_t row0 = 0;
+  int64_t n_rows = 0;
+  const int32_t* block_table = nullptr;
+};
+
+// attention() for several sequences at once (a ragged decode or mixed
+// batch) in one parallel dispatch. seqs must cover rows 0, 1, ... in order.
+// Each row's output is bit-identical to attention() on that sequence alone.
+void attention_batch(const float* q, const int32_t* q_pos, std::span<const AttentionSeq> seqs, int n_heads,
+                     const PagedKvLayer& k, const PagedKvLayer& v, float scale, float* out, ThreadPool& pool);
 
 // Scalar reference of attention(), for tests.
 void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads,

@@ -1,12 +1,16 @@
 // Persistent thread pool. A job is published as one 64-bit "claim" word
-// (job id | chunk count | next chunk index); any thread takes a chunk with a
-// compare-and-swap on it, and the caller waits only for chunks to finish,
-// never for every worker to notice the job. So a worker that the OS has
-// descheduled (a shared, oversubscribed machine) cannot stall a dispatch: the
-// caller simply runs the chunks itself. Idle workers spin briefly (kernels of
-// a forward pass come microseconds apart), then yield, then sleep on a
-// condition variable so an idle engine costs no CPU. Which thread runs which
-// chunk never matters for results: kernels split over outputs only.
+// (job id | unit count | next unit), a unit being `grain` items; any thread
+// takes the next chunk with a compare-and-swap on it. Chunks are guided:
+// each takes a share of what is left (remaining / (2 * threads)), so early
+// chunks are large (few claims) and the last ones are one unit (no thread
+// idles long waiting for a big tail chunk). The caller waits only for units
+// to finish, never for every worker to notice the job, so a worker that the
+// OS has descheduled (a shared, oversubscribed machine) cannot stall a
+// dispatch: the caller simply runs the chunks itself. Idle workers spin
+// briefly (kernels of a forward pass come microseconds apart), then yield,
+// then sleep on a condition variable so an idle engine costs no CPU. Which
+// thread runs which chunk never matters for results: kernels split over
+// outputs only.
 #include "ops/thread_pool.h"
 
 #include <algorithm>
@@ -36,10 +40,11 @@ inline void cpu_relax() {
 constexpr int kPausePolls = 2000;
 constexpr auto kSpinTime = std::chrono::microseconds(300);
 
-// Claim word layout: [63..40] job id, [39..20] chunk count, [19..0] next chunk.
-constexpr int kIdxBits = 20;
+// Claim word layout: [63..44] job id, [43..22] unit count, [21..0] next unit.
+constexpr int kIdxBits = 22;
 constexpr uint64_t kIdxMask = (uint64_t{1} << kIdxBits) - 1;
-constexpr int64_t kMaxChunks = int64_t{1} << (kIdxBits - 1);
+constexpr int64_t kMaxUnits = int64_t{1} << (kIdxBits - 1);
+constexpr int kJobBits = 64 - 2 * kIdxBits;
 
 inline uint64_t claim_next(uint64_t c) {
   return c & kIdxMask;
@@ -60,25 +65,27 @@ struct ThreadPool::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::atomic<uint64_t> claim{0};
-  std::atomic<int64_t> done{0};  // chunks finished of the current job
+  std::atomic<int64_t> done{0};  // units finished of the current job
   std::atomic<int> sleepers{0};
   std::atomic<bool> stop{false};
   std::atomic<bool> busy{false};
   uint64_t job_id = 0;
 
-  // The current job; stable while any of its chunks is unclaimed or running.
+  // The current job; stable while any of its units is unclaimed or running.
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   int64_t n = 0;
-  int64_t chunk = 1;
+  int64_t unit = 1;
 
   // Claims and runs one chunk of the current job; false when none is left.
   bool run_one() {
     uint64_t c = claim.load(std::memory_order_acquire);
     while (claim_has_work(c)) {
-      if (claim.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
-        const int64_t begin = static_cast<int64_t>(claim_next(c)) * chunk;
-        (*fn)(begin, std::min(n, begin + chunk));
-        done.fetch_add(1, std::memory_order_acq_rel);
+      const uint64_t left = claim_count(c) - claim_next(c);
+      const uint64_t take = std::max<uint64_t>(1, left / (2 * static_cast<uint64_t>(n_threads)));
+      if (claim.compare_exchange_weak(c, c + take, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        const int64_t begin = static_cast<int64_t>(claim_next(c)) * unit;
+        (*fn)(begin, std::min(n, begin + static_cast<int64_t>(take) * unit));
+        done.fetch_add(static_cast<int64_t>(take), std::memory_order_acq_rel);
         return true;
       }
     }
@@ -138,31 +145,29 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   Impl& p = *impl_;
-  // A few chunks per thread balance uneven progress without much overhead.
-  const int64_t max_chunks = std::min<int64_t>(static_cast<int64_t>(p.n_threads) * 4, kMaxChunks);
-  int64_t chunk = std::max(grain, (n + max_chunks - 1) / max_chunks);
-  chunk = (chunk + grain - 1) / grain * grain;
-  const int64_t n_chunks = (n + chunk - 1) / chunk;
-  if (p.workers.empty() || n_chunks == 1) {
-    for (int64_t b = 0; b < n; b += chunk) fn(b, std::min(n, b + chunk));
+  if (p.workers.empty() || n <= grain) {
+    fn(0, n);
     return;
   }
+  // Units of `grain` items (coarser when the range is too long for the claim word).
+  const int64_t unit = grain * ((n + grain * kMaxUnits - 1) / (grain * kMaxUnits));
+  const int64_t n_units = (n + unit - 1) / unit;
   LADDER_CHECK(!p.busy.exchange(true), "ThreadPool::parallel_for is not reentrant");
   p.fn = &fn;
   p.n = n;
-  p.chunk = chunk;
+  p.unit = unit;
   p.done.store(0, std::memory_order_relaxed);
-  p.job_id = (p.job_id + 1) & ((uint64_t{1} << (64 - 2 * kIdxBits)) - 1);
+  p.job_id = (p.job_id + 1) & ((uint64_t{1} << kJobBits) - 1);
   // seq_cst store: pairs with the sleepers check (a worker either sees the
   // job before sleeping or is counted in sleepers and gets notified).
-  p.claim.store((p.job_id << (2 * kIdxBits)) | (static_cast<uint64_t>(n_chunks) << kIdxBits));
+  p.claim.store((p.job_id << (2 * kIdxBits)) | (static_cast<uint64_t>(n_units) << kIdxBits));
   if (p.sleepers.load() > 0) {
     std::lock_guard<std::mutex> lock(p.mu);
     p.cv.notify_all();
   }
   while (p.run_one()) {
   }
-  for (int i = 0; p.done.load(std::memory_order_acquire) != n_chunks; ++i) {
+  for (int i = 0; p.done.load(std::memory_order_acquire) != n_units; ++i) {
     if (i < kPausePolls) {
       cpu_relax();
     } else {

@@ -18,8 +18,10 @@ class ThreadPool {
 
   int size() const;
 
-  // Splits [0, n) into contiguous chunks of at least `grain` items and runs
-  // fn(begin, end) on them across the pool; returns when all are done. Which
+  // Splits [0, n) into contiguous chunks and runs fn(begin, end) on them
+  // across the pool; returns when all are done. Every chunk starts at a
+  // multiple of `grain` and holds a multiple of `grain` items (the last one
+  // may be shorter); chunks shrink as the range runs out. Which
   // thread runs a chunk must never change a result: kernels split work over
   // independent outputs only, never over a reduction.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
