@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,16 @@ struct Matrix {
 
 void mul(const Matrix& m, const float* x, int64_t rows, float* y, ops::ThreadPool& pool) {
   ops::matmul(m.w, m.packed, x, rows, y, pool);
+}
+
+// Products of one input in a single dispatch: {matrix, output} pairs.
+void mul_shared(std::initializer_list<std::pair<const Matrix*, float*>> products, const float* x, int64_t rows,
+                ops::ThreadPool& pool) {
+  ops::MatmulOutput outs[4];
+  LADDER_CHECK(products.size() <= 4, "mul_shared: at most 4 products");
+  size_t n = 0;
+  for (const auto& [m, y] : products) outs[n++] = ops::MatmulOutput{&m->w, &m->packed, y};
+  ops::matmul_group({outs, n}, x, rows, pool);
 }
 
 }  // namespace
@@ -260,9 +272,7 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const Weights::Layer& L = w.layers[static_cast<size_t>(l)];
     ops::rms_norm(x.data(), L.attn_norm.data(), T, dim, c.rms_eps, xn.data());
-    mul(L.wq, xn.data(), T, q.data(), pool);
-    mul(L.wk, xn.data(), T, k.data(), pool);
-    mul(L.wv, xn.data(), T, v.data(), pool);
+    mul_shared({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, xn.data(), T, pool);
     add_bias(q, L.bq);
     add_bias(k, L.bk);
     add_bias(v, L.bv);
@@ -286,8 +296,7 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
     for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
 
     ops::rms_norm(x.data(), L.ffn_norm.data(), T, dim, c.rms_eps, xn.data());
-    mul(L.w_gate, xn.data(), T, gate.data(), pool);
-    mul(L.w_up, xn.data(), T, up.data(), pool);
+    mul_shared({{&L.w_gate, gate.data()}, {&L.w_up, up.data()}}, xn.data(), T, pool);
     // Row by row: an element's result must not depend on where the batch
     // puts it relative to vector-width boundaries (batch invariance).
     for (int64_t t = 0; t < T; ++t) {

@@ -5,6 +5,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,92 +74,129 @@ Status check_matmul_support(TensorType type, int64_t n_in) {
 
 namespace {
 
-void matmul_impl(const WeightMatrix& w, const PackedWeights* packed, const float* x, int64_t rows, float* y,
-                 ThreadPool& pool) {
-  const Status st = check_matmul_support(w.type, w.n_in);
-  LADDER_CHECK(st.is_ok(), st.to_string());
-  if (rows <= 0 || w.n_out <= 0) return;
+// How one product of a call runs.
+enum class Path { kFloat, kInt, kPacked, kDequant };
 
+struct Product {
   detail::MatmulTask t;
-  t.type = w.type;
-  t.w = static_cast<const uint8_t*>(w.data);
-  t.w_row_bytes = weight_row_bytes(w);
-  t.n_in = w.n_in;
-  t.rows = rows;
-  t.x = x;
-  t.y = y;
-  t.y_stride = w.n_out;
+  Path path = Path::kFloat;
+  const uint8_t* packed = nullptr;
+  int64_t col0 = 0;  // first column in the call's combined column space
+};
 
-  if (is_float_type(w.type)) {
-    pool.parallel_for(w.n_out, kColGrain, [&](int64_t b, int64_t e) { detail::matmul_float_cols(t, b, e); });
-    return;
-  }
-  if (has_int_kernel(w.type) && detail::has_int_kernels()) {
-    thread_local ActScratch s;
-    const int64_t nb = w.n_in / detail::kActBlock;
-    s.xq.resize(static_cast<size_t>(rows * w.n_in));
-    s.xu.resize(static_cast<size_t>(rows * w.n_in));
-    s.xd.resize(static_cast<size_t>(rows * nb));
-    s.xsum.resize(static_cast<size_t>(rows * nb));
-    int8_t* xq = s.xq.data();
-    uint8_t* xu = s.xu.data();
-    float* xd = s.xd.data();
-    float* xsum = s.xsum.data();
-    // Each row is quantized on its own, so the split cannot change results.
-    pool.parallel_for(rows, 4, [&](int64_t b, int64_t e) {
-      detail::quantize_activations_simd(x + b * w.n_in, e - b, w.n_in, xq + b * w.n_in, xu + b * w.n_in,
-                                        xd + b * nb, xsum + b * nb);
-    });
-    t.xq = xq;
-    t.xu = xu;
-    t.xd = xd;
-    t.xsum = xsum;
-    if (packed != nullptr) {
-      const uint8_t* pd = packed->data.get();
-      pool.parallel_for(w.n_out, kColGrain,
-                        [&](int64_t b, int64_t e) { detail::matmul_packed_q8_0_cols(t, pd, b, e); });
-      return;
-    }
-    pool.parallel_for(w.n_out, kColGrain, [&](int64_t b, int64_t e) { detail::matmul_int_cols(t, b, e); });
-    return;
+bool use_packed(const WeightMatrix& w, const PackedWeights* packed) {
+  if (packed == nullptr || packed->empty()) return false;
+  LADDER_CHECK(packed->type == w.type && packed->n_in == w.n_in && packed->n_out == w.n_out,
+               "matmul: packed weights describe another matrix");
+  return detail::dispatched_target() == packed->target && detail::has_packed_q8_0();
+}
+
+// Columns [o_begin, o_end) of one product, every row.
+void run_cols(const Product& p, int64_t o_begin, int64_t o_end) {
+  const detail::MatmulTask& t = p.t;
+  switch (p.path) {
+    case Path::kFloat: detail::matmul_float_cols(t, o_begin, o_end); return;
+    case Path::kInt: detail::matmul_int_cols(t, o_begin, o_end); return;
+    case Path::kPacked: detail::matmul_packed_q8_0_cols(t, p.packed, o_begin, o_end); return;
+    case Path::kDequant: break;
   }
   // Types without a fast kernel: dequantize a few weight rows at a time into
   // F32 and run the float kernel on them. Each y[r][o] is still the float
   // kernel's dot product of row o and x[r], whatever the grouping.
-  pool.parallel_for(w.n_out, kColGrain, [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> scratch;
-    for (int64_t o = b; o < e; o += kDequantGroup) {
-      const int64_t g = std::min(kDequantGroup, e - o);
-      scratch.resize(static_cast<size_t>(g * w.n_in));
-      for (int64_t i = 0; i < g; ++i) {
-        detail::dequantize_row_scalar(w.type, t.w + (o + i) * t.w_row_bytes, scratch.data() + i * w.n_in,
-                                      w.n_in);
-      }
-      detail::MatmulTask s = t;
-      s.type = TensorType::kF32;
-      s.w = reinterpret_cast<const uint8_t*>(scratch.data());
-      s.w_row_bytes = static_cast<size_t>(w.n_in) * sizeof(float);
-      s.y = y + o;
-      detail::matmul_float_cols(s, 0, g);
+  thread_local std::vector<float> scratch;
+  for (int64_t o = o_begin; o < o_end; o += kDequantGroup) {
+    const int64_t g = std::min(kDequantGroup, o_end - o);
+    scratch.resize(static_cast<size_t>(g * t.n_in));
+    for (int64_t i = 0; i < g; ++i) {
+      detail::dequantize_row_scalar(t.type, t.w + (o + i) * t.w_row_bytes, scratch.data() + i * t.n_in, t.n_in);
     }
-  });
+    detail::MatmulTask s = t;
+    s.type = TensorType::kF32;
+    s.w = reinterpret_cast<const uint8_t*>(scratch.data());
+    s.w_row_bytes = static_cast<size_t>(t.n_in) * sizeof(float);
+    s.y = t.y + o;
+    detail::matmul_float_cols(s, 0, g);
+  }
 }
 
 }  // namespace
 
+void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t rows, ThreadPool& pool) {
+  if (outs.empty() || rows <= 0) return;
+  const int64_t n_in = outs[0].w->n_in;
+  thread_local std::vector<Product> products;
+  products.clear();
+  bool quantize = false;
+  int64_t cols = 0;
+  for (const MatmulOutput& out : outs) {
+    const WeightMatrix& w = *out.w;
+    const Status st = check_matmul_support(w.type, w.n_in);
+    LADDER_CHECK(st.is_ok(), st.to_string());
+    LADDER_CHECK(w.n_in == n_in, "matmul_group: every product must read rows of the same length");
+    Product p;
+    p.t.type = w.type;
+    p.t.w = static_cast<const uint8_t*>(w.data);
+    p.t.w_row_bytes = weight_row_bytes(w);
+    p.t.n_in = w.n_in;
+    p.t.rows = rows;
+    p.t.x = x;
+    p.t.y = out.y;
+    p.t.y_stride = w.n_out;
+    if (is_float_type(w.type)) {
+      p.path = Path::kFloat;
+    } else if (has_int_kernel(w.type) && detail::has_int_kernels()) {
+      p.path = use_packed(w, out.packed) ? Path::kPacked : Path::kInt;
+      if (p.path == Path::kPacked) p.packed = out.packed->data.get();
+      quantize = true;
+    } else {
+      p.path = Path::kDequant;
+    }
+    // Each product's columns start on a grain boundary of the combined space.
+    p.col0 = cols;
+    cols += (w.n_out + kColGrain - 1) / kColGrain * kColGrain;
+    products.push_back(p);
+  }
+  if (quantize) {
+    // Once for every product; each row is quantized on its own, so the split
+    // cannot change results.
+    thread_local ActScratch scratch;  // the caller's; workers see it through `s`
+    ActScratch& s = scratch;
+    const int64_t nb = n_in / detail::kActBlock;
+    s.xq.resize(static_cast<size_t>(rows * n_in));
+    s.xu.resize(static_cast<size_t>(rows * n_in));
+    s.xd.resize(static_cast<size_t>(rows * nb));
+    s.xsum.resize(static_cast<size_t>(rows * nb));
+    pool.parallel_for(rows, 4, [&](int64_t b, int64_t e) {
+      detail::quantize_activations_simd(x + b * n_in, e - b, n_in, s.xq.data() + b * n_in, s.xu.data() + b * n_in,
+                                        s.xd.data() + b * nb, s.xsum.data() + b * nb);
+    });
+    for (Product& p : products) {
+      p.t.xq = s.xq.data();
+      p.t.xu = s.xu.data();
+      p.t.xd = s.xd.data();
+      p.t.xsum = s.xsum.data();
+    }
+  }
+  // Workers reach the caller's thread_local list through this span.
+  const std::span<const Product> all(products);
+  pool.parallel_for(cols, kColGrain, [&](int64_t b, int64_t e) {
+    for (const Product& p : all) {
+      const int64_t lo = std::max(b, p.col0) - p.col0;
+      const int64_t hi = std::min(e, p.col0 + p.t.y_stride) - p.col0;
+      if (lo < hi) run_cols(p, lo, hi);
+    }
+  });
+}
+
 void matmul(const WeightMatrix& w, const float* x, int64_t rows, float* y, ThreadPool& pool) {
-  matmul_impl(w, nullptr, x, rows, y, pool);
+  const MatmulOutput out{&w, nullptr, y};
+  matmul_group({&out, 1}, x, rows, pool);
 }
 
 void matmul(const WeightMatrix& w, const PackedWeights& packed, const float* x, int64_t rows, float* y,
             ThreadPool& pool) {
-  bool use = false;
-  if (!packed.empty()) {
-    LADDER_CHECK(packed.type == w.type && packed.n_in == w.n_in && packed.n_out == w.n_out,
-                 "matmul: packed weights describe another matrix");
-    use = detail::dispatched_target() == packed.target && detail::has_packed_q8_0();
-  }
-  matmul_impl(w, use ? &packed : nullptr, x, rows, y, pool);
+  const MatmulOutput out{&w, &packed, y};
+  matmul_group({&out, 1}, x, rows, pool);
 }
 
 void embedding_lookup(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) {

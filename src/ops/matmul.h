@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "common/status.h"
 #include "common/tensor_type.h"
@@ -21,6 +22,22 @@ struct WeightMatrix {
   int64_t n_in = 0;
   int64_t n_out = 0;
 };
+
+struct PackedWeights;  // ops/packed_weights.h
+
+// One product of matmul_group(): y[rows][w->n_out] = x * W^T, reading
+// `packed` instead of w->data when it is non-empty and made for the active
+// target (see packed_weights.h).
+struct MatmulOutput {
+  const WeightMatrix* w = nullptr;
+  const PackedWeights* packed = nullptr;  // may be null
+  float* y = nullptr;
+};
+
+// Several products of the same input (Q, K and V; gate and up) in one
+// parallel dispatch, quantizing x once. Each y is bit-identical to its own
+// matmul() call.
+void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t rows, ThreadPool& pool);
 
 // Whether matmul() accepts weights of this type with rows of n_in elements.
 Status check_matmul_support(TensorType type, int64_t n_in);

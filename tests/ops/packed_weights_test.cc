@@ -41,6 +41,48 @@ TEST(PackedWeights, BitIdenticalToUnpackedOnEveryTarget) {
   });
 }
 
+// Products of one input in one dispatch (packed Q8_0, plain Q8_0, Q4_K, F16
+// and a type without a fast kernel, widths off the 16-column grain): each
+// output equals its own matmul() call bit for bit.
+TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
+  const int64_t n_in = 256;
+  const std::pair<TensorType, int64_t> kinds[] = {{TensorType::kQ8_0, 40},
+                                                  {TensorType::kQ8_0, 7},
+                                                  {TensorType::kQ4_K, 33},
+                                                  {TensorType::kF16, 19},
+                                                  {TensorType::kQ5_1, 18}};
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<WeightMatrix> mats;
+  for (const auto& [type, n_out] : kinds) {
+    data.push_back(random_weights(type, n_in, n_out, 40 + static_cast<int>(data.size())));
+    mats.push_back({type, data.back().data(), n_in, n_out});
+  }
+  const auto x = random_floats(static_cast<size_t>(9 * n_in), 41);
+  for_each_target([&] {
+    ThreadPool pack_pool(2);
+    const PackedWeights packed = pack_weights(mats[0], pack_pool);  // only the first is packed
+    const PackedWeights none;
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (int64_t rows : {1, 5, 9}) {
+        std::vector<std::vector<float>> got(mats.size());
+        std::vector<MatmulOutput> outs;
+        for (size_t i = 0; i < mats.size(); ++i) {
+          got[i].assign(static_cast<size_t>(rows * mats[i].n_out), -1.0f);
+          outs.push_back({&mats[i], i == 0 ? &packed : &none, got[i].data()});
+        }
+        matmul_group(outs, x.data(), rows, pool);
+        for (size_t i = 0; i < mats.size(); ++i) {
+          std::vector<float> want(got[i].size());
+          matmul(mats[i], i == 0 ? packed : none, x.data(), rows, want.data(), pool);
+          ASSERT_EQ(std::memcmp(want.data(), got[i].data(), want.size() * sizeof(float)), 0)
+              << "product " << i << " rows " << rows << " threads " << threads;
+        }
+      }
+    }
+  });
+}
+
 TEST(PackedWeights, OnlyQ8_0IsPackedAndOtherTargetsFallBack) {
   const auto w = random_weights(TensorType::kQ4_0, 256, 16, 3);
   ThreadPool pool(2);
