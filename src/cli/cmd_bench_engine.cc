@@ -56,6 +56,7 @@ CommandRegistrar reg{"bench/engine", 72, [](CLI::App& app) -> CommandRun {
   cmd->add_flag("--sampled", a->options.sampled, "Sample (temperature 0.8, top-p 0.95) instead of greedy");
   cmd->add_option("--max-batch-tokens", a->options.max_batch_tokens, "Token budget of one engine step")
       ->capture_default_str();
+  add_kv_dtype_option(cmd, &a->options.kv_dtype);
   cmd->add_option("-t,--threads", a->options.n_threads, "Threads (0 = all cores)")->capture_default_str();
   return [a] { return run_bench_engine(*a); };
 }};

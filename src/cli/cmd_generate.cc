@@ -35,6 +35,7 @@ struct GenerateArgs {
   bool no_bos = false;
   int threads = 0;
   int parallel = 1;
+  TensorType kv_dtype = TensorType::kF16;
 };
 
 double ms_between(engine::Clock::time_point a, engine::Clock::time_point b) {
@@ -85,6 +86,7 @@ int run_generate(const GenerateArgs& a) {
 
   engine::EngineConfig ec;
   ec.n_threads = a.threads;
+  ec.kv_dtype = a.kv_dtype;
   ec.model_digest = loaded->file->digest();
   ec.tokenizer_digest = tok.digest();
   // Room for every parallel sequence's full context.
@@ -216,6 +218,7 @@ CommandRegistrar reg{"generate", 45, [](CLI::App& app) -> CommandRun {
                 "bandwidth, and a hash of the last logits (stderr)");
   cmd->add_flag("--no-bos", a->no_bos, "Do not prepend BOS");
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
+  add_kv_dtype_option(cmd, &a->kv_dtype);
   cmd->add_option("--parallel", a->parallel, "Run N copies of the prompt through the engine at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));

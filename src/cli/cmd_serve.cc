@@ -88,6 +88,7 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--threads", c.threads, "Op threads for the model; 0 = all cores")->capture_default_str();
   cmd->add_option("--kv-blocks", c.kv_blocks, "KV cache blocks; 0 = sized from memory")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  add_kv_dtype_option(cmd, &c.kv_dtype);
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--initial-service-ms", c.initial_service_ms,

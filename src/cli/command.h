@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "common/tensor_type.h"
+
 namespace ladder::cli {
 
 // Runs the subcommand once its options are parsed; returns the exit code.
@@ -47,5 +49,8 @@ struct CommandRegistrar {
 // a small synthetic model generated once into ~/.cache/ladder). Returns an
 // empty string and prints what to do when none can be had.
 std::string resolve_model_path(const std::string& given);
+
+// Adds `--kv-dtype f16|f32` (the KV cache's element type) writing to *out.
+void add_kv_dtype_option(CLI::App* cmd, TensorType* out);
 
 }  // namespace ladder::cli

@@ -20,6 +20,16 @@ std::vector<CommandEntry>& command_registry() {
   return registry;
 }
 
+void add_kv_dtype_option(CLI::App* cmd, TensorType* out) {
+  cmd->add_option_function<std::string>(
+         "--kv-dtype",
+         [out](const std::string& v) { *out = (v == "f32" || v == "F32") ? TensorType::kF32 : TensorType::kF16; },
+         "KV cache element type: f16 (half the memory and bandwidth of f32) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}, CLI::ignore_case))
+      ->type_name("f16|f32")
+      ->default_str(*out == TensorType::kF32 ? "f32" : "f16");
+}
+
 std::string resolve_model_path(const std::string& given) {
   if (!given.empty()) return given;
   std::string path = default_model_path(LADDER_DEFAULT_SHARED_DIR);

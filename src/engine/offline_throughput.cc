@@ -42,6 +42,7 @@ Result<OfflineThroughput> measure_offline_throughput(const model::LlamaModel& mo
   EngineConfig cfg;
   cfg.n_threads = o.n_threads;
   cfg.prefix_caching = false;
+  cfg.kv_dtype = o.kv_dtype;
   cfg.scheduler.max_batch_tokens = o.max_batch_tokens;
   cfg.scheduler.max_running = o.max_running;
   const int64_t blocks_per_request = (o.prompt_tokens + o.output_tokens + cfg.block_size - 1) / cfg.block_size;

@@ -19,6 +19,7 @@ struct OfflineOptions {
   int n_threads = 0;     // op thread pool; <= 0: all cores
   int64_t max_batch_tokens = 512;
   int32_t max_running = 256;
+  TensorType kv_dtype = TensorType::kF16;
 };
 
 struct OfflineThroughput {

@@ -35,11 +35,11 @@ double flops_per_token(const ModelConfig& c, int64_t pos) {
 }
 
 ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps, int repeats,
-                                  ops::ThreadPool& pool) {
+                                  TensorType kv_dtype, ops::ThreadPool& pool) {
   const ModelConfig& c = model.config();
   LADDER_CHECK(batch > 0 && steps > 0 && repeats > 0 && context >= 1 && context + steps <= c.context_length,
                "decode benchmark does not fit the context");
-  DenseKv kv(c, batch, context + steps);
+  DenseKv kv(c, batch, context + steps, 16, kv_dtype);
   std::vector<BatchSequence> seqs(static_cast<size_t>(batch));
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(batch));
   std::vector<float> logits(static_cast<size_t>(batch * c.n_vocab));
@@ -76,11 +76,12 @@ ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t co
   return m;
 }
 
-ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_tokens, int repeats, ops::ThreadPool& pool) {
+ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_tokens, int repeats, TensorType kv_dtype,
+                                   ops::ThreadPool& pool) {
   const ModelConfig& c = model.config();
   LADDER_CHECK(prompt_tokens >= 1 && prompt_tokens <= c.context_length && repeats >= 1,
                "prefill benchmark does not fit the context");
-  DenseKv kv(c, 1, prompt_tokens);
+  DenseKv kv(c, 1, prompt_tokens, 16, kv_dtype);
   const auto prompt = filler_tokens(c, prompt_tokens, 1);
   BatchSequence s;
   s.tokens = prompt;

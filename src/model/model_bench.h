@@ -22,10 +22,11 @@ struct ForwardMeasurement {
 // `steps` tokens each, one forward pass per step; the fastest of `repeats`
 // runs over the same positions (a shared machine only ever slows a run down).
 ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps, int repeats,
-                                  ops::ThreadPool& pool);
+                                  TensorType kv_dtype, ops::ThreadPool& pool);
 
 // One prompt of `prompt_tokens` evaluated in one pass (best of `repeats`).
-ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_tokens, int repeats, ops::ThreadPool& pool);
+ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_tokens, int repeats, TensorType kv_dtype,
+                                   ops::ThreadPool& pool);
 
 // FLOPs of evaluating one token at position pos (matmuls and attention).
 double flops_per_token(const ModelConfig& config, int64_t pos);

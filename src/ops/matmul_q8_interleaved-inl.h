@@ -262,6 +262,9 @@ HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const uint8_t* con
                               const float* const* xd, __m512* acc) {
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b, grp += kPackedBlockBytes) {
+    if constexpr (R == 1) {
+      for (int l = 0; l < 9; ++l) _mm_prefetch(reinterpret_cast<const char*>(grp + 8 * kPackedBlockBytes + 64 * l), _MM_HINT_NTA);
+    }
     __m512i wk[8];
     for (int k = 0; k < 8; ++k) wk[k] = _mm512_loadu_si512(grp + 64 * k);
     const __m512i corr = _mm512_slli_epi32(

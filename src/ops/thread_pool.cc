@@ -81,7 +81,7 @@ struct ThreadPool::Impl {
     uint64_t c = claim.load(std::memory_order_acquire);
     while (claim_has_work(c)) {
       const uint64_t left = claim_count(c) - claim_next(c);
-      const uint64_t take = std::max<uint64_t>(1, left / (2 * static_cast<uint64_t>(n_threads)));
+      const uint64_t take = std::max<uint64_t>(1, (left + static_cast<uint64_t>(n_threads) - 1) / static_cast<uint64_t>(n_threads));
       if (claim.compare_exchange_weak(c, c + take, std::memory_order_acq_rel, std::memory_order_acquire)) {
         const int64_t begin = static_cast<int64_t>(claim_next(c)) * unit;
         (*fn)(begin, std::min(n, begin + static_cast<int64_t>(take) * unit));

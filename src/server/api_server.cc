@@ -122,6 +122,7 @@ Status ApiServer::load() {
   s.chat_template.emplace(std::move(tmpl));
   engine::EngineConfig ec;
   ec.n_kv_blocks = s.config.kv_blocks;
+  ec.kv_dtype = s.config.kv_dtype;
   ec.n_threads = s.config.threads;
   ec.scheduler.max_running = std::max(1, s.config.max_running);
   ec.scheduler.max_batch_tokens = s.config.max_batch_tokens;

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/tensor_type.h"
 #include "server/http_server.h"
 
 namespace ladder::server {
@@ -41,6 +42,7 @@ struct ServeConfig {
   int32_t max_running = 64;         // admission capacity = engine's running sequences
   int64_t max_batch_tokens = 512;   // engine step token budget
   int32_t kv_blocks = 0;            // 0: as many as the engine's KV memory allows
+  TensorType kv_dtype = TensorType::kF16;
   int threads = 0;                  // op threads; 0 = all cores
   double drain_grace_s = 30;
   double initial_service_ms = 1000; // admission's run-time estimate before measurements

@@ -24,6 +24,21 @@ TEST(GenerateCli, GoldenIdsAndText) {
             "red ball. She wanted to play with it, but it was too high.\nLily's mom said");
 }
 
+// The default KV cache is F16; F32 is one flag away. Both keep the golden
+// ids on this model, and an unknown element type is a usage error.
+TEST(GenerateCli, KvDtypeOption) {
+  for (const char* dtype : {"f32", "F16"}) {
+    auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
+                          "Once upon a time", "-n", "64", "--temp", "0", "--kv-dtype", dtype});
+    ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].get<std::vector<int>>(), kGolden) << dtype;
+  }
+  auto bad = run_command({ladder_bin(), "generate", "-m", shared_path("models/stories260K.gguf"), "-p", "hi",
+                          "--kv-dtype", "q4"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--kv-dtype"), std::string::npos) << bad.err;
+}
+
 TEST(GenerateCli, ParallelGreedyCopiesAgreeWithGolden) {
   auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
                         "Once upon a time", "-n", "64", "--temp", "0", "--parallel", "5", "-t", "2"});
