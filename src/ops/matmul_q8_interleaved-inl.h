@@ -256,14 +256,28 @@ void PackQ8_0Groups(const detail::MatmulTask& t, int64_t g_begin, int64_t g_end,
   }
 }
 
+// Cache lines of one packed block.
+inline constexpr int kPackedBlockLines = kPackedBlockBytes / 64;
+
 // R rows against one packed group; per lane the same arithmetic as rows16.
+// With `next` set, block b of the group at `next` is prefetched into L2
+// while block b of this one is computed, so memory latency hides behind the
+// arithmetic of a batch (the group is then reused by every row tile).
+// Decode (one row) instead streams a few blocks ahead of itself.
 template <int R>
 HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const uint8_t* const* xu,
-                              const float* const* xd, __m512* acc) {
+                              const float* const* xd, __m512* acc, const uint8_t* next) {
+  constexpr int64_t kDecodeAhead = 8 * kPackedBlockBytes;
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b, grp += kPackedBlockBytes) {
-    if constexpr (R == 1) {
-      for (int l = 0; l < 9; ++l) _mm_prefetch(reinterpret_cast<const char*>(grp + 8 * kPackedBlockBytes + 64 * l), _MM_HINT_NTA);
+    if (next != nullptr) {
+      for (int l = 0; l < kPackedBlockLines; ++l) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + b * kPackedBlockBytes + 64 * l), _MM_HINT_T1);
+      }
+    } else if constexpr (R == 1) {
+      for (int l = 0; l < kPackedBlockLines; ++l) {
+        _mm_prefetch(reinterpret_cast<const char*>(grp + kDecodeAhead + 64 * l), _MM_HINT_NTA);
+      }
     }
     __m512i wk[8];
     for (int k = 0; k < 8; ++k) wk[k] = _mm512_loadu_si512(grp + 64 * k);
@@ -290,11 +304,14 @@ HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const uint8_t* con
 void MatmulPackedQ8_0Cols(const detail::MatmulTask& t, const uint8_t* packed, int64_t o_begin,
                           int64_t o_end) {
   const int64_t nb = t.n_in / 32;
+  const int64_t group_bytes = nb * kPackedBlockBytes;
   constexpr int kR = 4;
   for (int64_t o = o_begin; o < o_end; o += 16) {
     const int64_t take = std::min<int64_t>(16, o_end - o);
     const __mmask16 valid = static_cast<__mmask16>((1u << take) - 1);
-    const uint8_t* grp = packed + (o / 16) * nb * kPackedBlockBytes;
+    const uint8_t* grp = packed + (o / 16) * group_bytes;
+    // A batch prefetches the next group during its first row tile.
+    const uint8_t* next = (t.rows > 1 && o + 16 < o_end) ? grp + group_bytes : nullptr;
     for (int64_t r = 0; r < t.rows;) {
       if (t.rows - r >= kR) {
         const uint8_t* xu[kR];
@@ -304,14 +321,14 @@ void MatmulPackedQ8_0Cols(const detail::MatmulTask& t, const uint8_t* packed, in
           xd[i] = t.xd + (r + i) * nb;
         }
         __m512 acc[kR];
-        packed_rows16<kR>(grp, nb, xu, xd, acc);
+        packed_rows16<kR>(grp, nb, xu, xd, acc, r == 0 ? next : nullptr);
         for (int i = 0; i < kR; ++i) _mm512_mask_storeu_ps(t.y + (r + i) * t.y_stride + o, valid, acc[i]);
         r += kR;
       } else {
         const uint8_t* xu[1] = {t.xu + r * t.n_in};
         const float* xd[1] = {t.xd + r * nb};
         __m512 acc[1];
-        packed_rows16<1>(grp, nb, xu, xd, acc);
+        packed_rows16<1>(grp, nb, xu, xd, acc, r == 0 ? next : nullptr);
         _mm512_mask_storeu_ps(t.y + r * t.y_stride + o, valid, acc[0]);
         r += 1;
       }
