@@ -23,7 +23,7 @@ struct BenchModelArgs {
   int64_t prompt = 512;
   int64_t context = 64;
   int steps = 16;
-  int repeats = 3;
+  int repeats = 5;
   TensorType kv_dtype = TensorType::kF16;
   int threads = 2;
 };
@@ -59,40 +59,58 @@ int run_bench_model(const BenchModelArgs& a) {
   }
 
   ops::ThreadPool pool(a.threads);
-  std::fprintf(stderr, "bench: measuring this machine's roofline (%d threads)...\n", pool.size());
-  // Bandwidth is probed before and after the decode cases and the higher
-  // figure counts: a shared machine's bandwidth drifts, and the ratio must not
-  // flatter the model by catching the probe in a slow moment.
-  const double gbps_before = ops::measure_peak_bandwidth_gbps(pool);
+  // Paired rounds: each round probes the read bandwidth and then times every
+  // batch size, so a ratio divides figures taken moments apart; the table
+  // shows the median over rounds (a shared machine's bandwidth drifts by a
+  // third between moments, which a single probe at the start would bake into
+  // every ratio).
+  const int rounds = a.repeats;
+  std::fprintf(stderr, "bench: %d rounds of (bandwidth probe, decode at each batch size), %d threads\n", rounds,
+               pool.size());
   const double peak_gflops = ops::measure_peak_gflops(pool);
-  std::vector<model::ForwardMeasurement> decode;
-  for (int b : batches) {
-    std::fprintf(stderr, "bench: decode at batch %d...\n", b);
-    decode.push_back(model::measure_decode(m, b, a.context, a.steps, a.repeats, a.kv_dtype, pool));
+  std::vector<double> probe(static_cast<size_t>(rounds));
+  std::vector<std::vector<model::ForwardMeasurement>> runs(batches.size());
+  for (int r = 0; r < rounds; ++r) {
+    std::fprintf(stderr, "bench: round %d/%d\n", r + 1, rounds);
+    probe[static_cast<size_t>(r)] = ops::measure_peak_bandwidth_gbps(pool, size_t{256} << 20);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      runs[i].push_back(model::measure_decode(m, batches[i], a.context, a.steps, 1, a.kv_dtype, pool));
+    }
   }
-  const double gbps_after = ops::measure_peak_bandwidth_gbps(pool);
-  const double peak_gbps = std::max(gbps_before, gbps_after);
-  std::printf("model %s: dim %lld, %lld layers, ffn %lld, vocab %lld, %.1f MiB of matmul weights\n", path.c_str(),
-              static_cast<long long>(c.dim), static_cast<long long>(c.n_layers), static_cast<long long>(c.ffn_dim),
-              static_cast<long long>(c.n_vocab), static_cast<double>(m.weight_bytes()) / (1 << 20));
-  std::printf("machine: %.1f GB/s read bandwidth (probes before/after decode: %.1f, %.1f), %.0f GFLOP/s FMA peak, "
-              "%d threads\n\n",
-              peak_gbps, gbps_before, gbps_after, peak_gflops, pool.size());
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  std::printf("model %s: dim %lld, %lld layers, ffn %lld, vocab %lld, %.1f MiB of matmul weights, %s KV\n",
+              path.c_str(), static_cast<long long>(c.dim), static_cast<long long>(c.n_layers),
+              static_cast<long long>(c.ffn_dim), static_cast<long long>(c.n_vocab),
+              static_cast<double>(m.weight_bytes()) / (1 << 20), a.kv_dtype == TensorType::kF16 ? "F16" : "F32");
+  const auto [lo, hi] = std::minmax_element(probe.begin(), probe.end());
+  std::printf("machine: read bandwidth %.1f GB/s median of %d probes (%.1f-%.1f), %.0f GFLOP/s FMA peak, %d threads\n\n",
+              median(probe), rounds, *lo, *hi, peak_gflops, pool.size());
 
   std::printf("%-28s %12s %14s %12s\n", "case", "tok/s", "ratio", "vs batch 1");
-  double base = 0;
+  const auto one = std::find(batches.begin(), batches.end(), 1);
+  const std::vector<model::ForwardMeasurement>* base = one == batches.end() ? nullptr : &runs[one - batches.begin()];
   for (size_t i = 0; i < batches.size(); ++i) {
-    const int b = batches[i];
-    const model::ForwardMeasurement& r = decode[i];
-    char label[64], ratio[64];
-    std::snprintf(label, sizeof(label), "decode batch %d", b);
-    if (b == 1) {
-      std::snprintf(ratio, sizeof(ratio), "%.0f%% of BW", 100.0 * r.weight_gb_per_s / peak_gbps);
-      base = r.tokens_per_s;
-    } else {
-      std::snprintf(ratio, sizeof(ratio), "%.2f GB/s", r.weight_gb_per_s);
+    std::vector<double> tps, bw_ratio, vs_one;
+    for (int r = 0; r < rounds; ++r) {
+      const model::ForwardMeasurement& x = runs[i][static_cast<size_t>(r)];
+      tps.push_back(x.tokens_per_s);
+      bw_ratio.push_back(x.weight_gb_per_s / probe[static_cast<size_t>(r)]);
+      if (base != nullptr) vs_one.push_back(x.tokens_per_s / (*base)[static_cast<size_t>(r)].tokens_per_s);
     }
-    std::printf("%-28s %12.1f %14s %11.2fx\n", label, r.tokens_per_s, ratio, base > 0 ? r.tokens_per_s / base : 0.0);
+    char label[64], ratio[64], rel[32] = "";
+    std::snprintf(label, sizeof(label), "decode batch %d", batches[i]);
+    if (batches[i] == 1) {
+      std::snprintf(ratio, sizeof(ratio), "%.0f%% of BW", 100.0 * median(bw_ratio));
+    } else {
+      std::snprintf(ratio, sizeof(ratio), "%.2f GB/s", median(tps) * static_cast<double>(m.weight_bytes()) /
+                                                           batches[i] / 1e9);
+    }
+    if (base != nullptr) std::snprintf(rel, sizeof(rel), "%.2fx", median(vs_one));
+    std::printf("%-28s %12.1f %14s %12s\n", label, median(tps), ratio, rel);
   }
   std::fprintf(stderr, "bench: prefill of %lld tokens...\n", static_cast<long long>(a.prompt));
   auto p = model::measure_prefill(m, a.prompt, a.repeats, a.kv_dtype, pool);
@@ -100,8 +118,8 @@ int run_bench_model(const BenchModelArgs& a) {
   std::snprintf(label, sizeof(label), "prefill %lld tokens", static_cast<long long>(a.prompt));
   std::snprintf(ratio, sizeof(ratio), "%.0f%% of FLOP/s", 100.0 * p.gflop_per_s / peak_gflops);
   std::printf("%-28s %12.1f %14s %12s\n", label, p.tokens_per_s, ratio, "");
-  std::printf("\nratios: decode = weight bytes per token x tok/s / measured bandwidth; prefill = matmul+attention "
-              "FLOPs / measured FMA peak\n");
+  std::printf("\nratios: decode = weight bytes per token x tok/s / bandwidth probed in the same round; vs batch 1 "
+              "= paired with batch 1 in the same round; prefill = matmul+attention FLOPs / measured FMA peak\n");
   return 0;
 }
 
@@ -114,7 +132,7 @@ CommandRegistrar reg{"bench/model", 71, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--prompt", a->prompt, "Prefill prompt length")->capture_default_str();
   cmd->add_option("--context", a->context, "KV positions each decoding sequence already holds")->capture_default_str();
   cmd->add_option("--steps", a->steps, "Decode steps timed per batch size")->capture_default_str()->check(CLI::Range(1, 100000));
-  cmd->add_option("--repeats", a->repeats, "Timed runs per case; the fastest counts")
+  cmd->add_option("--repeats", a->repeats, "Rounds: decode ratios are medians over paired rounds; prefill takes the fastest")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   add_kv_dtype_option(cmd, &a->kv_dtype);

@@ -34,12 +34,11 @@ constexpr int64_t kGrainFloats = 16384;
 
 }  // namespace
 
-BandwidthResult measure_memory_bandwidth(ThreadPool& pool, size_t bytes) {
-  if (bytes == 0) bytes = kDefaultReadBytes;
-  const int64_t n = static_cast<int64_t>(bytes / sizeof(float)) / kGrainFloats * kGrainFloats;
-  BandwidthResult r;
-  r.bytes = static_cast<size_t>(n) * sizeof(float);
+namespace {
 
+// Best streaming read over n floats (n a multiple of kGrainFloats), GB/s.
+double read_bandwidth(ThreadPool& pool, int64_t n) {
+  double best = 0;
   auto buf = hwy::AllocateAligned<float>(static_cast<size_t>(n));
   // First touch from the pool's threads, like the kernels that will read it.
   pool.parallel_for(n, kGrainFloats,
@@ -52,9 +51,23 @@ BandwidthResult measure_memory_bandwidth(ThreadPool& pool, size_t bytes) {
       const float s = read_fn(buf.get() + b, e - b);
       sink.store(s, std::memory_order_relaxed);
     });
-    r.read_gbps = std::max(r.read_gbps, static_cast<double>(r.bytes) / seconds_since(t0) / 1e9);
+    best = std::max(best, static_cast<double>(n) * sizeof(float) / seconds_since(t0) / 1e9);
   }
-  buf.reset();
+  return best;
+}
+
+int64_t read_floats(size_t bytes) {
+  if (bytes == 0) bytes = kDefaultReadBytes;
+  return static_cast<int64_t>(bytes / sizeof(float)) / kGrainFloats * kGrainFloats;
+}
+
+}  // namespace
+
+BandwidthResult measure_memory_bandwidth(ThreadPool& pool, size_t bytes) {
+  const int64_t n = read_floats(bytes);
+  BandwidthResult r;
+  r.bytes = static_cast<size_t>(n) * sizeof(float);
+  r.read_gbps = read_bandwidth(pool, n);
 
   // Triad over three arrays of a third of the read buffer each.
   const int64_t m = n / 3 / kGrainFloats * kGrainFloats;
@@ -78,8 +91,8 @@ BandwidthResult measure_memory_bandwidth(ThreadPool& pool, size_t bytes) {
   return r;
 }
 
-double measure_peak_bandwidth_gbps(ThreadPool& pool) {
-  return measure_memory_bandwidth(pool).read_gbps;
+double measure_peak_bandwidth_gbps(ThreadPool& pool, size_t bytes) {
+  return read_bandwidth(pool, read_floats(bytes));
 }
 
 double measure_peak_gflops(ThreadPool& pool) {

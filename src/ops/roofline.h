@@ -20,9 +20,9 @@ struct BandwidthResult {
 // repetitions, all threads of the pool.
 BandwidthResult measure_memory_bandwidth(ThreadPool& pool, size_t bytes = 0);
 
-// The read bandwidth of measure_memory_bandwidth(): the roofline for
+// The read bandwidth of measure_memory_bandwidth() alone: the roofline for
 // weight-streaming kernels (GEMV), GB/s (1e9 bytes).
-double measure_peak_bandwidth_gbps(ThreadPool& pool);
+double measure_peak_bandwidth_gbps(ThreadPool& pool, size_t bytes = 0);
 
 // Register-resident independent FMA chains on every thread of the pool,
 // widest vectors of the active target; GFLOP/s counting an FMA as 2.
