@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "common/build_info.h"
 #include "common/paths.h"
 #include "ops/simd_targets.h"
 
@@ -25,7 +26,7 @@ std::string cpu_model() {
 }
 
 int run_info() {
-  std::printf("ladder 0.1.0 (C++20, %s build)\n",
+  std::printf("ladder %s, revision %s (C++20, %s build)\n", version(), git_revision(),
 #ifdef NDEBUG
               "release"
 #else

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "cli/command.h"
+#include "common/build_info.h"
 #include "common/paths.h"
 #include "model/synth.h"
 
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
       "serving techniques only when a paired measurement shows they pay.",
       "ladder"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ladder 0.1.0");
+  app.set_version_flag("--version", std::string("ladder ") + ladder::version() + " (" + ladder::git_revision() + ")");
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "Log verbosity: trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/build_info.h"
 #include "harness/record.h"
 #include "harness/report_html.h"
 
@@ -211,9 +212,30 @@ Status run_replay_command(const ReplayCommandOptions& o) {
                  {"max_output_tokens", o.max_output_tokens},
                  {"ignore_eos", o.ignore_eos},
                  {"timeout_s", o.timeout_s}};
+  // The engine's identity as a Ladder server states it in /v1/models (model
+  // and tokenizer digests, KV format, revision); "unknown" from other servers.
+  json served = json::object();
+  if (server_before.models.contains("data") && server_before.models["data"].is_array()) {
+    for (const json& mdl : server_before.models["data"]) {
+      if (mdl.is_object() && mdl.contains("ladder") && mdl["ladder"].is_object() &&
+          (ropts.model.empty() || mdl.value("id", "") == ropts.model || served.empty())) {
+        served = mdl["ladder"];
+      }
+    }
+  }
+  auto served_field = [&](const char* key) {
+    return served.contains(key) && served[key].is_string() ? served[key].get<std::string>() : std::string("unknown");
+  };
+  config["model_digest"] = served_field("model_digest");
+  config["tokenizer_digest"] = served_field("tokenizer_digest");
+  config["kv_dtype"] = served_field("kv_dtype");
+  config["engine_revision"] = served_field("revision");
+  config["harness_revision"] = git_revision();
   // What this run was measured under, as far as an HTTP client can see it.
   config["fingerprint_sha256"] = sha256_hex(json{{"config", config}, {"server_models", server_before.models}}.dump());
-  config["fingerprint_covers"] = "replay configuration + the server's /v1/models answer";
+  config["fingerprint_covers"] =
+      "replay configuration, model and tokenizer digests, KV format, engine and harness revisions, and the "
+      "server's whole /v1/models answer";
   record["configuration"] = config;
   record["server"] = {{"models", server_before.models},
                       {"metrics_available", server_before.metrics_available},

@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 
+#include "common/build_info.h"
 #include "server/server_state.h"
 
 namespace ladder::server {
@@ -224,12 +225,23 @@ HttpResponse ApiServer::State::health() const {
 
 HttpResponse ApiServer::State::models() const {
   json data = json::array();
-  if (model) {
+  if (model && engine) {
+    // What a measurement of this server must name to be reproducible: the
+    // exact weights and tokenizer, the KV format and the engine's revision.
+    const engine::EngineConfig& ec = engine->config();
     data.push_back({{"id", config.served_model_name},
                     {"object", "model"},
                     {"created", 0},
                     {"owned_by", "ladder"},
-                    {"max_model_len", context_length}});
+                    {"max_model_len", context_length},
+                    {"ladder",
+                     {{"model_digest", ec.model_digest},
+                      {"tokenizer_digest", ec.tokenizer_digest},
+                      {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
+                      {"kv_block_size", ec.block_size},
+                      {"kv_blocks", engine->n_kv_blocks()},
+                      {"version", version()},
+                      {"revision", git_revision()}}}});
   }
   return json_response(200, {{"object", "list"}, {"data", data}});
 }

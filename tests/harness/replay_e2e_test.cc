@@ -194,6 +194,16 @@ TEST(ReplayE2E, MeasuresARealServer) {
   EXPECT_EQ(record["workload"]["digest_sha256"], sha256_hex(ladder::testing::read_file(wl)));
   EXPECT_GT(record["machine"]["cores"].get<int>(), 0);
   EXPECT_EQ(record["server"]["models"]["data"][0]["id"], "stories260K");
+  // The fingerprint names the exact weights (an independent sha256 of the
+  // file), the KV format and both revisions.
+  const json& cfg = record["configuration"];
+  EXPECT_EQ(cfg["model_digest"],
+            sha256_hex(ladder::testing::read_file(ladder::testing::shared_dir() + "/models/stories260K.gguf")));
+  EXPECT_EQ(cfg["tokenizer_digest"].get<std::string>().size(), 64u);
+  EXPECT_EQ(cfg["kv_dtype"], "F16");
+  EXPECT_NE(cfg["engine_revision"], "");
+  EXPECT_EQ(cfg["engine_revision"], cfg["harness_revision"]);  // one build serves and replays here
+  EXPECT_EQ(cfg["fingerprint_sha256"].get<std::string>().size(), 64u);
   const json& summary = record["runs"][0]["summary"];
   EXPECT_EQ(summary["overall"]["good"], good);
   EXPECT_EQ(summary["overall"]["requests"], reqs.size());

@@ -119,6 +119,15 @@ TEST(Serve, NonStreamingChatModelsAndStops) {
   json models = json::parse(http_request(srv.port(), "GET", "/v1/models").body);
   ASSERT_EQ(models["data"].size(), 1u);
   EXPECT_EQ(models["data"][0]["id"], "stories260K");
+  // Ladder's identity of what it serves: digests, KV format, revision.
+  const json& lad = models["data"][0]["ladder"];
+  const auto sum = run_command({"sha256sum", stories()});
+  ASSERT_EQ(sum.exit_code, 0);
+  EXPECT_EQ(lad["model_digest"], sum.out.substr(0, 64));
+  EXPECT_EQ(lad["tokenizer_digest"].get<std::string>().size(), 64u);
+  EXPECT_EQ(lad["kv_dtype"], "F16");
+  EXPECT_GT(lad["kv_blocks"].get<int>(), 0);
+  EXPECT_FALSE(lad["revision"].get<std::string>().empty());
 
   json r = post_json(srv.port(), "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0}});
   EXPECT_EQ(r["object"], "text_completion");
