@@ -40,7 +40,17 @@ struct ActScratch {
   std::vector<uint8_t> xu;
   std::vector<float> xd;
   std::vector<float> xsum;
+  std::vector<int32_t> xq_sums;  // [rows][n_in / kActBlock], only for packed Q4_0
 };
+
+// sum(xq) of every activation block: the offset of the packed Q4_0 kernel.
+void block_sums(const int8_t* xq, int64_t blocks, int32_t* out) {
+  for (int64_t i = 0; i < blocks; ++i) {
+    int32_t s = 0;
+    for (int j = 0; j < detail::kActBlock; ++j) s += xq[i * detail::kActBlock + j];
+    out[i] = s;
+  }
+}
 
 }  // namespace
 
@@ -81,6 +91,8 @@ struct Product {
   detail::MatmulTask t;
   Path path = Path::kFloat;
   const uint8_t* packed = nullptr;
+  // Packed Q4_0: sum(xq) per row and block.
+  const int32_t* xq_sums = nullptr;
   int64_t col0 = 0;  // first column in the call's combined column space
 };
 
@@ -88,7 +100,7 @@ bool use_packed(const WeightMatrix& w, const PackedWeights* packed) {
   if (packed == nullptr || packed->empty()) return false;
   LADDER_CHECK(packed->type == w.type && packed->n_in == w.n_in && packed->n_out == w.n_out,
                "matmul: packed weights describe another matrix");
-  return detail::dispatched_target() == packed->target && detail::has_packed_q8_0();
+  return detail::dispatched_target() == packed->target && detail::has_packed(w.type);
 }
 
 // Columns [o_begin, o_end) of one product, every row.
@@ -97,7 +109,7 @@ void run_cols(const Product& p, int64_t o_begin, int64_t o_end) {
   switch (p.path) {
     case Path::kFloat: detail::matmul_float_cols(t, o_begin, o_end); return;
     case Path::kInt: detail::matmul_int_cols(t, o_begin, o_end); return;
-    case Path::kPacked: detail::matmul_packed_q8_0_cols(t, p.packed, o_begin, o_end); return;
+    case Path::kPacked: detail::matmul_packed_cols(t, p.packed, p.xq_sums, o_begin, o_end); return;
     case Path::kDequant: break;
   }
   // Types without a fast kernel: dequantize a few weight rows at a time into
@@ -127,6 +139,7 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
   thread_local std::vector<Product> products;
   products.clear();
   bool quantize = false;
+  bool need_sums = false;
   int64_t cols = 0;
   for (const MatmulOutput& out : outs) {
     const WeightMatrix& w = *out.w;
@@ -146,7 +159,10 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
       p.path = Path::kFloat;
     } else if (has_int_kernel(w.type) && detail::has_int_kernels()) {
       p.path = use_packed(w, out.packed) ? Path::kPacked : Path::kInt;
-      if (p.path == Path::kPacked) p.packed = out.packed->data.get();
+      if (p.path == Path::kPacked) {
+        p.packed = out.packed->data.get();
+        need_sums |= w.type == TensorType::kQ4_0;
+      }
       quantize = true;
     } else {
       p.path = Path::kDequant;
@@ -166,15 +182,18 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     s.xu.resize(static_cast<size_t>(rows * n_in));
     s.xd.resize(static_cast<size_t>(rows * nb));
     s.xsum.resize(static_cast<size_t>(rows * nb));
+    if (need_sums) s.xq_sums.resize(static_cast<size_t>(rows * nb));
     pool.parallel_for(rows, 4, [&](int64_t b, int64_t e) {
       detail::quantize_activations_simd(x + b * n_in, e - b, n_in, s.xq.data() + b * n_in, s.xu.data() + b * n_in,
                                         s.xd.data() + b * nb, s.xsum.data() + b * nb);
+      if (need_sums) block_sums(s.xq.data() + b * n_in, (e - b) * nb, s.xq_sums.data() + b * nb);
     });
     for (Product& p : products) {
       p.t.xq = s.xq.data();
       p.t.xu = s.xu.data();
       p.t.xd = s.xd.data();
       p.t.xsum = s.xsum.data();
+      if (p.path == Path::kPacked && p.t.type == TensorType::kQ4_0) p.xq_sums = s.xq_sums.data();
     }
   }
   // Workers reach the caller's thread_local list through this span.

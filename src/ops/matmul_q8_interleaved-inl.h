@@ -10,6 +10,7 @@
 //
 // Activations are bytes u = q + 128 (vpdpbusd wants unsigned x signed); the
 // extra 128 * sum(w) of each block is subtracted up front (integer, exact).
+// Weights packed at load time skip the transposes: matmul_packed-inl.h.
 
 #if defined(LADDER_OPS_MATMUL_Q8_INTERLEAVED_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LADDER_OPS_MATMUL_Q8_INTERLEAVED_INL_H_
@@ -220,139 +221,6 @@ void q8_interleaved_cols(const detail::MatmulTask& t, int64_t o_begin, int64_t o
   }
 }
 
-// ---------------------------------------------------------------------------
-// Weights packed once (ops/packed_weights.h): per group of 16 columns and per
-// block, the 8 transposed vectors, the 16 block sums of w (int16) and the 16
-// F16 scales: 576 bytes per 16 x 32 weights (Q8_0 itself: 544).
-
-inline constexpr int64_t kPackedBlockBytes = 8 * 64 + 32 + 32;
-
-void PackQ8_0Groups(const detail::MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
-  const int64_t nb = t.n_in / 32;
-  const int64_t n_out = t.y_stride;
-  const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t g = g_begin; g < g_end; ++g) {
-    const int64_t o = g * 16;
-    const int64_t take = std::min<int64_t>(16, n_out - o);
-    const uint8_t* cols[16];
-    for (int j = 0; j < 16; ++j) cols[j] = t.w + (o + std::min<int64_t>(j, take - 1)) * t.w_row_bytes;
-    uint8_t* dst = out + g * nb * kPackedBlockBytes;
-    for (int64_t b = 0; b < nb; ++b, dst += kPackedBlockBytes) {
-      __m512i z[8], w[8];
-      for (int i = 0; i < 8; ++i) {
-        z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(il_block_s8<false>(cols[i], b)),
-                                  il_block_s8<false>(cols[i + 8], b), 1);
-      }
-      transpose16x8(z, w);
-      __m512i sum = _mm512_setzero_si512();
-      for (int k = 0; k < 8; ++k) {
-        _mm512_storeu_si512(dst + 64 * k, w[k]);
-        sum = _mm512_dpbusd_epi32(sum, ones, w[k]);
-      }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 512), _mm512_cvtepi32_epi16(sum));
-      auto* scales = reinterpret_cast<uint16_t*>(dst + 544);
-      for (int j = 0; j < 16; ++j) scales[j] = il_block_scale<false>(cols[j], b);
-    }
-  }
-}
-
-// Cache lines of one packed block.
-inline constexpr int kPackedBlockLines = kPackedBlockBytes / 64;
-
-// R rows against one packed group; per lane the same arithmetic as rows16.
-// With `next` set, block b of the group at `next` is prefetched into L2
-// while block b of this one is computed, so memory latency hides behind the
-// arithmetic of a batch (the group is then reused by every row tile).
-// Decode (one row) instead streams a few blocks ahead of itself.
-template <int R>
-HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const uint8_t* const* xu,
-                              const float* const* xd, __m512* acc, const uint8_t* next) {
-  constexpr int64_t kDecodeAhead = 8 * kPackedBlockBytes;
-  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b, grp += kPackedBlockBytes) {
-    if (next != nullptr) {
-      for (int l = 0; l < kPackedBlockLines; ++l) {
-        _mm_prefetch(reinterpret_cast<const char*>(next + b * kPackedBlockBytes + 64 * l), _MM_HINT_T1);
-      }
-    } else if constexpr (R == 1) {
-      for (int l = 0; l < kPackedBlockLines; ++l) {
-        _mm_prefetch(reinterpret_cast<const char*>(grp + kDecodeAhead + 64 * l), _MM_HINT_NTA);
-      }
-    }
-    __m512i wk[8];
-    for (int k = 0; k < 8; ++k) wk[k] = _mm512_loadu_si512(grp + 64 * k);
-    const __m512i corr = _mm512_slli_epi32(
-        _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + 512))), 7);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(grp + 544)));
-    for (int i = 0; i < R; ++i) {
-      const int32_t* x4 = reinterpret_cast<const int32_t*>(xu[i] + b * 32);
-      constexpr int kChains = R == 1 ? 4 : 2;
-      __m512i ch[kChains];
-      for (int c = 0; c < kChains; ++c) ch[c] = _mm512_setzero_si512();
-      for (int k = 0; k < 8; ++k)
-        ch[k % kChains] = _mm512_dpbusd_epi32(ch[k % kChains], _mm512_set1_epi32(x4[k]), wk[k]);
-      __m512i s = ch[0];
-      for (int c = 1; c < kChains; ++c) s = _mm512_add_epi32(s, ch[c]);
-      s = _mm512_sub_epi32(s, corr);
-      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(xd[i][b]));
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc[i]);
-    }
-  }
-}
-
-// Columns [o_begin, o_end) (o_begin a multiple of 16) from packed weights.
-void MatmulPackedQ8_0Cols(const detail::MatmulTask& t, const uint8_t* packed, int64_t o_begin,
-                          int64_t o_end) {
-  const int64_t nb = t.n_in / 32;
-  const int64_t group_bytes = nb * kPackedBlockBytes;
-  constexpr int kR = 4;
-  for (int64_t o = o_begin; o < o_end; o += 16) {
-    const int64_t take = std::min<int64_t>(16, o_end - o);
-    const __mmask16 valid = static_cast<__mmask16>((1u << take) - 1);
-    const uint8_t* grp = packed + (o / 16) * group_bytes;
-    // A batch prefetches the next group during its first row tile.
-    const uint8_t* next = (t.rows > 1 && o + 16 < o_end) ? grp + group_bytes : nullptr;
-    for (int64_t r = 0; r < t.rows;) {
-      if (t.rows - r >= kR) {
-        const uint8_t* xu[kR];
-        const float* xd[kR];
-        for (int i = 0; i < kR; ++i) {
-          xu[i] = t.xu + (r + i) * t.n_in;
-          xd[i] = t.xd + (r + i) * nb;
-        }
-        __m512 acc[kR];
-        packed_rows16<kR>(grp, nb, xu, xd, acc, r == 0 ? next : nullptr);
-        for (int i = 0; i < kR; ++i) _mm512_mask_storeu_ps(t.y + (r + i) * t.y_stride + o, valid, acc[i]);
-        r += kR;
-      } else {
-        const uint8_t* xu[1] = {t.xu + r * t.n_in};
-        const float* xd[1] = {t.xd + r * nb};
-        __m512 acc[1];
-        packed_rows16<1>(grp, nb, xu, xd, acc, r == 0 ? next : nullptr);
-        _mm512_mask_storeu_ps(t.y + r * t.y_stride + o, valid, acc[0]);
-        r += 1;
-      }
-    }
-  }
-}
-
-bool HasPackedQ8_0() {
-  return true;
-}
-
-}  // namespace ladder::ops::HWY_NAMESPACE
-HWY_AFTER_NAMESPACE();
-
-#else  // !AVX3_DL: no packed kernel; ops/packed_weights.cc falls back.
-
-HWY_BEFORE_NAMESPACE();
-namespace ladder::ops::HWY_NAMESPACE {
-inline constexpr int64_t kPackedBlockBytes = 0;
-void PackQ8_0Groups(const detail::MatmulTask&, int64_t, int64_t, uint8_t*) {}
-void MatmulPackedQ8_0Cols(const detail::MatmulTask&, const uint8_t*, int64_t, int64_t) {}
-bool HasPackedQ8_0() {
-  return false;
-}
 }  // namespace ladder::ops::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

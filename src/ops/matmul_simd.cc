@@ -1,10 +1,11 @@
-// Compiles matmul-inl.h once per Highway target and exports the kernels for
-// dynamic dispatch (called from matmul.cc).
+// Compiles matmul-inl.h and matmul_packed-inl.h once per Highway target and
+// exports the kernels for dynamic dispatch (called from matmul.cc).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "ops/matmul-inl.h"
+#include "ops/matmul_packed-inl.h"
 
 #if HWY_ONCE
 #include "ops/matmul_simd.h"
@@ -16,9 +17,9 @@ HWY_EXPORT(MatmulIntCols);
 HWY_EXPORT(HasIntKernels);
 HWY_EXPORT(QuantizeActivations);
 HWY_EXPORT(DispatchedTarget);
-HWY_EXPORT(PackQ8_0Groups);
-HWY_EXPORT(MatmulPackedQ8_0Cols);
-HWY_EXPORT(HasPackedQ8_0);
+HWY_EXPORT(PackGroups);
+HWY_EXPORT(MatmulPackedCols);
+HWY_EXPORT(HasPacked);
 
 void matmul_float_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulFloatCols)(t, o_begin, o_end);
@@ -36,14 +37,18 @@ void quantize_activations_simd(const float* x, int64_t rows, int64_t n_in, int8_
 int64_t dispatched_target() {
   return HWY_DYNAMIC_DISPATCH(DispatchedTarget)();
 }
+bool has_packed(TensorType type) {
+  return HWY_DYNAMIC_DISPATCH(HasPacked)(type);
+}
 bool has_packed_q8_0() {
-  return HWY_DYNAMIC_DISPATCH(HasPackedQ8_0)();
+  return has_packed(TensorType::kQ8_0);
 }
-void pack_q8_0_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
-  HWY_DYNAMIC_DISPATCH(PackQ8_0Groups)(t, g_begin, g_end, out);
+void pack_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(PackGroups)(t, g_begin, g_end, out);
 }
-void matmul_packed_q8_0_cols(const MatmulTask& t, const uint8_t* packed, int64_t o_begin, int64_t o_end) {
-  HWY_DYNAMIC_DISPATCH(MatmulPackedQ8_0Cols)(t, packed, o_begin, o_end);
+void matmul_packed_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
+                        int64_t o_end) {
+  HWY_DYNAMIC_DISPATCH(MatmulPackedCols)(t, packed, xq_sums, o_begin, o_end);
 }
 
 }  // namespace ladder::ops::detail

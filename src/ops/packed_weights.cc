@@ -7,17 +7,15 @@ namespace ladder::ops {
 
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool) {
   PackedWeights p;
-  if (w.type != TensorType::kQ8_0 || !check_matmul_support(w.type, w.n_in).is_ok() || w.n_out <= 0 ||
-      !detail::has_packed_q8_0()) {
+  if (!detail::has_packed(w.type) || !check_matmul_support(w.type, w.n_in).is_ok() || w.n_out <= 0) {
     return p;
   }
-  const int64_t nb = w.n_in / 32;
   const int64_t groups = (w.n_out + 15) / 16;
   p.type = w.type;
   p.n_in = w.n_in;
   p.n_out = w.n_out;
   p.target = detail::dispatched_target();
-  p.bytes = static_cast<size_t>(groups * nb) * detail::kPackedQ8_0BlockBytes;
+  p.bytes = detail::packed_bytes(w.type, w.n_in, w.n_out);
   p.data = hwy::AllocateAligned<uint8_t>(p.bytes);
   detail::MatmulTask t;
   t.type = w.type;
@@ -26,7 +24,7 @@ PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool) {
   t.n_in = w.n_in;
   t.y_stride = w.n_out;
   uint8_t* out = p.data.get();
-  pool.parallel_for(groups, 1, [&](int64_t b, int64_t e) { detail::pack_q8_0_groups(t, b, e, out); });
+  pool.parallel_for(groups, 1, [&](int64_t b, int64_t e) { detail::pack_groups(t, b, e, out); });
   return p;
 }
 

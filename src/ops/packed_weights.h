@@ -1,9 +1,11 @@
 // Weights repacked once, at model load, into the layout the fastest kernel
-// streams. Today: Q8_0 on AVX-512 VNNI CPUs (AVX3_DL), where 16 output columns
-// are interleaved per 32-element block so a decode step does no shuffling at
-// all (the unpacked kernel transposes on every call). 576 bytes per 512
-// weights, against 544 for Q8_0 itself; the original need not stay resident.
-// Results are bit-identical to matmul() on the unpacked weights.
+// streams. Today: Q8_0 and Q4_0 on AVX-512 VNNI CPUs (AVX3_DL), where 16
+// output columns are interleaved per 32-element block so a decode step does
+// no shuffling at all (the unpacked kernel transposes, and for Q4_0 also
+// unpacks nibbles, on every call). Per 512 weights: Q8_0 576 bytes against
+// its own 544, Q4_0 288 like its own (plus a padding block when n_in / 32 is
+// odd). The original need not stay resident. Results are bit-identical to
+// matmul() on the unpacked weights.
 #pragma once
 
 #include <cstddef>
