@@ -258,12 +258,22 @@ HWY_INLINE __m256i dot_us(__m256i u, __m256i s) {
 #endif
 }
 
-HWY_INLINE float hsum8(__m256 v) {
+HWY_INLINE float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
+
+HWY_INLINE void set_zero(__m256& v) { v = _mm256_setzero_ps(); }
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+HWY_INLINE float hsum(__m512 v) {
+  return hsum(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+HWY_INLINE void set_zero(__m512& v) { v = _mm512_setzero_ps(); }
+#endif
 
 HWY_INLINE float half_to_f32(uint16_t h) {
   return _cvtsh_ss(h);
@@ -278,6 +288,62 @@ inline constexpr int kKCols = 1;
 #endif
 inline constexpr int kIntRows = 4;
 
+// Row pointers of an integer tile: quantized activations, their per-32
+// block scales and (for the min term of Q4_K) block sums.
+template <int R>
+struct IntRows {
+  const int8_t* xq[R];
+  const float* xd[R];
+  const float* xs[R];
+
+  HWY_INLINE IntRows(const detail::MatmulTask& t, const int64_t* r_idx) {
+    const int64_t nb32 = t.n_in / 32;
+    for (int i = 0; i < R; ++i) {
+      xq[i] = t.xq + r_idx[i] * t.n_in;
+      xd[i] = t.xd + r_idx[i] * nb32;
+      xs[i] = t.xsum + r_idx[i] * nb32;
+    }
+  }
+};
+
+// The weight rows of a tile's C columns, as arrays of `Block`.
+template <class Block, int C>
+HWY_INLINE void bind_cols(const detail::MatmulTask& t, const int64_t* o_idx, const Block** wc) {
+  for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const Block*>(t.w + o_idx[c] * t.w_row_bytes);
+}
+
+// R x C float accumulators of one tile (256- or 512-bit lanes), zeroed, and
+// written out as horizontal sums.
+template <class V, int R, int C>
+struct TileAcc {
+  V v[R][C];
+
+  HWY_INLINE TileAcc() {
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) set_zero(v[i][c]);
+  }
+  HWY_INLINE void store(float* const* out) const {
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum(v[i][c]);
+  }
+};
+
+// One 32-element block of a Q8_0 or Q4_0 row as 32 signed bytes, and its scale.
+template <bool kIsQ4>
+HWY_INLINE __m256i q32_block_s8(const uint8_t* row, int64_t b, float* d) {
+  if constexpr (kIsQ4) {
+    const auto* blk = reinterpret_cast<const BlockQ4_0*>(row) + b;
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
+    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+    *d = half_to_f32(blk->d);
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+  } else {
+    const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
+    *d = half_to_f32(blk->d);
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+  }
+}
+
 // Q8_0 and Q4_0: one scale per 32 signed weights. Signed x signed products
 // via |w| (unsigned) times x carrying w's sign.
 template <bool kIsQ4>
@@ -288,47 +354,27 @@ struct Q32Tile {
   HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
     constexpr int C = kQ8Cols;
     const int64_t nb = t.n_in / 32;
-    const int8_t* xr[R];
-    const float* xd[R];
+    const IntRows<R> x(t, r_idx);
     const uint8_t* wc[C];
-    for (int i = 0; i < R; ++i) {
-      xr[i] = t.xq + r_idx[i] * t.n_in;
-      xd[i] = t.xd + r_idx[i] * nb;
-    }
-    for (int c = 0; c < C; ++c) wc[c] = t.w + o_idx[c] * t.w_row_bytes;
-    __m256 acc[R][C];
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i eight = _mm256_set1_epi8(8);
+    bind_cols<uint8_t, C>(t, o_idx, wc);
+    TileAcc<__m256, R, C> acc;
     for (int64_t b = 0; b < nb; ++b) {
       __m256i ws[C], wa[C];
       float dw[C];
       for (int c = 0; c < C; ++c) {
-        if constexpr (kIsQ4) {
-          const auto* blk = reinterpret_cast<const BlockQ4_0*>(wc[c]) + b;
-          const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
-          const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), low4);
-          ws[c] = _mm256_sub_epi8(q, eight);
-          dw[c] = half_to_f32(blk->d);
-        } else {
-          const auto* blk = reinterpret_cast<const BlockQ8_0*>(wc[c]) + b;
-          ws[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
-          dw[c] = half_to_f32(blk->d);
-        }
+        ws[c] = q32_block_s8<kIsQ4>(wc[c], b, &dw[c]);
         wa[c] = _mm256_sign_epi8(ws[c], ws[c]);
       }
       for (int i = 0; i < R; ++i) {
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + b * 32));
-        const float dx = xd[i][b];
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.xq[i] + b * 32));
+        const float dx = x.xd[i][b];
         for (int c = 0; c < C; ++c) {
           const __m256i isum = dot_us(wa[c], _mm256_sign_epi8(xv, ws[c]));
-          acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dw[c] * dx), acc[i][c]);
+          acc.v[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dw[c] * dx), acc.v[i][c]);
         }
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum8(acc[i][c]);
+    acc.store(out);
   }
 };
 
@@ -343,6 +389,18 @@ HWY_INLINE void k4_scale_min(int j, const uint8_t* q, int* sc, int* m) {
   }
 }
 
+// d * sc_j and -dmin * m_j of the 8 sub-blocks of a Q4_K super-block.
+HWY_INLINE void q4k_scales(const BlockQ4_K& blk, float* dsc, float* negmin) {
+  const float d = half_to_f32(blk.d);
+  const float dmin = half_to_f32(blk.dmin);
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    k4_scale_min(j, blk.scales, &sc, &m);
+    dsc[j] = d * static_cast<float>(sc);
+    negmin[j] = -(dmin * static_cast<float>(m));
+  }
+}
+
 // Q4_K: w = d*sc_j*q - dmin*m_j per 32-element sub-block j, q in [0, 15].
 // The min term joins the same 8 float lanes: lane j += -dmin*m_j * sum(x_j).
 struct Q4KTile {
@@ -352,40 +410,22 @@ struct Q4KTile {
   HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
     constexpr int C = kKCols;
     const int64_t nsb = t.n_in / kQK_K;
-    const int64_t nb32 = t.n_in / 32;
-    const int8_t* xr[R];
-    const float* xd[R];
-    const float* xs[R];
+    const IntRows<R> x(t, r_idx);
     const BlockQ4_K* wc[C];
-    for (int i = 0; i < R; ++i) {
-      xr[i] = t.xq + r_idx[i] * t.n_in;
-      xd[i] = t.xd + r_idx[i] * nb32;
-      xs[i] = t.xsum + r_idx[i] * nb32;
-    }
-    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const BlockQ4_K*>(t.w + o_idx[c] * t.w_row_bytes);
-    __m256 acc[R][C];
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    bind_cols<BlockQ4_K, C>(t, o_idx, wc);
+    TileAcc<__m256, R, C> acc;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t sb = 0; sb < nsb; ++sb) {
       alignas(32) float dsc[C][8];
       __m256 negmin[C];
       for (int c = 0; c < C; ++c) {
-        const BlockQ4_K& blk = wc[c][sb];
-        const float d = half_to_f32(blk.d);
-        const float dmin = half_to_f32(blk.dmin);
         alignas(32) float mins[8];
-        for (int j = 0; j < 8; ++j) {
-          int sc, m;
-          k4_scale_min(j, blk.scales, &sc, &m);
-          dsc[c][j] = d * static_cast<float>(sc);
-          mins[j] = -(dmin * static_cast<float>(m));
-        }
+        q4k_scales(wc[c][sb], dsc[c], mins);
         negmin[c] = _mm256_load_ps(mins);
       }
       for (int i = 0; i < R; ++i) {
-        const __m256 xsum = _mm256_loadu_ps(xs[i] + sb * 8);
-        for (int c = 0; c < C; ++c) acc[i][c] = _mm256_fmadd_ps(negmin[c], xsum, acc[i][c]);
+        const __m256 xsum = _mm256_loadu_ps(x.xs[i] + sb * 8);
+        for (int c = 0; c < C; ++c) acc.v[i][c] = _mm256_fmadd_ps(negmin[c], xsum, acc.v[i][c]);
       }
       for (int k = 0; k < 4; ++k) {
         __m256i lo[C], hi[C];
@@ -396,21 +436,20 @@ struct Q4KTile {
         }
         const int64_t j0 = sb * 8 + 2 * k;
         for (int i = 0; i < R; ++i) {
-          const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + j0 * 32));
-          const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + j0 * 32 + 32));
-          const float dx0 = xd[i][j0];
-          const float dx1 = xd[i][j0 + 1];
+          const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.xq[i] + j0 * 32));
+          const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.xq[i] + j0 * 32 + 32));
+          const float dx0 = x.xd[i][j0];
+          const float dx1 = x.xd[i][j0 + 1];
           for (int c = 0; c < C; ++c) {
-            acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_us(lo[c], x0)),
-                                        _mm256_set1_ps(dsc[c][2 * k] * dx0), acc[i][c]);
-            acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_us(hi[c], x1)),
-                                        _mm256_set1_ps(dsc[c][2 * k + 1] * dx1), acc[i][c]);
+            acc.v[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_us(lo[c], x0)),
+                                          _mm256_set1_ps(dsc[c][2 * k] * dx0), acc.v[i][c]);
+            acc.v[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_us(hi[c], x1)),
+                                          _mm256_set1_ps(dsc[c][2 * k + 1] * dx1), acc.v[i][c]);
           }
         }
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum8(acc[i][c]);
+    acc.store(out);
   }
 };
 
@@ -424,18 +463,10 @@ struct Q6KTile {
   HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
     constexpr int C = kKCols;
     const int64_t nsb = t.n_in / kQK_K;
-    const int64_t nb32 = t.n_in / 32;
-    const int8_t* xr[R];
-    const float* xd[R];
+    const IntRows<R> x(t, r_idx);
     const BlockQ6_K* wc[C];
-    for (int i = 0; i < R; ++i) {
-      xr[i] = t.xq + r_idx[i] * t.n_in;
-      xd[i] = t.xd + r_idx[i] * nb32;
-    }
-    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const BlockQ6_K*>(t.w + o_idx[c] * t.w_row_bytes);
-    __m256 acc[R][C];
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = _mm256_setzero_ps();
+    bind_cols<BlockQ6_K, C>(t, o_idx, wc);
+    TileAcc<__m256, R, C> acc;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i bits45 = _mm256_set1_epi8(0x30);
     const __m256i k32 = _mm256_set1_epi8(32);
@@ -467,18 +498,17 @@ struct Q6KTile {
           }
           const int64_t j = sb * 8 + half * 4 + s;  // 32-element block of x
           for (int i = 0; i < R; ++i) {
-            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + j * 32));
-            const __m256 dx = _mm256_set1_ps(xd[i][j]);
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.xq[i] + j * 32));
+            const __m256 dx = _mm256_set1_ps(x.xd[i][j]);
             for (int c = 0; c < C; ++c) {
               const __m256i isum = dot_us(wa[c], _mm256_sign_epi8(xv, ws[c]));
-              acc[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(scv[c], dx), acc[i][c]);
+              acc.v[i][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(scv[c], dx), acc.v[i][c]);
             }
           }
         }
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum8(acc[i][c]);
+    acc.store(out);
   }
 };
 
@@ -495,9 +525,6 @@ HWY_INLINE __m512i dot_us512(__m512i u, __m512i s) {
 #endif
 }
 
-HWY_INLINE float hsum16(__m512 v) {
-  return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
-}
 
 // [a x8 | b x8]
 HWY_INLINE __m512 two_halves(float a, float b) {
@@ -514,21 +541,6 @@ HWY_INLINE __m512i apply_sign(__m512i x, __mmask64 neg) {
 }
 
 template <bool kIsQ4>
-HWY_INLINE __m256i q32_block_s8(const uint8_t* row, int64_t b, float* d) {
-  if constexpr (kIsQ4) {
-    const auto* blk = reinterpret_cast<const BlockQ4_0*>(row) + b;
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
-    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
-    *d = half_to_f32(blk->d);
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
-  } else {
-    const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
-    *d = half_to_f32(blk->d);
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
-  }
-}
-
-template <bool kIsQ4>
 struct Q32Tile512 {
   const detail::MatmulTask& t;
 
@@ -536,17 +548,10 @@ struct Q32Tile512 {
   HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
     constexpr int C = kQ8Cols;
     const int64_t nb = t.n_in / 32;
-    const int8_t* xr[R];
-    const float* xd[R];
+    const IntRows<R> x(t, r_idx);
     const uint8_t* wc[C];
-    for (int i = 0; i < R; ++i) {
-      xr[i] = t.xq + r_idx[i] * t.n_in;
-      xd[i] = t.xd + r_idx[i] * nb;
-    }
-    for (int c = 0; c < C; ++c) wc[c] = t.w + o_idx[c] * t.w_row_bytes;
-    __m512 acc[R][C];
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    bind_cols<uint8_t, C>(t, o_idx, wc);
+    TileAcc<__m512, R, C> acc;
     for (int64_t b = 0; b < nb; b += 2) {
       const bool pair = b + 1 < nb;
       __m512i wa[C];
@@ -562,18 +567,17 @@ struct Q32Tile512 {
         dw[c] = two_halves(d0, d1);
       }
       for (int i = 0; i < R; ++i) {
-        const __m512i xv = pair ? _mm512_loadu_si512(xr[i] + b * 32)
+        const __m512i xv = pair ? _mm512_loadu_si512(x.xq[i] + b * 32)
                                 : _mm512_zextsi256_si512(
-                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[i] + b * 32)));
-        const __m512 dx = two_halves(xd[i][b], pair ? xd[i][b + 1] : 0.0f);
+                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.xq[i] + b * 32)));
+        const __m512 dx = two_halves(x.xd[i][b], pair ? x.xd[i][b + 1] : 0.0f);
         for (int c = 0; c < C; ++c) {
           const __m512i isum = dot_us512(wa[c], apply_sign(xv, neg[c]));
-          acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[c], dx), acc[i][c]);
+          acc.v[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[c], dx), acc.v[i][c]);
         }
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum16(acc[i][c]);
+    acc.store(out);
   }
 };
 
@@ -587,40 +591,22 @@ struct Q4KTile512 {
   HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
     constexpr int C = kKCols;
     const int64_t nsb = t.n_in / kQK_K;
-    const int64_t nb32 = t.n_in / 32;
-    const int8_t* xr[R];
-    const float* xd[R];
-    const float* xs[R];
+    const IntRows<R> x(t, r_idx);
     const BlockQ4_K* wc[C];
-    for (int i = 0; i < R; ++i) {
-      xr[i] = t.xq + r_idx[i] * t.n_in;
-      xd[i] = t.xd + r_idx[i] * nb32;
-      xs[i] = t.xsum + r_idx[i] * nb32;
-    }
-    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const BlockQ4_K*>(t.w + o_idx[c] * t.w_row_bytes);
-    __m512 acc[R][C];
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    bind_cols<BlockQ4_K, C>(t, o_idx, wc);
+    TileAcc<__m512, R, C> acc;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t sb = 0; sb < nsb; ++sb) {
       alignas(32) float dsc[C][8];
       __m512 negmin[C];
       for (int c = 0; c < C; ++c) {
-        const BlockQ4_K& blk = wc[c][sb];
-        const float d = half_to_f32(blk.d);
-        const float dmin = half_to_f32(blk.dmin);
         alignas(32) float mins[8];
-        for (int j = 0; j < 8; ++j) {
-          int sc, m;
-          k4_scale_min(j, blk.scales, &sc, &m);
-          dsc[c][j] = d * static_cast<float>(sc);
-          mins[j] = -(dmin * static_cast<float>(m));
-        }
+        q4k_scales(wc[c][sb], dsc[c], mins);
         negmin[c] = _mm512_zextps256_ps512(_mm256_load_ps(mins));
       }
       for (int i = 0; i < R; ++i) {
-        const __m512 xsum = _mm512_zextps256_ps512(_mm256_loadu_ps(xs[i] + sb * 8));
-        for (int c = 0; c < C; ++c) acc[i][c] = _mm512_fmadd_ps(negmin[c], xsum, acc[i][c]);
+        const __m512 xsum = _mm512_zextps256_ps512(_mm256_loadu_ps(x.xs[i] + sb * 8));
+        for (int c = 0; c < C; ++c) acc.v[i][c] = _mm512_fmadd_ps(negmin[c], xsum, acc.v[i][c]);
       }
       for (int k = 0; k < 4; ++k) {
         __m512i qv[C];
@@ -632,17 +618,16 @@ struct Q4KTile512 {
         }
         const int64_t j0 = sb * 8 + 2 * k;
         for (int i = 0; i < R; ++i) {
-          const __m512i xv = _mm512_loadu_si512(xr[i] + j0 * 32);
-          const __m512 dx = two_halves(xd[i][j0], xd[i][j0 + 1]);
+          const __m512i xv = _mm512_loadu_si512(x.xq[i] + j0 * 32);
+          const __m512 dx = two_halves(x.xd[i][j0], x.xd[i][j0 + 1]);
           for (int c = 0; c < C; ++c) {
-            acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_us512(qv[c], xv)), _mm512_mul_ps(scv[c], dx),
-                                        acc[i][c]);
+            acc.v[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_us512(qv[c], xv)), _mm512_mul_ps(scv[c], dx),
+                                          acc.v[i][c]);
           }
         }
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum16(acc[i][c]);
+    acc.store(out);
   }
 };
 
@@ -657,18 +642,10 @@ struct Q6KTile512 {
   HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
     constexpr int C = kKCols;
     const int64_t nsb = t.n_in / kQK_K;
-    const int64_t nb32 = t.n_in / 32;
-    const int8_t* xr[R];
-    const float* xd[R];
+    const IntRows<R> x(t, r_idx);
     const BlockQ6_K* wc[C];
-    for (int i = 0; i < R; ++i) {
-      xr[i] = t.xq + r_idx[i] * t.n_in;
-      xd[i] = t.xd + r_idx[i] * nb32;
-    }
-    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const BlockQ6_K*>(t.w + o_idx[c] * t.w_row_bytes);
-    __m512 acc[R][C];
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = _mm512_setzero_ps();
+    bind_cols<BlockQ6_K, C>(t, o_idx, wc);
+    TileAcc<__m512, R, C> acc;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m256i bits45 = _mm256_set1_epi8(0x30);
     const __m512i k32 = _mm512_set1_epi8(32);
@@ -703,18 +680,17 @@ struct Q6KTile512 {
           }
           const int64_t j = sb * 8 + half * 4 + 2 * pp;  // first 32-element block of x
           for (int i = 0; i < R; ++i) {
-            const __m512i xv = _mm512_loadu_si512(xr[i] + j * 32);
-            const __m512 dx = two_halves(xd[i][j], xd[i][j + 1]);
+            const __m512i xv = _mm512_loadu_si512(x.xq[i] + j * 32);
+            const __m512 dx = two_halves(x.xd[i][j], x.xd[i][j + 1]);
             for (int c = 0; c < C; ++c) {
               const __m512i isum = dot_us512(wa[c], apply_sign(xv, neg[c]));
-              acc[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scv[c], dx), acc[i][c]);
+              acc.v[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scv[c], dx), acc.v[i][c]);
             }
           }
         }
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int c = 0; c < C; ++c) *out[i * C + c] = hsum16(acc[i][c]);
+    acc.store(out);
   }
 };
 
