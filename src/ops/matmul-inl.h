@@ -21,6 +21,7 @@
 #include "hwy/highway.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_q8_interleaved-inl.h"
+#include "ops/q32_block-inl.h"
 
 #undef LADDER_X86_INT8
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -330,18 +331,9 @@ struct TileAcc {
 
 // One 32-element block of a Q8_0 or Q4_0 row as 32 signed bytes, and its scale.
 template <bool kIsQ4>
-HWY_INLINE __m256i q32_block_s8(const uint8_t* row, int64_t b, float* d) {
-  if constexpr (kIsQ4) {
-    const auto* blk = reinterpret_cast<const BlockQ4_0*>(row) + b;
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
-    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
-    *d = half_to_f32(blk->d);
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
-  } else {
-    const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
-    *d = half_to_f32(blk->d);
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
-  }
+HWY_INLINE __m256i q32_block(const uint8_t* row, int64_t b, float* d) {
+  *d = half_to_f32(q32_block_scale<kIsQ4>(row, b));
+  return q32_block_s8<kIsQ4>(row, b);
 }
 
 // Q8_0 and Q4_0: one scale per 32 signed weights. Signed x signed products
@@ -362,7 +354,7 @@ struct Q32Tile {
       __m256i ws[C], wa[C];
       float dw[C];
       for (int c = 0; c < C; ++c) {
-        ws[c] = q32_block_s8<kIsQ4>(wc[c], b, &dw[c]);
+        ws[c] = q32_block<kIsQ4>(wc[c], b, &dw[c]);
         wa[c] = _mm256_sign_epi8(ws[c], ws[c]);
       }
       for (int i = 0; i < R; ++i) {
@@ -559,8 +551,8 @@ struct Q32Tile512 {
       __m512 dw[C];
       for (int c = 0; c < C; ++c) {
         float d0 = 0.0f, d1 = 0.0f;
-        const __m256i w0 = q32_block_s8<kIsQ4>(wc[c], b, &d0);
-        const __m256i w1 = pair ? q32_block_s8<kIsQ4>(wc[c], b + 1, &d1) : _mm256_setzero_si256();
+        const __m256i w0 = q32_block<kIsQ4>(wc[c], b, &d0);
+        const __m256i w1 = pair ? q32_block<kIsQ4>(wc[c], b + 1, &d1) : _mm256_setzero_si256();
         const __m512i ws = join256(w0, w1);
         wa[c] = _mm512_abs_epi8(ws);
         neg[c] = _mm512_movepi8_mask(ws);

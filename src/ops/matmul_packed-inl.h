@@ -66,8 +66,8 @@ template <bool kIsQ4>
 HWY_INLINE void transposed_block(const uint8_t* const* cols, int64_t b, __m512i* w) {
   __m512i z[8];
   for (int i = 0; i < 8; ++i) {
-    z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(il_block_s8<kIsQ4>(cols[i], b)),
-                              il_block_s8<kIsQ4>(cols[i + 8], b), 1);
+    z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(q32_block_s8<kIsQ4>(cols[i], b)),
+                              q32_block_s8<kIsQ4>(cols[i + 8], b), 1);
   }
   transpose16x8(z, w);
 }
@@ -91,7 +91,7 @@ struct PackedQ8_0 {
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 512), _mm512_cvtepi32_epi16(sum));
       auto* scales = reinterpret_cast<uint16_t*>(dst + 544);
-      for (int j = 0; j < 16; ++j) scales[j] = il_block_scale<false>(cols[j], b);
+      for (int j = 0; j < 16; ++j) scales[j] = q32_block_scale<false>(cols[j], b);
     }
   }
 
@@ -131,7 +131,7 @@ struct PackedQ4_0 {
           _mm512_storeu_si512(dst + 256 * j + 64 * m, _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4)));
         }
         auto* scales = reinterpret_cast<uint16_t*>(dst + 512 + 32 * j);
-        for (int c = 0; c < 16; ++c) scales[c] = il_block_scale<true>(cols[c], b0 + j);
+        for (int c = 0; c < 16; ++c) scales[c] = q32_block_scale<true>(cols[c], b0 + j);
       }
     }
   }

@@ -27,6 +27,7 @@
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
 #include "ops/matmul_internal.h"
+#include "ops/q32_block-inl.h"
 
 #if HWY_TARGET == HWY_AVX3_DL
 #include <immintrin.h>
@@ -35,35 +36,12 @@ HWY_BEFORE_NAMESPACE();
 #pragma GCC target("avx512vnni")
 namespace ladder::ops::HWY_NAMESPACE {
 
-// One 32-element block of column `row` as 32 signed bytes.
-template <bool kIsQ4>
-HWY_INLINE __m256i il_block_s8(const uint8_t* row, int64_t b) {
-  if constexpr (kIsQ4) {
-    const auto* blk = reinterpret_cast<const BlockQ4_0*>(row) + b;
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
-    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
-  } else {
-    const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
-  }
-}
-
-template <bool kIsQ4>
-HWY_INLINE uint16_t il_block_scale(const uint8_t* row, int64_t b) {
-  if constexpr (kIsQ4) {
-    return (reinterpret_cast<const BlockQ4_0*>(row) + b)->d;
-  } else {
-    return (reinterpret_cast<const BlockQ8_0*>(row) + b)->d;
-  }
-}
-
 // The 16 F16 block scales of block b of the columns, as floats. (Scalar
 // loads: a vpgatherdd measured slower on Zen 4.)
 template <bool kIsQ4>
 HWY_INLINE __m512 gather_scales(const uint8_t* const* cols, int64_t b) {
   alignas(32) uint16_t halves[16];
-  for (int j = 0; j < 16; ++j) halves[j] = il_block_scale<kIsQ4>(cols[j], b);
+  for (int j = 0; j < 16; ++j) halves[j] = q32_block_scale<kIsQ4>(cols[j], b);
   return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(halves)));
 }
 
@@ -112,8 +90,8 @@ void pack16(const uint8_t* const* cols, int64_t nb, Interleaved16& p) {
   for (int64_t b = 0; b < nb; ++b) {
     __m512i z[8];
     for (int i = 0; i < 8; ++i) {
-      z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(il_block_s8<kIsQ4>(cols[i], b)),
-                                il_block_s8<kIsQ4>(cols[i + 8], b), 1);
+      z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(q32_block_s8<kIsQ4>(cols[i], b)),
+                                q32_block_s8<kIsQ4>(cols[i + 8], b), 1);
     }
     __m512i* w = p.w.get() + b * 8;
     transpose16x8(z, w);
@@ -161,8 +139,8 @@ HWY_INLINE __m512 row16_fused(const uint8_t* const* cols, int64_t nb, const uint
   for (int64_t b = 0; b < nb; ++b) {
     __m512i z[8], w[8];
     for (int i = 0; i < 8; ++i) {
-      z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(il_block_s8<kIsQ4>(cols[i], b)),
-                                il_block_s8<kIsQ4>(cols[i + 8], b), 1);
+      z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(q32_block_s8<kIsQ4>(cols[i], b)),
+                                q32_block_s8<kIsQ4>(cols[i + 8], b), 1);
     }
     transpose16x8(z, w);
     const int32_t* x4 = reinterpret_cast<const int32_t*>(xu + b * 32);
