@@ -40,9 +40,6 @@ int64_t dispatched_target() {
 bool has_packed(TensorType type) {
   return HWY_DYNAMIC_DISPATCH(HasPacked)(type);
 }
-bool has_packed_q8_0() {
-  return has_packed(TensorType::kQ8_0);
-}
 void pack_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(PackGroups)(t, g_begin, g_end, out);
 }

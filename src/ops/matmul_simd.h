@@ -25,8 +25,6 @@ int64_t dispatched_target();
 // AVX3_DL only, for Q8_0 and Q4_0: per group of 16 output columns, units of
 // kPackedUnitBytes holding one 32-element block of Q8_0 or two of Q4_0.
 inline constexpr size_t kPackedUnitBytes = 576;
-// Bytes per 16 columns x 32 elements of packed Q8_0 (Q4_0: half of it).
-inline constexpr size_t kPackedQ8_0BlockBytes = kPackedUnitBytes;
 
 inline int64_t packed_blocks_per_unit(TensorType type) {
   return type == TensorType::kQ4_0 ? 2 : 1;
@@ -40,7 +38,6 @@ inline size_t packed_bytes(TensorType type, int64_t n_in, int64_t n_out) {
 
 // Whether the current target has a packed kernel for `type`.
 bool has_packed(TensorType type);
-bool has_packed_q8_0();
 // Packs groups [g_begin, g_end) of 16 columns of t.w (type t.type); t.y_stride
 // carries n_out.
 void pack_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out);

@@ -191,13 +191,11 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
   r.bandwidth = measure_memory_bandwidth(pool);
   r.peak_gflops = measure_peak_gflops(pool);
   const int64_t shapes[][2] = {{768, 2048}, {2048, 768}, {768, 32000}};  // {n_in, n_out}
-  const bool can_pack = detail::has_packed_q8_0();
-  const std::pair<TensorType, bool> kinds[] = {{TensorType::kF32, false},
-                                               {TensorType::kQ8_0, false},
-                                               {TensorType::kQ8_0, true},
-                                               {TensorType::kQ4_0, false}};
+  const std::pair<TensorType, bool> kinds[] = {{TensorType::kF32, false}, {TensorType::kQ8_0, false},
+                                               {TensorType::kQ8_0, true},  {TensorType::kQ4_0, false},
+                                               {TensorType::kQ4_0, true}};
   for (const auto& [type, packed] : kinds) {
-    if (packed && !can_pack) continue;
+    if (packed && !detail::has_packed(type)) continue;
     for (const auto& s : shapes) {
       GemvResult g;
       g.type = type;
@@ -207,7 +205,7 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
       const double secs =
           time_matmul(pool, type, s[0], s[1], 1, opts.seconds_per_case, opts.cycle_bytes, packed);
       const double bytes =
-          packed ? static_cast<double>((s[1] + 15) / 16 * (s[0] / 32)) * detail::kPackedQ8_0BlockBytes
+          packed ? static_cast<double>(detail::packed_bytes(type, s[0], s[1]))
                  : static_cast<double>(row_bytes(traits_of(type), static_cast<size_t>(s[0])) * s[1]);
       g.us_per_call = secs * 1e6;
       g.gbps = bytes / secs / 1e9;
@@ -229,7 +227,7 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
     r.gemm.push_back(g);
   }
   for (const auto& [type, packed] : kinds) {
-    if (packed && !can_pack) continue;
+    if (packed && !detail::has_packed(type)) continue;
     for (int64_t batch : {1, 16}) {
       ModelPassResult m = time_model_pass(pool, type, batch, 2 * opts.seconds_per_case, packed);
       m.pct_of_bw = 100.0 * m.gbps / r.bandwidth.read_gbps;
