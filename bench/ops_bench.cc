@@ -125,6 +125,7 @@ void BM_Attention(benchmark::State& state) {
   l.block_stride_bytes = static_cast<size_t>(bs) * heads * hd * elem;
   std::vector<uint8_t> kb(l.block_stride_bytes * n_blocks), vb(kb.size());
   PagedKvLayer k = l, v = l;
+  k.layout = KvLayout::kDimMajor;
   k.base = kb.data();
   v.base = vb.data();
   std::vector<int32_t> table(n_blocks);

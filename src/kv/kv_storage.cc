@@ -84,6 +84,7 @@ Result<std::unique_ptr<KvStorage>> KvStorage::create(const KvShape& shape, size_
       layer.n_kv_heads = shape.n_kv_heads;
       layer.head_dim = shape.head_dim;
       layer.dtype = shape.dtype;
+      layer.layout = kv == 0 ? ops::KvLayout::kDimMajor : ops::KvLayout::kTokenMajor;
       (kv == 0 ? s->k_ : s->v_).push_back(layer);
     }
   }
@@ -91,7 +92,8 @@ Result<std::unique_ptr<KvStorage>> KvStorage::create(const KvShape& shape, size_
 }
 
 std::string KvStorage::format_name() const {
-  return fmt::format("{}-b{}", shape_.dtype == TensorType::kF32 ? "f32" : "f16", shape_.block_size);
+  // "kt": keys transposed within a block (ops::KvLayout::kDimMajor).
+  return fmt::format("{}-b{}-kt", shape_.dtype == TensorType::kF32 ? "f32" : "f16", shape_.block_size);
 }
 
 }  // namespace ladder::kv

@@ -22,6 +22,7 @@ DenseKv::DenseKv(const ModelConfig& config, int n_seqs, int64_t max_tokens, int 
       layer.n_kv_heads = static_cast<int>(config.n_kv_heads);
       layer.head_dim = static_cast<int>(config.head_dim);
       layer.dtype = dtype;
+      layer.layout = kind == 0 ? ops::KvLayout::kDimMajor : ops::KvLayout::kTokenMajor;
       (kind == 0 ? buffers_.k : buffers_.v).push_back(layer);
     }
   }

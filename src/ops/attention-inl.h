@@ -27,10 +27,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 
-template <bool kF16>
-HWY_INLINE hn::Vec<DF> load_kv(DF d, const uint8_t* p, int64_t i) {
+template <bool kF16, class D>
+HWY_INLINE hn::Vec<D> load_kv(D d, const uint8_t* p, int64_t i) {
   if constexpr (kF16) {
-    const hn::Rebind<hwy::float16_t, DF> dh;
+    const hn::Rebind<hwy::float16_t, D> dh;
     return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p) + i));
   } else {
     return hn::LoadU(d, reinterpret_cast<const float*>(p) + i);
@@ -46,94 +46,153 @@ HWY_INLINE float kv_scalar(const uint8_t* p, int64_t i) {
   }
 }
 
-// Calls fn(j, p) for key positions j = 0..n_keys-1 in order, p pointing at
-// KV head kvh of position j. Walks the block table block by block, so no
-// division per key.
+// Query tiles: a prefill chunk's consecutive queries go kQueryTile at a time,
+// sharing every load of K and V; kAccRegs vector accumulators fit the
+// register file with room for operands (32 registers on AVX-512, 16
+// elsewhere). A tile computes each of its queries with exactly the operations
+// that query would get alone, so tiling never changes a bit.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr int kQueryTile = 4;
+constexpr int kAccRegs = 16;
+#else
+constexpr int kQueryTile = 2;
+constexpr int kAccRegs = 8;
+#endif
+
+// Calls fn(j, p) for positions j in [j_begin, j_end) in order of a
+// token-major layer (V), p pointing at KV head kvh of position j. Walks the
+// block table block by block, so no division per key.
 template <class Fn>
-HWY_INLINE void for_each_key(const PagedKvLayer& l, const int32_t* block_table, int64_t n_keys, int kvh, Fn&& fn) {
+HWY_INLINE void for_each_key(const PagedKvLayer& l, const int32_t* block_table, int64_t j_begin, int64_t j_end,
+                             int kvh, Fn&& fn) {
   const size_t elem = l.dtype == TensorType::kF16 ? 2 : 4;
   const size_t token_stride = static_cast<size_t>(l.n_kv_heads) * static_cast<size_t>(l.head_dim) * elem;
   const size_t head_offset = static_cast<size_t>(kvh) * static_cast<size_t>(l.head_dim) * elem;
-  int64_t j = 0;
-  for (int64_t b = 0; j < n_keys; ++b) {
-    const uint8_t* p = l.base + static_cast<size_t>(block_table[b]) * l.block_stride_bytes + head_offset;
-    const int64_t end = std::min<int64_t>(j + l.block_size, n_keys);
+  const int64_t bs = l.block_size;
+  int64_t j = j_begin;
+  for (int64_t b = j_begin / bs; j < j_end; ++b) {
+    const uint8_t* p = l.base + static_cast<size_t>(block_table[b]) * l.block_stride_bytes + head_offset +
+                       static_cast<size_t>(j - b * bs) * token_stride;
+    const int64_t end = std::min<int64_t>((b + 1) * bs, j_end);
     for (; j < end; ++j, p += token_stride) fn(j, p);
   }
 }
 
-// Sum over keys of scores[j] * V_j for NV output vectors starting at lane
-// i0: the NV accumulators stay in registers while the values stream past
-// once, and each lane is the plain chain acc = fma(p_j, v_j, acc) in key order.
-template <bool kF16, int NV>
-HWY_INLINE void weighted_values(const PagedKvLayer& v, const int32_t* block_table, int64_t n_keys, int kvh,
-                                const float* scores, int64_t i0, float* out) {
+// For Q queries, sums over keys [j_begin, j_end) of p[q][j] * V_j for NV
+// output vectors from lane i0, starting from zero or continuing the sums in
+// out[q]. The Q x NV accumulators stay in registers while the values stream
+// past once; each lane of each query is the chain acc = fma(p_j, v_j, acc)
+// in key order, however queries are tiled and keys split.
+template <bool kF16, int Q, int NV>
+HWY_INLINE void weighted_values(const PagedKvLayer& v, const int32_t* block_table, int64_t j_begin, int64_t j_end,
+                                int kvh, const float* const* p, int64_t i0, float* const* out, bool start) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  hn::Vec<DF> acc[NV];
-  for (int a = 0; a < NV; ++a) acc[a] = hn::Zero(d);
-  for_each_key(v, block_table, n_keys, kvh, [&](int64_t j, const uint8_t* vp) {
-    const auto p = hn::Set(d, scores[j]);
-    for (int a = 0; a < NV; ++a) acc[a] = hn::MulAdd(p, load_kv<kF16>(d, vp, i0 + a * N), acc[a]);
+  hn::Vec<DF> acc[Q][NV];
+  for (int qi = 0; qi < Q; ++qi)
+    for (int a = 0; a < NV; ++a) acc[qi][a] = start ? hn::Zero(d) : hn::LoadU(d, out[qi] + i0 + a * N);
+  for_each_key(v, block_table, j_begin, j_end, kvh, [&](int64_t j, const uint8_t* vp) {
+    hn::Vec<DF> vv[NV];
+    for (int a = 0; a < NV; ++a) vv[a] = load_kv<kF16>(d, vp, i0 + a * N);
+    for (int qi = 0; qi < Q; ++qi) {
+      const auto pj = hn::Set(d, p[qi][j]);
+      for (int a = 0; a < NV; ++a) acc[qi][a] = hn::MulAdd(pj, vv[a], acc[qi][a]);
+    }
   });
-  for (int a = 0; a < NV; ++a) hn::StoreU(acc[a], d, out + i0 + a * N);
+  for (int qi = 0; qi < Q; ++qi)
+    for (int a = 0; a < NV; ++a) hn::StoreU(acc[qi][a], d, out[qi] + i0 + a * N);
 }
 
-// Output vectors held in registers per pass over the values.
-constexpr int kMaxValueVectors = 8;
-
-template <bool kF16>
-void weighted_values_n(int nv, const PagedKvLayer& v, const int32_t* block_table, int64_t n_keys, int kvh,
-                       const float* scores, int64_t i0, float* out) {
+// weighted_values with NV in {1, 2, 4, 8} chosen at run time.
+template <bool kF16, int Q>
+void weighted_values_n(int nv, const PagedKvLayer& v, const int32_t* block_table, int64_t j_begin, int64_t j_end,
+                       int kvh, const float* const* p, int64_t i0, float* const* out, bool start) {
   switch (nv) {
-    case 1: return weighted_values<kF16, 1>(v, block_table, n_keys, kvh, scores, i0, out);
-    case 2: return weighted_values<kF16, 2>(v, block_table, n_keys, kvh, scores, i0, out);
-    case 3: return weighted_values<kF16, 3>(v, block_table, n_keys, kvh, scores, i0, out);
-    case 4: return weighted_values<kF16, 4>(v, block_table, n_keys, kvh, scores, i0, out);
-    case 5: return weighted_values<kF16, 5>(v, block_table, n_keys, kvh, scores, i0, out);
-    case 6: return weighted_values<kF16, 6>(v, block_table, n_keys, kvh, scores, i0, out);
-    case 7: return weighted_values<kF16, 7>(v, block_table, n_keys, kvh, scores, i0, out);
-    default: return weighted_values<kF16, kMaxValueVectors>(v, block_table, n_keys, kvh, scores, i0, out);
+    case 1: return weighted_values<kF16, Q, 1>(v, block_table, j_begin, j_end, kvh, p, i0, out, start);
+    case 2: return weighted_values<kF16, Q, 2>(v, block_table, j_begin, j_end, kvh, p, i0, out, start);
+    case 4: return weighted_values<kF16, Q, 4>(v, block_table, j_begin, j_end, kvh, p, i0, out, start);
+    default: return weighted_values<kF16, Q, 8>(v, block_table, j_begin, j_end, kvh, p, i0, out, start);
   }
 }
 
-// out[head_dim] = softmax(scale * q.K^T) V over positions [0, n_keys).
-// Every key's score is two vector accumulators over head_dim (even and odd
-// vectors) added and reduced once, and every output element sums p_j * v_j
-// in key order: the arithmetic is fixed by key position alone.
-template <bool kF16>
-void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, const PagedKvLayer& v,
-                const int32_t* block_table, float scale, float* out, std::vector<float>& scores) {
+// Scores of Q queries against the first n keys of one dim-major K block (kb:
+// [head_dim][bs] of KV head kvh), lane l of a vector being key l. Every lane
+// of every query runs the same chain, four partial sums over the dims i = m
+// (mod 4) in increasing i, then ((c0 + c1) + (c2 + c3)) * scale: a key's
+// score depends on the query and the key alone. Writes whole vectors (up to
+// the block's end, past n), so each s[q] must have room for them.
+template <bool kF16, int Q, class D>
+HWY_INLINE void block_scores(D d, const float* const* q, const uint8_t* kb, int64_t bs, int64_t hd, int64_t n,
+                             float scale, float* const* s) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t l0 = 0; l0 < n; l0 += N) {
+    hn::Vec<D> c[Q][4];
+    for (int qi = 0; qi < Q; ++qi)
+      for (int m = 0; m < 4; ++m) c[qi][m] = hn::Zero(d);
+    int64_t i = 0;
+    for (; i + 4 <= hd; i += 4) {
+      for (int m = 0; m < 4; ++m) {
+        const auto kv = load_kv<kF16>(d, kb, (i + m) * bs + l0);
+        for (int qi = 0; qi < Q; ++qi) c[qi][m] = hn::MulAdd(hn::Set(d, q[qi][i + m]), kv, c[qi][m]);
+      }
+    }
+    for (int m = 0; i + m < hd; ++m) {  // head_dim % 4 dims, each into its own chain
+      const auto kv = load_kv<kF16>(d, kb, (i + m) * bs + l0);
+      for (int qi = 0; qi < Q; ++qi) c[qi][m] = hn::MulAdd(hn::Set(d, q[qi][i + m]), kv, c[qi][m]);
+    }
+    for (int qi = 0; qi < Q; ++qi) {
+      const auto sum = hn::Add(hn::Add(c[qi][0], c[qi][1]), hn::Add(c[qi][2], c[qi][3]));
+      hn::StoreU(hn::Mul(sum, hn::Set(d, scale)), d, s[qi] + l0);
+    }
+  }
+}
+
+// s[q][j] for keys j in [0, n_keys) of KV head kvh; each s[q] has room for
+// whole blocks. D's lane count divides the block size.
+template <bool kF16, int Q, class D>
+HWY_INLINE void query_scores(D d, const float* const* q, int64_t n_keys, int kvh, const PagedKvLayer& k,
+                             const int32_t* block_table, float scale, float* const* s) {
+  const size_t elem = kF16 ? 2 : 4;
+  const int64_t bs = k.block_size, hd = k.head_dim;
+  const size_t head_offset = static_cast<size_t>(kvh) * static_cast<size_t>(hd * bs) * elem;
+  for (int64_t j0 = 0, b = 0; j0 < n_keys; j0 += bs, ++b) {
+    const uint8_t* kb = k.base + static_cast<size_t>(block_table[b]) * k.block_stride_bytes + head_offset;
+    float* sb[Q];
+    for (int qi = 0; qi < Q; ++qi) sb[qi] = s[qi] + j0;
+    block_scores<kF16, Q>(d, q, kb, bs, hd, std::min(bs, n_keys - j0), scale, sb);
+  }
+}
+
+// query_scores with the widest vectors whose lane count divides the block
+// size (the choice depends on the layout alone, never on the batch).
+template <bool kF16, int Q>
+void all_scores(const float* const* q, int64_t n_keys, int kvh, const PagedKvLayer& k, const int32_t* block_table,
+                float scale, float* const* s) {
+  const DF df;
+  const int64_t bs = k.block_size;
+  if (bs % static_cast<int64_t>(hn::Lanes(df)) == 0) {
+    query_scores<kF16, Q>(df, q, n_keys, kvh, k, block_table, scale, s);
+  } else if (bs % 8 == 0) {
+    query_scores<kF16, Q>(hn::CappedTag<float, 8>(), q, n_keys, kvh, k, block_table, scale, s);
+  } else if (bs % 4 == 0) {
+    query_scores<kF16, Q>(hn::CappedTag<float, 4>(), q, n_keys, kvh, k, block_table, scale, s);
+  } else {
+    query_scores<kF16, Q>(hn::CappedTag<float, 1>(), q, n_keys, kvh, k, block_table, scale, s);
+  }
+}
+
+// Turns scores[0, n_keys) into exp(score - max) in place; returns their sum.
+HWY_INLINE float exponentials(float* scores, int64_t n_keys) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t hd = k.head_dim;
-  scores.resize(static_cast<size_t>(n_keys));
   float mx = -INFINITY;
-  for_each_key(k, block_table, n_keys, kvh, [&](int64_t j, const uint8_t* kp) {
-    auto acc0 = hn::Zero(d);
-    auto acc1 = hn::Zero(d);
-    int64_t i = 0;
-    for (; i + 2 * N <= hd; i += 2 * N) {
-      acc0 = hn::MulAdd(hn::LoadU(d, q + i), load_kv<kF16>(d, kp, i), acc0);
-      acc1 = hn::MulAdd(hn::LoadU(d, q + i + N), load_kv<kF16>(d, kp, i + N), acc1);
-    }
-    if (i + N <= hd) {
-      acc0 = hn::MulAdd(hn::LoadU(d, q + i), load_kv<kF16>(d, kp, i), acc0);
-      i += N;
-    }
-    float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1)));
-    for (; i < hd; ++i) s += q[i] * kv_scalar<kF16>(kp, i);
-    s *= scale;
-    scores[j] = s;
-    mx = std::max(mx, s);
-  });
-  // Exponentials in place, their sum in one vector accumulator.
+  for (int64_t j = 0; j < n_keys; ++j) mx = std::max(mx, scores[j]);
   const auto vm = hn::Set(d, mx);
   auto vsum = hn::Zero(d);
   int64_t j = 0;
   for (; j + N <= n_keys; j += N) {
-    const auto e = hn::CallExp(d, hn::Sub(hn::LoadU(d, scores.data() + j), vm));
-    hn::StoreU(e, d, scores.data() + j);
+    const auto e = hn::CallExp(d, hn::Sub(hn::LoadU(d, scores + j), vm));
+    hn::StoreU(e, d, scores + j);
     vsum = hn::Add(vsum, e);
   }
   float sum = hn::GetLane(hn::SumOfLanes(d, vsum));
@@ -141,39 +200,103 @@ void attend_one(const float* q, int64_t n_keys, int kvh, const PagedKvLayer& k, 
     scores[j] = std::exp(scores[j] - mx);
     sum += scores[j];
   }
-  int64_t i = 0;
-  while (i + N <= hd) {
-    const int nv = static_cast<int>(std::min<int64_t>(kMaxValueVectors, (hd - i) / N));
-    weighted_values_n<kF16>(nv, v, block_table, n_keys, kvh, scores.data(), i, out);
-    i += nv * N;
-  }
-  for (; i < hd; ++i) {
-    float acc = 0.0f;
-    for_each_key(v, block_table, n_keys, kvh, [&](int64_t jj, const uint8_t* vp) {
-      acc += scores[jj] * kv_scalar<kF16>(vp, i);
-    });
-    out[i] = acc;
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t e = 0; e < hd; ++e) out[e] *= inv;
+  return sum;
 }
 
-// Tasks [begin, end) of the n_rows * n_heads (query row, head) pairs, row-major.
+// Per-thread buffers of one tile: its queries' scores.
+struct TileScratch {
+  std::vector<float> scores[kQueryTile];
+};
+
+// out[q][head_dim] = softmax(scale * q.K^T) V over positions [0, n_keys[q])
+// for Q queries of one sequence and KV head. Scores come one key per lane
+// from the dim-major K blocks, keys up to the longest query for all of them
+// (the extra scores of a shorter query are never read); values stream once
+// for the keys every query sees, then per query for the rest, continuing
+// the same chains. Each query's arithmetic is fixed by its key positions.
+template <bool kF16, int Q>
+void attend_tile(const float* const* q, const int64_t* n_keys, int kvh, const PagedKvLayer& k,
+                 const PagedKvLayer& v, const int32_t* block_table, float scale, float* const* out,
+                 TileScratch& scratch) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t hd = k.head_dim, bs = k.block_size;
+  const int64_t n_hi = *std::max_element(n_keys, n_keys + Q);
+  const int64_t n_lo = *std::min_element(n_keys, n_keys + Q);
+  float* s[Q];
+  for (int qi = 0; qi < Q; ++qi) {
+    scratch.scores[qi].resize(static_cast<size_t>((n_hi + bs - 1) / bs * bs));
+    s[qi] = scratch.scores[qi].data();
+  }
+  all_scores<kF16, Q>(q, n_hi, kvh, k, block_table, scale, s);
+  float sum[Q];
+  for (int qi = 0; qi < Q; ++qi) sum[qi] = exponentials(s[qi], n_keys[qi]);
+
+  constexpr int kMaxNv = std::min(8, kAccRegs / Q);
+  const float* const* p = s;
+  int64_t i = 0;
+  while (i + N <= hd) {
+    int nv = 1;
+    while (nv * 2 <= kMaxNv && i + nv * 2 * N <= hd) nv *= 2;
+    weighted_values_n<kF16, Q>(nv, v, block_table, 0, n_lo, kvh, p, i, out, true);
+    for (int qi = 0; qi < Q; ++qi) {
+      if (n_keys[qi] > n_lo) {
+        weighted_values_n<kF16, 1>(nv, v, block_table, n_lo, n_keys[qi], kvh, &p[qi], i, &out[qi], false);
+      }
+    }
+    i += nv * N;
+  }
+  for (int qi = 0; qi < Q; ++qi) {
+    for (int64_t e = i; e < hd; ++e) {
+      float acc = 0.0f;
+      for_each_key(v, block_table, 0, n_keys[qi], kvh, [&](int64_t j, const uint8_t* vp) {
+        acc += s[qi][j] * kv_scalar<kF16>(vp, e);
+      });
+      out[qi][e] = acc;
+    }
+    const float inv = 1.0f / sum[qi];
+    for (int64_t e = 0; e < hd; ++e) out[qi][e] *= inv;
+  }
+}
+
+// Exported: queries per tile on this target.
+int64_t AttentionQueryTile() {
+  return kQueryTile;
+}
+
+// Tasks [begin, end) of the n_tiles * n_heads (query tile, head) pairs,
+// tile-major. A tile shorter than kQueryTile (a sequence's last) is padded
+// with copies of its last query whose results are dropped: prefill tiles
+// always run full width, decode rows (tiles of one) alone.
 void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) {
-  thread_local std::vector<float> scores;
+  thread_local TileScratch scratch;
+  thread_local std::vector<float> dropped;
   const int group = a.n_heads / a.k->n_kv_heads;
   const int64_t hd = a.k->head_dim;
+  dropped.resize(static_cast<size_t>(hd));
   for (int64_t task = begin; task < end; ++task) {
-    const int64_t row = task / a.n_heads;
+    const detail::AttentionTile& tile = a.tiles[task / a.n_heads];
     const int h = static_cast<int>(task % a.n_heads);
-    const float* qv = a.q + (row * a.n_heads + h) * hd;
-    float* ov = a.out + (row * a.n_heads + h) * hd;
-    const int64_t n_keys = static_cast<int64_t>(a.q_pos[row]) + 1;
-    const int32_t* table = a.row_tables[row];
-    if (a.k->dtype == TensorType::kF16) {
-      attend_one<true>(qv, n_keys, h / group, *a.k, *a.v, table, a.scale, ov, scores);
+    const float* q[kQueryTile];
+    float* out[kQueryTile];
+    int64_t n_keys[kQueryTile];
+    for (int qi = 0; qi < kQueryTile; ++qi) {
+      const int64_t row = tile.row0 + std::min<int64_t>(qi, tile.n_rows - 1);
+      q[qi] = a.q + (row * a.n_heads + h) * hd;
+      out[qi] = qi < tile.n_rows ? a.out + (row * a.n_heads + h) * hd : dropped.data();
+      n_keys[qi] = static_cast<int64_t>(a.q_pos[row]) + 1;
+    }
+    const bool f16 = a.k->dtype == TensorType::kF16;
+    if (tile.n_rows == 1) {
+      if (f16) {
+        attend_tile<true, 1>(q, n_keys, h / group, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
+      } else {
+        attend_tile<false, 1>(q, n_keys, h / group, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
+      }
+    } else if (f16) {
+      attend_tile<true, kQueryTile>(q, n_keys, h / group, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
     } else {
-      attend_one<false>(qv, n_keys, h / group, *a.k, *a.v, table, a.scale, ov, scores);
+      attend_tile<false, kQueryTile>(q, n_keys, h / group, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
     }
   }
 }
@@ -183,6 +306,18 @@ void KvStore(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos,
   const int64_t block = block_table[pos / layer.block_size];
   const int64_t slot = pos % layer.block_size;
   uint8_t* dst = layer.base + static_cast<size_t>(block) * layer.block_stride_bytes;
+  if (layer.layout == KvLayout::kDimMajor) {
+    // Element e of the token goes to [e][slot] (e = head * head_dim + dim).
+    const int64_t bs = layer.block_size;
+    if (layer.dtype == TensorType::kF16) {
+      uint16_t* h = reinterpret_cast<uint16_t*>(dst) + slot;
+      for (int64_t e = 0; e < n; ++e) h[e * bs] = f32_to_f16(vec[e]);
+    } else {
+      float* f = reinterpret_cast<float*>(dst) + slot;
+      for (int64_t e = 0; e < n; ++e) f[e * bs] = vec[e];
+    }
+    return;
+  }
   if (layer.dtype != TensorType::kF16) {
     std::copy(vec, vec + n, reinterpret_cast<float*>(dst) + slot * n);
     return;

@@ -7,6 +7,7 @@
 #include "ops/attention-inl.h"
 
 #if HWY_ONCE
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -18,6 +19,7 @@
 namespace ladder::ops {
 
 HWY_EXPORT(AttentionTasks);
+HWY_EXPORT(AttentionQueryTile);
 HWY_EXPORT(KvStore);
 
 namespace {
@@ -34,6 +36,8 @@ void check_pair(const PagedKvLayer& k, const PagedKvLayer& v, int n_heads) {
   check_layer(v);
   LADDER_CHECK(k.n_kv_heads == v.n_kv_heads && k.head_dim == v.head_dim && k.block_size == v.block_size,
                "attention: K and V layouts differ");
+  LADDER_CHECK(k.layout == KvLayout::kDimMajor && v.layout == KvLayout::kTokenMajor,
+               "attention: K must be stored dim-major and V token-major");
   LADDER_CHECK(n_heads > 0 && n_heads % k.n_kv_heads == 0,
                "attention: n_heads must be a multiple of n_kv_heads");
 }
@@ -41,7 +45,10 @@ void check_pair(const PagedKvLayer& k, const PagedKvLayer& v, int n_heads) {
 float load_elem(const PagedKvLayer& l, const int32_t* block_table, int64_t pos, int kvh, int i) {
   const int64_t block = block_table[pos / l.block_size];
   const int64_t slot = pos % l.block_size;
-  const size_t idx = (static_cast<size_t>(slot) * l.n_kv_heads + kvh) * l.head_dim + i;
+  const size_t e = static_cast<size_t>(kvh) * l.head_dim + i;  // element within the token
+  const size_t idx = l.layout == KvLayout::kDimMajor
+                         ? e * l.block_size + static_cast<size_t>(slot)
+                         : static_cast<size_t>(slot) * l.n_kv_heads * l.head_dim + e;
   const uint8_t* b = l.base + static_cast<size_t>(block) * l.block_stride_bytes;
   if (l.dtype == TensorType::kF16) return f16_to_f32(reinterpret_cast<const uint16_t*>(b)[idx]);
   return reinterpret_cast<const float*>(b)[idx];
@@ -58,28 +65,31 @@ void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos
 void attention_batch(const float* q, const int32_t* q_pos, std::span<const AttentionSeq> seqs, int n_heads,
                      const PagedKvLayer& k, const PagedKvLayer& v, float scale, float* out, ThreadPool& pool) {
   check_pair(k, v, n_heads);
-  // One block-table pointer per query row, so a task finds its sequence in O(1).
-  thread_local std::vector<const int32_t*> row_tables;
-  row_tables.clear();
+  // Each sequence's rows in tiles of the target's width (decode rows alone).
+  const int64_t width = HWY_DYNAMIC_DISPATCH(AttentionQueryTile)();
+  thread_local std::vector<detail::AttentionTile> tiles;
+  tiles.clear();
+  int64_t rows = 0;
   for (const AttentionSeq& s : seqs) {
-    LADDER_CHECK(s.n_rows >= 0 && s.row0 == static_cast<int64_t>(row_tables.size()),
-                 "attention: sequences must cover consecutive rows");
+    LADDER_CHECK(s.n_rows >= 0 && s.row0 == rows, "attention: sequences must cover consecutive rows");
     LADDER_CHECK(s.n_rows == 0 || s.block_table != nullptr, "attention: sequence without a block table");
-    row_tables.insert(row_tables.end(), static_cast<size_t>(s.n_rows), s.block_table);
+    for (int64_t r = 0; r < s.n_rows; r += width) {
+      tiles.push_back({s.row0 + r, std::min(width, s.n_rows - r), s.block_table});
+    }
+    rows += s.n_rows;
   }
-  const auto rows = static_cast<int64_t>(row_tables.size());
   for (int64_t i = 0; i < rows; ++i) LADDER_CHECK(q_pos[i] >= 0, "attention: negative query position");
   detail::AttentionArgs a;
   a.q = q;
   a.q_pos = q_pos;
-  a.row_tables = row_tables.data();
+  a.tiles = tiles.data();
   a.n_heads = n_heads;
   a.k = &k;
   a.v = &v;
   a.scale = scale;
   a.out = out;
   const auto fn = HWY_DYNAMIC_DISPATCH(AttentionTasks);
-  pool.parallel_for(rows * n_heads, 1, [&](int64_t b, int64_t e) { fn(a, b, e); });
+  pool.parallel_for(static_cast<int64_t>(tiles.size()) * n_heads, 1, [&](int64_t b, int64_t e) { fn(a, b, e); });
 }
 
 void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,

@@ -12,8 +12,16 @@
 
 namespace ladder::ops {
 
+// How a block orders its elements. Values are token-major; keys are stored
+// transposed (dim-major), so that one query's scores against a block's keys
+// come out one key per vector lane, with no horizontal sum per key.
+enum class KvLayout {
+  kTokenMajor,  // [block_size][n_kv_heads][head_dim]  (V)
+  kDimMajor,    // [n_kv_heads][head_dim][block_size]  (K)
+};
+
 // Layout of one layer's K (or V) storage:
-//   base + block_id * block_stride_bytes -> [block_size][n_kv_heads][head_dim] of dtype
+//   base + block_id * block_stride_bytes -> one block, ordered by `layout`
 struct PagedKvLayer {
   uint8_t* base = nullptr;
   size_t block_stride_bytes = 0;
@@ -21,15 +29,17 @@ struct PagedKvLayer {
   int n_kv_heads = 0;
   int head_dim = 0;
   TensorType dtype = TensorType::kF32;  // kF32 or kF16
+  KvLayout layout = KvLayout::kTokenMajor;
 };
 
 // Writes one token's vectors ([n_kv_heads][head_dim] floats) at position pos
-// of the sequence with this block table.
+// of the sequence with this block table, in the layer's layout.
 void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos, const float* vec);
 
 // For each of n_q queries (q: [n_q][n_heads][head_dim]) at positions q_pos,
 // attends to keys/values at positions [0, q_pos[i]] of one sequence, GQA with
 // n_heads / n_kv_heads query heads per KV head. out: [n_q][n_heads][head_dim].
+// K must be stored dim-major and V token-major.
 // The reduction order over keys is fixed by key position alone, so a query's
 // output does not depend on how many queries share the call.
 void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,

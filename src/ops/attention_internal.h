@@ -8,12 +8,19 @@
 
 namespace ladder::ops::detail {
 
-// One batched attention call, flattened to rows: query row r attends to
-// positions [0, q_pos[r]] of the sequence whose block table is row_tables[r].
+// Up to the target's query-tile size of consecutive rows of one sequence.
+struct AttentionTile {
+  int64_t row0 = 0;
+  int64_t n_rows = 0;
+  const int32_t* block_table = nullptr;
+};
+
+// One batched attention call: query row r attends to positions [0, q_pos[r]]
+// of its sequence; rows are grouped into tiles.
 struct AttentionArgs {
   const float* q = nullptr;  // [rows][n_heads][head_dim]
   const int32_t* q_pos = nullptr;
-  const int32_t* const* row_tables = nullptr;
+  const AttentionTile* tiles = nullptr;
   int n_heads = 0;
   const PagedKvLayer* k = nullptr;
   const PagedKvLayer* v = nullptr;

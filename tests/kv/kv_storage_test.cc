@@ -17,7 +17,7 @@ TEST(KvStorage, LayoutOfEveryLayer) {
   const KvStorage& kv = **s;
   const size_t block = 16 * 2 * 8 * 2;  // [block_size][n_kv_heads][head_dim] of f16
   EXPECT_EQ(kv.total_bytes(), block * 5 * 3 * 2);
-  EXPECT_EQ(kv.format_name(), "f16-b16");
+  EXPECT_EQ(kv.format_name(), "f16-b16-kt");
   ASSERT_EQ(kv.k_layers().size(), 3u);
   ASSERT_EQ(kv.v_layers().size(), 3u);
   const uint8_t* base = kv.k_layers()[0].base;
@@ -28,6 +28,8 @@ TEST(KvStorage, LayoutOfEveryLayer) {
     EXPECT_EQ(k.block_size, 16);
     EXPECT_EQ(k.n_kv_heads, 2);
     EXPECT_EQ(k.head_dim, 8);
+    EXPECT_EQ(k.layout, ops::KvLayout::kDimMajor);  // keys transposed within a block
+    EXPECT_EQ(v.layout, ops::KvLayout::kTokenMajor);
     EXPECT_EQ(k.dtype, TensorType::kF16);
     // K and V of every layer are disjoint consecutive regions of n_blocks blocks.
     EXPECT_EQ(k.base, base + static_cast<size_t>(2 * l) * 5 * block);

@@ -25,8 +25,10 @@ struct PagedStore {
   PagedKvLayer layer;
 };
 
-PagedStore make_store(TensorType dtype, int n_blocks, int block_size, int n_kv_heads, int head_dim) {
+PagedStore make_store(TensorType dtype, int n_blocks, int block_size, int n_kv_heads, int head_dim,
+                      KvLayout layout) {
   PagedStore s;
+  s.layer.layout = layout;
   const size_t elem = dtype == TensorType::kF16 ? 2 : 4;
   s.layer.block_size = block_size;
   s.layer.n_kv_heads = n_kv_heads;
@@ -48,8 +50,8 @@ class AttentionTest : public ::testing::TestWithParam<Case> {};
 TEST_P(AttentionTest, MatchesReferenceAndIsBatchInvariant) {
   const Case c = GetParam();
   const int n_blocks = (c.n_tokens + c.block_size - 1) / c.block_size + 2;
-  PagedStore k = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim);
-  PagedStore v = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim);
+  PagedStore k = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kDimMajor);
+  PagedStore v = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kTokenMajor);
   std::vector<int32_t> table(n_blocks);
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), std::mt19937(3));
@@ -100,7 +102,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                          ::testing::Values(Case{TensorType::kF32, 4, 2, 64, 16, 37},
                                            Case{TensorType::kF16, 4, 2, 64, 16, 37},
                                            Case{TensorType::kF32, 6, 6, 20, 8, 19},
-                                           Case{TensorType::kF16, 8, 1, 128, 32, 70}));
+                                           Case{TensorType::kF16, 8, 1, 128, 32, 70},
+                                           // Blocks narrower than a vector, head_dim not a multiple of 4.
+                                           Case{TensorType::kF32, 4, 4, 22, 12, 29},
+                                           Case{TensorType::kF16, 2, 1, 7, 5, 23}));
 
 // Three sequences of different lengths, each in its own blocks, batched as
 // a decode row, a prefill chunk and an empty sequence: every row equals the
@@ -111,8 +116,8 @@ TEST(Attention, BatchOfSequencesMatchesEachAlone) {
     const int lens[] = {29, 0, 11, 40};   // KV positions each sequence holds
     const int n_new[] = {1, 0, 11, 5};    // query rows each contributes (its last positions)
     const int n_blocks = 20;
-    PagedStore k = make_store(dtype, n_blocks, bs, n_kv_heads, hd);
-    PagedStore v = make_store(dtype, n_blocks, bs, n_kv_heads, hd);
+    PagedStore k = make_store(dtype, n_blocks, bs, n_kv_heads, hd, KvLayout::kDimMajor);
+    PagedStore v = make_store(dtype, n_blocks, bs, n_kv_heads, hd, KvLayout::kTokenMajor);
     std::vector<int32_t> physical(n_blocks);
     std::iota(physical.begin(), physical.end(), 0);
     std::shuffle(physical.begin(), physical.end(), std::mt19937(11));
@@ -161,8 +166,8 @@ TEST(Attention, BatchOfSequencesMatchesEachAlone) {
 }
 
 TEST(Attention, SingleKeyReturnsItsValue) {
-  PagedStore k = make_store(TensorType::kF32, 1, 4, 1, 4);
-  PagedStore v = make_store(TensorType::kF32, 1, 4, 1, 4);
+  PagedStore k = make_store(TensorType::kF32, 1, 4, 1, 4, KvLayout::kDimMajor);
+  PagedStore v = make_store(TensorType::kF32, 1, 4, 1, 4, KvLayout::kTokenMajor);
   const int32_t table[] = {0};
   const float kv[] = {1, 0, 0, 0}, vv[] = {0.5f, -2, 3, 7};
   kv_store(k.layer, table, 0, kv);
@@ -175,34 +180,44 @@ TEST(Attention, SingleKeyReturnsItsValue) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], vv[i]);
 }
 
+// Byte offset of element e of the token in slot `slot` of a block (hand
+// computed from the layout's definition in attention.h: 4 slots, 48 elements).
+size_t element_offset(KvLayout layout, int slot, int e, size_t elem) {
+  return (layout == KvLayout::kTokenMajor ? static_cast<size_t>(slot * 48 + e) : static_cast<size_t>(e * 4 + slot)) *
+         elem;
+}
+
 TEST(Attention, KvStoreWritesTheRightSlot) {
-  for (TensorType dtype : {TensorType::kF32, TensorType::kF16}) {
-    for_each_target([&] {
-      PagedStore s = make_store(dtype, 3, 4, 2, 24);
-      const int32_t table[] = {2, 0, 1};
-      const auto vec = random_floats(48, 8, -70000.0f, 70000.0f);  // includes F16 overflow to inf
-      kv_store(s.layer, table, 5, vec.data());                     // logical block 1 -> physical 0, slot 1
-      const size_t elem = dtype == TensorType::kF16 ? 2 : 4;
-      const uint8_t* slot = s.bytes.data() + 0 * s.layer.block_stride_bytes + 1 * 48 * elem;
-      for (int i = 0; i < 48; ++i) {
-        if (dtype == TensorType::kF16) {
-          uint16_t h;
-          std::memcpy(&h, slot + i * 2, 2);
-          ASSERT_EQ(h, f32_to_f16(vec[i])) << i;
-        } else {
-          float f;
-          std::memcpy(&f, slot + i * 4, 4);
-          ASSERT_EQ(f, vec[i]) << i;
+  for (KvLayout layout : {KvLayout::kTokenMajor, KvLayout::kDimMajor}) {
+    for (TensorType dtype : {TensorType::kF32, TensorType::kF16}) {
+      for_each_target([&] {
+        PagedStore s = make_store(dtype, 3, 4, 2, 24, layout);
+        const int32_t table[] = {2, 0, 1};
+        const auto vec = random_floats(48, 8, -70000.0f, 70000.0f);  // includes F16 overflow to inf
+        kv_store(s.layer, table, 5, vec.data());                     // logical block 1 -> physical 0, slot 1
+        const size_t elem = dtype == TensorType::kF16 ? 2 : 4;
+        std::vector<bool> written(s.bytes.size(), false);
+        for (int e = 0; e < 48; ++e) {
+          const size_t off = 0 * s.layer.block_stride_bytes + element_offset(layout, 1, e, elem);
+          for (size_t b = 0; b < elem; ++b) written[off + b] = true;
+          if (dtype == TensorType::kF16) {
+            uint16_t h;
+            std::memcpy(&h, s.bytes.data() + off, 2);
+            ASSERT_EQ(h, f32_to_f16(vec[e])) << e;
+          } else {
+            float f;
+            std::memcpy(&f, s.bytes.data() + off, 4);
+            ASSERT_EQ(f, vec[e]) << e;
+          }
         }
-      }
-      // Nothing else was touched.
-      for (size_t i = 0; i < s.bytes.size(); ++i) {
-        const size_t off = static_cast<size_t>(slot - s.bytes.data());
-        if (i < off || i >= off + 48 * elem) {
-          ASSERT_EQ(s.bytes[i], 0xFF) << i;
+        // Nothing else was touched.
+        for (size_t i = 0; i < s.bytes.size(); ++i) {
+          if (!written[i]) {
+            ASSERT_EQ(s.bytes[i], 0xFF) << i;
+          }
         }
-      }
-    });
+      });
+    }
   }
 }
 
