@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <utility>
 #include <string>
@@ -260,51 +261,72 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
 
   ops::embedding_lookup(w.token_embd, ids.data(), T, x.data());
   const float att_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  auto add_bias = [T](std::vector<float>& m, const std::vector<float>& b) {
-    if (b.empty()) return;
-    const size_t n = b.size();
-    for (int64_t t = 0; t < T; ++t) {
-      float* row = m.data() + static_cast<size_t>(t) * n;
-      for (size_t i = 0; i < n; ++i) row[i] += b[i];
+  std::vector<const int32_t*> row_table(static_cast<size_t>(T));  // block table of each row's sequence
+  for (const ops::AttentionSeq& s : att_seqs) {
+    std::fill_n(row_table.begin() + s.row0, s.n_rows, s.block_table);
+  }
+  // Row-wise work (norms, biases, RoPE, KV stores, residual adds, SiLU):
+  // every row on its own, so splitting rows over threads cannot change a
+  // result. Small batches stay on this thread (a dispatch would cost more).
+  constexpr int64_t kParallelElems = 4096;
+  auto for_rows = [&](int64_t row_elems, const std::function<void(int64_t, int64_t)>& fn) {
+    if (T * row_elems < kParallelElems) {
+      fn(0, T);
+    } else {
+      pool.parallel_for(T, 1, fn);
     }
+  };
+  auto add_row = [](float* y, const float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += b[i];
   };
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const Weights::Layer& L = w.layers[static_cast<size_t>(l)];
-    ops::rms_norm(x.data(), L.attn_norm.data(), T, dim, c.rms_eps, xn.data());
-    mul_shared({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, xn.data(), T, pool);
-    add_bias(q, L.bq);
-    add_bias(k, L.bk);
-    add_bias(v, L.bv);
-    for (int64_t t = 0; t < T; ++t) {
-      ops::rope(q.data() + t * qd, static_cast<int>(c.n_heads), static_cast<int>(c.head_dim),
-                static_cast<int>(c.rope_dims), pos[static_cast<size_t>(t)], c.rope_inv_freq.data(), c.rope_style);
-      ops::rope(k.data() + t * kvd, static_cast<int>(c.n_kv_heads), static_cast<int>(c.head_dim),
-                static_cast<int>(c.rope_dims), pos[static_cast<size_t>(t)], c.rope_inv_freq.data(), c.rope_style);
-    }
     const ops::PagedKvLayer& kl = kv.k[static_cast<size_t>(l)];
     const ops::PagedKvLayer& vl = kv.v[static_cast<size_t>(l)];
-    for (const ops::AttentionSeq& s : att_seqs) {
-      for (int64_t r = s.row0; r < s.row0 + s.n_rows; ++r) {
-        ops::kv_store(kl, s.block_table, pos[static_cast<size_t>(r)], k.data() + r * kvd);
-        ops::kv_store(vl, s.block_table, pos[static_cast<size_t>(r)], v.data() + r * kvd);
+    // The previous layer's FFN output joins the residual stream here.
+    for_rows(dim, [&](int64_t t0, int64_t t1) {
+      if (l > 0) add_row(x.data() + t0 * dim, proj.data() + t0 * dim, (t1 - t0) * dim);
+      ops::rms_norm(x.data() + t0 * dim, L.attn_norm.data(), t1 - t0, dim, c.rms_eps, xn.data() + t0 * dim);
+    });
+    mul_shared({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, xn.data(), T, pool);
+    for_rows(qd + 2 * kvd, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        float* qr = q.data() + t * qd;
+        float* kr = k.data() + t * kvd;
+        float* vr = v.data() + t * kvd;
+        if (!L.bq.empty()) {
+          add_row(qr, L.bq.data(), qd);
+          add_row(kr, L.bk.data(), kvd);
+          add_row(vr, L.bv.data(), kvd);
+        }
+        const int32_t p = pos[static_cast<size_t>(t)];
+        ops::rope(qr, static_cast<int>(c.n_heads), static_cast<int>(c.head_dim), static_cast<int>(c.rope_dims), p,
+                  c.rope_inv_freq.data(), c.rope_style);
+        ops::rope(kr, static_cast<int>(c.n_kv_heads), static_cast<int>(c.head_dim), static_cast<int>(c.rope_dims),
+                  p, c.rope_inv_freq.data(), c.rope_style);
+        ops::kv_store(kl, row_table[static_cast<size_t>(t)], p, kr);
+        ops::kv_store(vl, row_table[static_cast<size_t>(t)], p, vr);
       }
-    }
+    });
     ops::attention_batch(q.data(), pos.data(), att_seqs, static_cast<int>(c.n_heads), kl, vl, att_scale,
                          att.data(), pool);
     mul(L.wo, att.data(), T, proj.data(), pool);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
-
-    ops::rms_norm(x.data(), L.ffn_norm.data(), T, dim, c.rms_eps, xn.data());
+    for_rows(dim, [&](int64_t t0, int64_t t1) {
+      add_row(x.data() + t0 * dim, proj.data() + t0 * dim, (t1 - t0) * dim);
+      ops::rms_norm(x.data() + t0 * dim, L.ffn_norm.data(), t1 - t0, dim, c.rms_eps, xn.data() + t0 * dim);
+    });
     mul_shared({{&L.w_gate, gate.data()}, {&L.w_up, up.data()}}, xn.data(), T, pool);
     // Row by row: an element's result must not depend on where the batch
     // puts it relative to vector-width boundaries (batch invariance).
-    for (int64_t t = 0; t < T; ++t) {
-      ops::silu_mul(gate.data() + t * ffn, up.data() + t * ffn, ffn, up.data() + t * ffn);
-    }
+    for_rows(ffn, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        ops::silu_mul(gate.data() + t * ffn, up.data() + t * ffn, ffn, up.data() + t * ffn);
+      }
+    });
     mul(L.w_down, up.data(), T, proj.data(), pool);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
   }
+  add_row(x.data(), proj.data(), T * dim);  // the last layer's FFN output
 
   // Only the rows that want logits go through the output head.
   std::vector<int64_t> rows;
