@@ -110,19 +110,20 @@ void BM_Rope(benchmark::State& state) {
 BENCHMARK(BM_Rope)->Arg(0)->Arg(1);
 
 // Attention of n_q queries at the end of a context of ctx tokens, 12 heads of
-// 64 (F32 or F16 KV), 2 threads: decode (n_q = 1) and prefill chunks.
+// 64 (F32 or F16 KV) sharing 12 / group KV heads, 2 threads: decode (n_q = 1)
+// and prefill chunks, without and with GQA.
 void BM_Attention(benchmark::State& state) {
   const int64_t ctx = state.range(0), n_q = state.range(1);
   const TensorType dtype = state.range(2) ? TensorType::kF16 : TensorType::kF32;
-  const int heads = 12, hd = 64, bs = 16;
+  const int heads = 12, hd = 64, bs = 16, kv_heads = heads / static_cast<int>(state.range(3));
   const int n_blocks = static_cast<int>((ctx + bs - 1) / bs);
   const size_t elem = dtype == TensorType::kF16 ? 2 : 4;
   PagedKvLayer l;
   l.block_size = bs;
-  l.n_kv_heads = heads;
+  l.n_kv_heads = kv_heads;
   l.head_dim = hd;
   l.dtype = dtype;
-  l.block_stride_bytes = static_cast<size_t>(bs) * heads * hd * elem;
+  l.block_stride_bytes = static_cast<size_t>(bs) * kv_heads * hd * elem;
   std::vector<uint8_t> kb(l.block_stride_bytes * n_blocks), vb(kb.size());
   PagedKvLayer k = l, v = l;
   k.layout = KvLayout::kDimMajor;
@@ -130,7 +131,7 @@ void BM_Attention(benchmark::State& state) {
   v.base = vb.data();
   std::vector<int32_t> table(n_blocks);
   for (int i = 0; i < n_blocks; ++i) table[i] = i;
-  const auto row = random_floats(heads * hd);
+  const auto row = random_floats(kv_heads * hd);
   for (int64_t p = 0; p < ctx; ++p) {
     kv_store(k, table.data(), p, row.data());
     kv_store(v, table.data(), p, row.data());
@@ -146,10 +147,13 @@ void BM_Attention(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Attention)
-    ->Args({512, 1, 0})
-    ->Args({512, 1, 1})
-    ->Args({2048, 1, 0})
-    ->Args({512, 512, 0})
+    ->Args({512, 1, 0, 1})
+    ->Args({512, 1, 1, 1})
+    ->Args({2048, 1, 1, 1})
+    ->Args({2048, 1, 1, 4})
+    ->Args({512, 512, 0, 1})
+    ->Args({512, 512, 1, 1})
+    ->Args({512, 512, 1, 4})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_PoolDispatch(benchmark::State& state) {

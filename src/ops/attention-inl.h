@@ -259,15 +259,28 @@ void attend_tile(const float* const* q, const int64_t* n_keys, int kvh, const Pa
   }
 }
 
-// Exported: queries per tile on this target.
+// Exported: queries per tile on this target (at least 2).
 int64_t AttentionQueryTile() {
   return kQueryTile;
 }
 
-// Tasks [begin, end) of the n_tiles * n_heads (query tile, head) pairs,
-// tile-major. A tile shorter than kQueryTile (a sequence's last) is padded
-// with copies of its last query whose results are dropped: prefill tiles
-// always run full width, decode rows (tiles of one) alone.
+// attend_tile for Q queries of the right dtype.
+template <int Q>
+HWY_INLINE void attend_tile_any(const float* const* q, const int64_t* n_keys, int kvh, const PagedKvLayer& k,
+                                const PagedKvLayer& v, const int32_t* block_table, float scale, float* const* out,
+                                TileScratch& scratch) {
+  if (k.dtype == TensorType::kF16) {
+    attend_tile<true, Q>(q, n_keys, kvh, k, v, block_table, scale, out, scratch);
+  } else {
+    attend_tile<false, Q>(q, n_keys, kvh, k, v, block_table, scale, out, scratch);
+  }
+}
+
+// Tiles [begin, end). A tile's queries are its rows x its heads (heads of one
+// KV head, so they share every K and V load: a decode row's GQA group, or a
+// prefill chunk's consecutive rows). One query runs alone; two as a pair;
+// more are padded to kQueryTile with copies of the last query whose results
+// are dropped.
 void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) {
   thread_local TileScratch scratch;
   thread_local std::vector<float> dropped;
@@ -275,28 +288,26 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
   const int64_t hd = a.k->head_dim;
   dropped.resize(static_cast<size_t>(hd));
   for (int64_t task = begin; task < end; ++task) {
-    const detail::AttentionTile& tile = a.tiles[task / a.n_heads];
-    const int h = static_cast<int>(task % a.n_heads);
+    const detail::AttentionTile& tile = a.tiles[task];
+    const int64_t n_real = tile.n_rows * tile.n_heads;
     const float* q[kQueryTile];
     float* out[kQueryTile];
     int64_t n_keys[kQueryTile];
-    for (int qi = 0; qi < kQueryTile; ++qi) {
-      const int64_t row = tile.row0 + std::min<int64_t>(qi, tile.n_rows - 1);
+    for (int64_t qi = 0; qi < kQueryTile; ++qi) {
+      const int64_t i = std::min(qi, n_real - 1);
+      const int64_t row = tile.row0 + i / tile.n_heads;
+      const int64_t h = tile.head0 + i % tile.n_heads;
       q[qi] = a.q + (row * a.n_heads + h) * hd;
-      out[qi] = qi < tile.n_rows ? a.out + (row * a.n_heads + h) * hd : dropped.data();
+      out[qi] = qi < n_real ? a.out + (row * a.n_heads + h) * hd : dropped.data();
       n_keys[qi] = static_cast<int64_t>(a.q_pos[row]) + 1;
     }
-    const bool f16 = a.k->dtype == TensorType::kF16;
-    if (tile.n_rows == 1) {
-      if (f16) {
-        attend_tile<true, 1>(q, n_keys, h / group, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
-      } else {
-        attend_tile<false, 1>(q, n_keys, h / group, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
-      }
-    } else if (f16) {
-      attend_tile<true, kQueryTile>(q, n_keys, h / group, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
+    const int kvh = static_cast<int>(tile.head0 / group);
+    if (n_real == 1) {
+      attend_tile_any<1>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
+    } else if (n_real == 2) {
+      attend_tile_any<2>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
     } else {
-      attend_tile<false, kQueryTile>(q, n_keys, h / group, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
+      attend_tile_any<kQueryTile>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
     }
   }
 }

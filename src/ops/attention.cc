@@ -65,16 +65,36 @@ void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos
 void attention_batch(const float* q, const int32_t* q_pos, std::span<const AttentionSeq> seqs, int n_heads,
                      const PagedKvLayer& k, const PagedKvLayer& v, float scale, float* out, ThreadPool& pool) {
   check_pair(k, v, n_heads);
-  // Each sequence's rows in tiles of the target's width (decode rows alone).
+  // Tiles of queries sharing a KV head: a GQA group's heads first (a decode
+  // row's heads share K and V), then consecutive rows of a prefill chunk.
   const int64_t width = HWY_DYNAMIC_DISPATCH(AttentionQueryTile)();
+  const int64_t group = n_heads / k.n_kv_heads;
+  int64_t tile_heads = std::min(group, width);
+  int64_t tile_rows = width / tile_heads;
+  // Enough tiles to keep every thread busy (a single decode row has only
+  // n_heads / tile_heads of them): narrower head tiles when there are few.
+  auto count_tiles = [&] {
+    int64_t n = 0;
+    for (const AttentionSeq& s : seqs) n += (s.n_rows + tile_rows - 1) / tile_rows;
+    return n * k.n_kv_heads * ((group + tile_heads - 1) / tile_heads);
+  };
+  while (tile_heads > 1 && count_tiles() < 2 * static_cast<int64_t>(pool.size())) {
+    tile_heads /= 2;
+    tile_rows = width / tile_heads;
+  }
   thread_local std::vector<detail::AttentionTile> tiles;
   tiles.clear();
   int64_t rows = 0;
   for (const AttentionSeq& s : seqs) {
     LADDER_CHECK(s.n_rows >= 0 && s.row0 == rows, "attention: sequences must cover consecutive rows");
     LADDER_CHECK(s.n_rows == 0 || s.block_table != nullptr, "attention: sequence without a block table");
-    for (int64_t r = 0; r < s.n_rows; r += width) {
-      tiles.push_back({s.row0 + r, std::min(width, s.n_rows - r), s.block_table});
+    for (int64_t r = 0; r < s.n_rows; r += tile_rows) {
+      for (int64_t h = 0; h < n_heads;) {
+        // A chunk of heads never crosses a KV head's group.
+        const int64_t nh = std::min(tile_heads, (h / group + 1) * group - h);
+        tiles.push_back({s.row0 + r, std::min(tile_rows, s.n_rows - r), h, nh, s.block_table});
+        h += nh;
+      }
     }
     rows += s.n_rows;
   }
@@ -89,7 +109,7 @@ void attention_batch(const float* q, const int32_t* q_pos, std::span<const Atten
   a.scale = scale;
   a.out = out;
   const auto fn = HWY_DYNAMIC_DISPATCH(AttentionTasks);
-  pool.parallel_for(static_cast<int64_t>(tiles.size()) * n_heads, 1, [&](int64_t b, int64_t e) { fn(a, b, e); });
+  pool.parallel_for(static_cast<int64_t>(tiles.size()), 1, [&](int64_t b, int64_t e) { fn(a, b, e); });
 }
 
 void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,

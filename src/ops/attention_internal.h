@@ -8,15 +8,19 @@
 
 namespace ladder::ops::detail {
 
-// Up to the target's query-tile size of consecutive rows of one sequence.
+// Queries that share one KV head of one sequence: rows [row0, row0 +
+// n_rows) x query heads [head0, head0 + n_heads), at most the target's
+// query-tile size of them.
 struct AttentionTile {
   int64_t row0 = 0;
   int64_t n_rows = 0;
+  int64_t head0 = 0;
+  int64_t n_heads = 0;
   const int32_t* block_table = nullptr;
 };
 
 // One batched attention call: query row r attends to positions [0, q_pos[r]]
-// of its sequence; rows are grouped into tiles.
+// of its sequence; (row, head) queries are grouped into tiles, one task each.
 struct AttentionArgs {
   const float* q = nullptr;  // [rows][n_heads][head_dim]
   const int32_t* q_pos = nullptr;

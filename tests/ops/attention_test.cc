@@ -105,7 +105,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                                            Case{TensorType::kF16, 8, 1, 128, 32, 70},
                                            // Blocks narrower than a vector, head_dim not a multiple of 4.
                                            Case{TensorType::kF32, 4, 4, 22, 12, 29},
-                                           Case{TensorType::kF16, 2, 1, 7, 5, 23}));
+                                           Case{TensorType::kF16, 2, 1, 7, 5, 23},
+                                           // GQA groups of 3 and 6: head tiles padded, split across tiles.
+                                           Case{TensorType::kF32, 6, 2, 16, 16, 21},
+                                           Case{TensorType::kF16, 6, 1, 32, 8, 19}));
 
 // Three sequences of different lengths, each in its own blocks, batched as
 // a decode row, a prefill chunk and an empty sequence: every row equals the
