@@ -17,3 +17,25 @@ echo "== kernel micro-benchmarks (weights hot in cache: the compute side)"
 echo
 echo "== roofline as Google Benchmark cases"
 LADDER_BENCH_THREADS=$THREADS "$BUILD_DIR/bench/roofline_bench" --benchmark_counters_tabular=true
+
+# The forward pass and the engine on synthetic 110M models (random weights of
+# a real architecture), generated once into the cache: the figures
+# docs/BENCHMARKS.md records.
+MODELS=${LADDER_BENCH_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/ladder/bench}
+mkdir -p "$MODELS"
+for T in f32 q8_0 q4_0; do
+  M="$MODELS/110m-$T.gguf"
+  if [[ ! -f "$M" ]]; then
+    echo
+    echo "== generating $M"
+    "$BUILD_DIR/src/cli/ladder" synth --preset 110m --dtype "$T" -o "$M"
+  fi
+  echo
+  echo "== ladder bench model -m $M --steps 32 (threads=$THREADS)"
+  "$BUILD_DIR/src/cli/ladder" bench model -m "$M" --steps 32 --threads "$THREADS"
+done
+
+echo
+echo "== ladder bench engine: 64 requests together against one by one (threads=$THREADS)"
+"$BUILD_DIR/src/cli/ladder" bench engine -m "$MODELS/110m-q8_0.gguf" --requests 64 --prompt 256 --output 128 \
+  --threads "$THREADS"
