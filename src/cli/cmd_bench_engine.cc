@@ -17,13 +17,10 @@ struct BenchEngineArgs {
 };
 
 int run_bench_engine(const BenchEngineArgs& a) {
-  const std::string path = resolve_model_path(a.model);
-  if (path.empty()) return 2;
-  auto bundle = model::ModelBundle::load(path);
-  if (!bundle.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", bundle.status().message().c_str());
-    return 1;
-  }
+  std::string path;
+  int exit_code = 0;
+  auto bundle = load_model_or_report(a.model, &path, &exit_code);
+  if (!bundle) return exit_code;
   const auto& o = a.options;
   std::fprintf(stderr, "bench: %lld requests (prompt %lld, output %lld tokens), one by one and then together...\n",
                static_cast<long long>(o.requests), static_cast<long long>(o.prompt_tokens),

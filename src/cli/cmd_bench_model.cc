@@ -29,13 +29,10 @@ struct BenchModelArgs {
 };
 
 int run_bench_model(const BenchModelArgs& a) {
-  const std::string path = resolve_model_path(a.model);
-  if (path.empty()) return 2;
-  auto bundle = model::ModelBundle::load(path);
-  if (!bundle.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", bundle.status().message().c_str());
-    return 1;
-  }
+  std::string path;
+  int exit_code = 0;
+  auto bundle = load_model_or_report(a.model, &path, &exit_code);
+  if (!bundle) return exit_code;
   const model::LlamaModel& m = *bundle->model;
   const auto& c = m.config();
   std::vector<int> batches;

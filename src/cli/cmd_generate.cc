@@ -68,13 +68,10 @@ std::string last_logits_hash(const model::LlamaModel& m, const std::vector<int32
 }
 
 int run_generate(const GenerateArgs& a) {
-  const std::string path = resolve_model_path(a.model);
-  if (path.empty()) return 2;
-  auto loaded = model::ModelBundle::load(path);
-  if (!loaded.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", loaded.status().message().c_str());
-    return 1;
-  }
+  std::string path;
+  int load_error = 0;
+  auto loaded = load_model_or_report(a.model, &path, &load_error);
+  if (!loaded) return load_error;
   const auto& tok = *loaded->tokenizer;
   const auto& model = *loaded->model;
   const bool add_bos = !a.no_bos && tok.add_bos_default();

@@ -18,10 +18,12 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/tensor_type.h"
+#include "model/model_bundle.h"
 
 namespace ladder::cli {
 
@@ -49,6 +51,12 @@ struct CommandRegistrar {
 // a small synthetic model generated once into ~/.cache/ladder). Returns an
 // empty string and prints what to do when none can be had.
 std::string resolve_model_path(const std::string& given);
+
+// resolve_model_path() and ModelBundle::load() for commands that run a model.
+// On failure prints the reason and returns nothing with *exit_code set: 2 when
+// no model can be had, 1 when the file cannot be loaded. *path gets the file.
+std::optional<model::ModelBundle> load_model_or_report(const std::string& given, std::string* path,
+                                                       int* exit_code);
 
 // Adds `--kv-dtype f16|f32` (the KV cache's element type) writing to *out.
 void add_kv_dtype_option(CLI::App* cmd, TensorType* out);

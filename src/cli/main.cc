@@ -21,6 +21,22 @@ std::vector<CommandEntry>& command_registry() {
   return registry;
 }
 
+std::optional<model::ModelBundle> load_model_or_report(const std::string& given, std::string* path,
+                                                       int* exit_code) {
+  *path = resolve_model_path(given);
+  if (path->empty()) {
+    *exit_code = 2;
+    return std::nullopt;
+  }
+  auto bundle = model::ModelBundle::load(*path);
+  if (!bundle.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", bundle.status().message().c_str());
+    *exit_code = 1;
+    return std::nullopt;
+  }
+  return std::move(*bundle);
+}
+
 void add_kv_dtype_option(CLI::App* cmd, TensorType* out) {
   cmd->add_option_function<std::string>(
          "--kv-dtype",
