@@ -40,14 +40,16 @@ struct ActScratch {
   std::vector<uint8_t> xu;
   std::vector<float> xd;
   std::vector<float> xsum;
-  std::vector<int32_t> xq_sums;  // [rows][n_in / kActBlock], only for packed Q4_0
+  std::vector<int32_t> xq_sums32;  // [rows][n_in / 32], only for packed Q4_0
+  std::vector<int32_t> xq_sums16;  // [rows][n_in / 16], only for packed Q6_K
 };
 
-// sum(xq) of every activation block: the offset of the packed Q4_0 kernel.
-void block_sums(const int8_t* xq, int64_t blocks, int32_t* out) {
-  for (int64_t i = 0; i < blocks; ++i) {
+// sum(xq) of every run of `group` elements (n a multiple of it): the offset
+// of the packed Q4_0 (group 32) and Q6_K (16) kernels.
+void group_sums(const int8_t* xq, int64_t n, int64_t group, int32_t* out) {
+  for (int64_t i = 0; i < n / group; ++i) {
     int32_t s = 0;
-    for (int j = 0; j < detail::kActBlock; ++j) s += xq[i * detail::kActBlock + j];
+    for (int64_t j = 0; j < group; ++j) s += xq[i * group + j];
     out[i] = s;
   }
 }
@@ -91,7 +93,7 @@ struct Product {
   detail::MatmulTask t;
   Path path = Path::kFloat;
   const uint8_t* packed = nullptr;
-  // Packed Q4_0: sum(xq) per row and block.
+  // Packed Q4_0 and Q6_K: sum(xq) per row and detail::packed_sum_group().
   const int32_t* xq_sums = nullptr;
   int64_t col0 = 0;  // first column in the call's combined column space
 };
@@ -139,7 +141,8 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
   thread_local std::vector<Product> products;
   products.clear();
   bool quantize = false;
-  bool need_sums = false;
+  bool need_sums32 = false;
+  bool need_sums16 = false;
   int64_t cols = 0;
   for (const MatmulOutput& out : outs) {
     const WeightMatrix& w = *out.w;
@@ -161,7 +164,8 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
       p.path = use_packed(w, out.packed) ? Path::kPacked : Path::kInt;
       if (p.path == Path::kPacked) {
         p.packed = out.packed->data.get();
-        need_sums |= w.type == TensorType::kQ4_0;
+        need_sums32 |= detail::packed_sum_group(w.type) == 32;
+        need_sums16 |= detail::packed_sum_group(w.type) == 16;
       }
       quantize = true;
     } else {
@@ -182,18 +186,24 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     s.xu.resize(static_cast<size_t>(rows * n_in));
     s.xd.resize(static_cast<size_t>(rows * nb));
     s.xsum.resize(static_cast<size_t>(rows * nb));
-    if (need_sums) s.xq_sums.resize(static_cast<size_t>(rows * nb));
+    if (need_sums32) s.xq_sums32.resize(static_cast<size_t>(rows * (n_in / 32)));
+    if (need_sums16) s.xq_sums16.resize(static_cast<size_t>(rows * (n_in / 16)));
     pool.parallel_for(rows, 4, [&](int64_t b, int64_t e) {
       detail::quantize_activations_simd(x + b * n_in, e - b, n_in, s.xq.data() + b * n_in, s.xu.data() + b * n_in,
                                         s.xd.data() + b * nb, s.xsum.data() + b * nb);
-      if (need_sums) block_sums(s.xq.data() + b * n_in, (e - b) * nb, s.xq_sums.data() + b * nb);
+      const int8_t* xq = s.xq.data() + b * n_in;
+      if (need_sums32) group_sums(xq, (e - b) * n_in, 32, s.xq_sums32.data() + b * (n_in / 32));
+      if (need_sums16) group_sums(xq, (e - b) * n_in, 16, s.xq_sums16.data() + b * (n_in / 16));
     });
     for (Product& p : products) {
       p.t.xq = s.xq.data();
       p.t.xu = s.xu.data();
       p.t.xd = s.xd.data();
       p.t.xsum = s.xsum.data();
-      if (p.path == Path::kPacked && p.t.type == TensorType::kQ4_0) p.xq_sums = s.xq_sums.data();
+      if (p.path != Path::kPacked) continue;
+      const int64_t group = detail::packed_sum_group(p.t.type);
+      if (group == 32) p.xq_sums = s.xq_sums32.data();
+      if (group == 16) p.xq_sums = s.xq_sums16.data();
     }
   }
   // Workers reach the caller's thread_local list through this span.

@@ -22,18 +22,42 @@ void quantize_activations_simd(const float* x, int64_t rows, int64_t n_in, int8_
 int64_t dispatched_target();
 
 // Packed weights (ops/packed_weights.h, layouts in matmul_packed-inl.h),
-// AVX3_DL only, for Q8_0 and Q4_0: per group of 16 output columns, units of
-// kPackedUnitBytes holding one 32-element block of Q8_0 or two of Q4_0.
-inline constexpr size_t kPackedUnitBytes = 576;
-
-inline int64_t packed_blocks_per_unit(TensorType type) {
-  return type == TensorType::kQ4_0 ? 2 : 1;
+// AVX3_DL only: per group of 16 output columns, a run of units, each holding
+// the 16 columns' weights for packed_unit_elems() elements of a row:
+//   Q8_0  576 bytes per 32-element block
+//   Q4_0  576 bytes per two blocks
+//   Q4_K 2368 bytes per 256-element super-block
+//   Q6_K 3392 bytes per super-block
+constexpr int64_t packed_unit_elems(TensorType type) {
+  switch (type) {
+    case TensorType::kQ4_0: return 64;
+    case TensorType::kQ4_K:
+    case TensorType::kQ6_K: return kQK_K;
+    default: return 32;  // Q8_0
+  }
 }
-// Size of a packed n_out x n_in matrix (n_in a multiple of 32).
-inline size_t packed_bytes(TensorType type, int64_t n_in, int64_t n_out) {
-  const int64_t per_unit = packed_blocks_per_unit(type);
-  const int64_t units = (n_in / 32 + per_unit - 1) / per_unit;
-  return static_cast<size_t>((n_out + 15) / 16 * units) * kPackedUnitBytes;
+constexpr size_t packed_unit_bytes(TensorType type) {
+  switch (type) {
+    case TensorType::kQ4_K: return 2368;
+    case TensorType::kQ6_K: return 3392;
+    default: return 576;  // Q8_0, Q4_0
+  }
+}
+// Size of a packed n_out x n_in matrix (n_in a whole number of blocks of the
+// type; Q4_0 pads an odd last block).
+constexpr size_t packed_bytes(TensorType type, int64_t n_in, int64_t n_out) {
+  const int64_t per_unit = packed_unit_elems(type);
+  const int64_t units = (n_in + per_unit - 1) / per_unit;
+  return static_cast<size_t>((n_out + 15) / 16 * units) * packed_unit_bytes(type);
+}
+// Elements per activation sum sum(xq) that the packed kernel of `type` reads
+// (the offset of its unsigned weights): Q4_0 32, Q6_K 16, others none (0).
+constexpr int64_t packed_sum_group(TensorType type) {
+  switch (type) {
+    case TensorType::kQ4_0: return 32;
+    case TensorType::kQ6_K: return 16;
+    default: return 0;
+  }
 }
 
 // Whether the current target has a packed kernel for `type`.
@@ -42,8 +66,8 @@ bool has_packed(TensorType type);
 // carries n_out.
 void pack_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out);
 // y for columns [o_begin, o_end) of every row from packed weights of type
-// t.type. Q4_0 also reads xq_sums: [rows][n_in / kActBlock] sum of t.xq per
-// block (Q8_0 ignores it).
+// t.type. Q4_0 and Q6_K also read xq_sums: [rows][n_in / g] sum of t.xq per
+// g = packed_sum_group(t.type) elements (null for the other types).
 void matmul_packed_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
                         int64_t o_end);
 

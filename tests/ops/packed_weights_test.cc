@@ -2,10 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "common/half.h"
 #include "common/tensor_type.h"
+#include "gguf/quant.h"
 #include "ops_test_util.h"
 
 namespace ladder::ops {
@@ -18,6 +23,8 @@ using testing::random_weights;
 // Bytes per 16 columns x 64 elements (one unit of either layout).
 constexpr size_t kUnitBytes = 576;
 
+// Q8_0 and Q4_0 only: packed Q4_K and Q6_K sum in another order than their
+// unpacked kernels (see KQuants* below).
 TEST(PackedWeights, BitIdenticalToUnpackedOnEveryTarget) {
   for_each_target([&] {
     for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0}) {
@@ -27,7 +34,8 @@ TEST(PackedWeights, BitIdenticalToUnpackedOnEveryTarget) {
         const WeightMatrix wm{type, w.data(), n_in, n_out};
         ThreadPool pool2(2);
         const PackedWeights packed = pack_weights(wm, pool2);
-        // The AVX-512 VNNI target packs Q8_0 and Q4_0; every other target falls back.
+        // The AVX-512 VNNI target packs Q8_0 and Q4_0 (and Q4_K, Q6_K: tested
+        // below); every other target falls back.
         EXPECT_EQ(!packed.empty(), active_target_name() == "AVX3_DL");
         if (!packed.empty()) {
           const int64_t groups = (n_out + 15) / 16;
@@ -83,28 +91,33 @@ TEST(PackedWeights, Q4_0ExtremesBitIdentical) {
   });
 }
 
-// Products of one input in one dispatch (packed Q8_0 and Q4_0, plain Q8_0
-// and Q4_0, Q4_K, F16 and a type without a fast kernel, widths off the
-// 16-column grain): each output equals matmul() of its unpacked weights
-// alone, bit for bit.
+// Products of one input in one dispatch (packed Q8_0, Q4_0, Q4_K and Q6_K,
+// plain Q8_0, Q4_0 and Q4_K, F16 and a type without a fast kernel, widths
+// off the 16-column grain): each output equals matmul() of its weights alone,
+// bit for bit. Q4_0 and Q6_K together need both kinds of activation sums.
 TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
   const int64_t n_in = 256;
-  const std::pair<TensorType, int64_t> kinds[] = {
-      {TensorType::kQ8_0, 40}, {TensorType::kQ4_0, 24}, {TensorType::kQ8_0, 7}, {TensorType::kQ4_0, 9},
-      {TensorType::kQ4_K, 33}, {TensorType::kF16, 19},  {TensorType::kQ5_1, 18}};
+  struct Kind {
+    TensorType type;
+    int64_t n_out;
+    bool packed;
+  };
+  const Kind kinds[] = {
+      {TensorType::kQ8_0, 40, true},  {TensorType::kQ4_0, 24, true}, {TensorType::kQ4_K, 33, true},
+      {TensorType::kQ6_K, 20, true},  {TensorType::kQ8_0, 7, false}, {TensorType::kQ4_0, 9, false},
+      {TensorType::kQ4_K, 33, false}, {TensorType::kF16, 19, false}, {TensorType::kQ5_1, 18, false}};
   std::vector<std::vector<uint8_t>> data;
   std::vector<WeightMatrix> mats;
-  for (const auto& [type, n_out] : kinds) {
-    data.push_back(random_weights(type, n_in, n_out, 40 + static_cast<int>(data.size())));
-    mats.push_back({type, data.back().data(), n_in, n_out});
+  for (const Kind& k : kinds) {
+    data.push_back(random_weights(k.type, n_in, k.n_out, 40 + static_cast<int>(data.size())));
+    mats.push_back({k.type, data.back().data(), n_in, k.n_out});
   }
   const auto x = random_floats(static_cast<size_t>(9 * n_in), 41);
   for_each_target([&] {
     ThreadPool pack_pool(2);
-    // Only the first two are packed.
     std::vector<PackedWeights> packed;
     for (size_t i = 0; i < mats.size(); ++i)
-      packed.push_back(i < 2 ? pack_weights(mats[i], pack_pool) : PackedWeights{});
+      packed.push_back(kinds[i].packed ? pack_weights(mats[i], pack_pool) : PackedWeights{});
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       for (int64_t rows : {1, 5, 9}) {
@@ -117,7 +130,7 @@ TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
         matmul_group(outs, x.data(), rows, pool);
         for (size_t i = 0; i < mats.size(); ++i) {
           std::vector<float> want(got[i].size());
-          matmul(mats[i], x.data(), rows, want.data(), pool);
+          matmul(mats[i], packed[i], x.data(), rows, want.data(), pool);
           ASSERT_EQ(std::memcmp(want.data(), got[i].data(), want.size() * sizeof(float)), 0)
               << "product " << i << " rows " << rows << " threads " << threads;
         }
@@ -126,14 +139,14 @@ TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
   });
 }
 
-TEST(PackedWeights, OnlyQ8_0AndQ4_0ArePackedAndOtherTargetsFallBack) {
+TEST(PackedWeights, OnlyIntegerKernelTypesArePackedAndOtherTargetsFallBack) {
   ThreadPool pool(2);
   const bool vnni = active_target_name() == "AVX3_DL";
-  for (TensorType type : {TensorType::kQ4_K, TensorType::kQ6_K, TensorType::kQ5_0, TensorType::kF16}) {
+  for (TensorType type : {TensorType::kQ5_K, TensorType::kQ5_0, TensorType::kQ4_1, TensorType::kF16}) {
     const auto w = random_weights(type, 256, 16, 3);
     EXPECT_TRUE(pack_weights({type, w.data(), 256, 16}, pool).empty()) << tensor_type_name(type);
   }
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K}) {
     SCOPED_TRACE(tensor_type_name(type));
     // Packed for the best target, then used while dispatch is forced to the
     // last (portable) one: falls back to that target's own kernel.
@@ -149,6 +162,180 @@ TEST(PackedWeights, OnlyQ8_0AndQ4_0ArePackedAndOtherTargetsFallBack) {
     matmul(wm, packed, x.data(), 2, got.data(), pool);
     force_target_for_test(0);
     EXPECT_EQ(want, got);
+  }
+}
+
+// ---- Q4_K and Q6_K: within the reference bound, and batch invariant ----
+
+// The bound of tests/ops/matmul_test.cc (error_bound there), which every
+// integer kernel meets against matmul_reference: float rounding (n_in * 2^-23
+// of sum |w x|) plus quantizing x to 8 bits per 32 elements (each x off by at
+// most half a step, amax / 254).
+double error_bound(const float* w, const float* x, int64_t n_in) {
+  double sum_abs = 0, quant = 0;
+  for (int64_t k = 0; k < n_in; ++k) sum_abs += std::fabs(static_cast<double>(w[k]) * x[k]);
+  for (int64_t b = 0; b < n_in; b += 32) {
+    double amax = 0, wsum = 0;
+    for (int64_t k = b; k < b + 32; ++k) {
+      amax = std::max(amax, static_cast<double>(std::fabs(x[k])));
+      wsum += std::fabs(w[k]);
+    }
+    quant += wsum * amax / 254.0;
+  }
+  return 1.001 * quant + static_cast<double>(n_in) * 1.2e-7 * sum_abs + 1e-6;
+}
+
+std::vector<float> dequantized(TensorType type, const uint8_t* w, int64_t n_in, int64_t n_out) {
+  std::vector<float> out(static_cast<size_t>(n_in * n_out));
+  const size_t rb = row_bytes(traits_of(type), static_cast<size_t>(n_in));
+  for (int64_t o = 0; o < n_out; ++o) {
+    const Status st =
+        gguf::dequantize_row(type, w + o * rb, out.data() + o * n_in, static_cast<size_t>(n_in));
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+  }
+  return out;
+}
+
+// y (rows x n_out) within error_bound of matmul_reference.
+void expect_near_reference(const WeightMatrix& wm, const std::vector<float>& x, int64_t rows,
+                           const std::vector<float>& y) {
+  const auto wf = dequantized(wm.type, static_cast<const uint8_t*>(wm.data), wm.n_in, wm.n_out);
+  std::vector<float> ref(static_cast<size_t>(rows * wm.n_out));
+  matmul_reference(wm, x.data(), rows, ref.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t o = 0; o < wm.n_out; ++o) {
+      const double bound = error_bound(wf.data() + o * wm.n_in, x.data() + r * wm.n_in, wm.n_in);
+      ASSERT_NEAR(y[r * wm.n_out + o], ref[r * wm.n_out + o], bound) << "row " << r << " out " << o;
+    }
+  }
+}
+
+struct KShape {
+  int64_t n_in, n_out;
+};
+// 512x33: a short last column group.
+const KShape kKShapes[] = {{256, 40}, {768, 16}, {512, 33}};
+const TensorType kKTypes[] = {TensorType::kQ4_K, TensorType::kQ6_K};
+
+TEST(PackedWeights, KQuantsMatchReferenceOnEveryTarget) {
+  for (TensorType type : kKTypes) {
+    for (const KShape& s : kKShapes) {
+      SCOPED_TRACE(std::string(tensor_type_name(type)) + " " + std::to_string(s.n_in) + "x" +
+                   std::to_string(s.n_out));
+      const auto w = random_weights(type, s.n_in, s.n_out, static_cast<uint32_t>(s.n_in + s.n_out));
+      const WeightMatrix wm{type, w.data(), s.n_in, s.n_out};
+      // Activations with varied magnitudes per block, like real hidden states.
+      auto x = random_floats(static_cast<size_t>(33 * s.n_in), 7);
+      for (size_t i = 0; i < x.size(); ++i) x[i] *= 1.0f + static_cast<float>((i / 32) % 5);
+      for_each_target([&] {
+        ThreadPool pack_pool(2);
+        const PackedWeights packed = pack_weights(wm, pack_pool);
+        EXPECT_EQ(!packed.empty(), active_target_name() == "AVX3_DL");
+        if (!packed.empty()) {
+          // One unit per 16 columns x 256: Q4_K 2368 bytes (its own 2304),
+          // Q6_K 3392 (its own 3360).
+          const size_t unit = type == TensorType::kQ4_K ? 2368 : 3392;
+          EXPECT_EQ(packed.bytes, static_cast<size_t>((s.n_out + 15) / 16 * (s.n_in / 256)) * unit);
+        }
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          for (int64_t rows : {1, 3, 4, 16, 33}) {
+            SCOPED_TRACE("rows " + std::to_string(rows) + " threads " + std::to_string(threads));
+            std::vector<float> y(static_cast<size_t>(rows * s.n_out), NAN);
+            matmul(wm, packed, x.data(), rows, y.data(), pool);
+            expect_near_reference(wm, x, rows, y);
+          }
+        }
+      });
+    }
+  }
+}
+
+// Bit-exact batch invariance of the packed kernels: every row's output is the
+// same alone, as the first rows of any batch up to 33, inside chunks, at 1, 2
+// and 3 threads.
+TEST(PackedWeights, KQuantsBatchInvariantBitExact) {
+  constexpr int64_t kRows = 33;
+  for (TensorType type : kKTypes) {
+    for (const KShape& s : kKShapes) {
+      SCOPED_TRACE(std::string(tensor_type_name(type)) + " " + std::to_string(s.n_in) + "x" +
+                   std::to_string(s.n_out));
+      const auto w = random_weights(type, s.n_in, s.n_out, 21);
+      const WeightMatrix wm{type, w.data(), s.n_in, s.n_out};
+      const auto x = random_floats(static_cast<size_t>(kRows * s.n_in), 22);
+      for_each_target([&] {
+        ThreadPool pack_pool(2);
+        const PackedWeights packed = pack_weights(wm, pack_pool);
+        std::vector<float> full(static_cast<size_t>(kRows * s.n_out));
+        matmul(wm, packed, x.data(), kRows, full.data(), pack_pool);
+        const size_t row_bytes_out = static_cast<size_t>(s.n_out) * sizeof(float);
+        for (int threads : {1, 2, 3}) {
+          SCOPED_TRACE("threads " + std::to_string(threads));
+          ThreadPool pool(threads);
+          for (int64_t r = 0; r < kRows; ++r) {
+            std::vector<float> y(static_cast<size_t>(s.n_out));
+            matmul(wm, packed, x.data() + r * s.n_in, 1, y.data(), pool);
+            ASSERT_EQ(std::memcmp(y.data(), full.data() + r * s.n_out, row_bytes_out), 0) << "row " << r;
+          }
+          for (int64_t b = 2; b <= kRows; ++b) {
+            std::vector<float> y(static_cast<size_t>(b * s.n_out));
+            matmul(wm, packed, x.data(), b, y.data(), pool);
+            ASSERT_EQ(std::memcmp(y.data(), full.data(), y.size() * sizeof(float)), 0) << "batch " << b;
+          }
+          std::vector<float> y(full.size());
+          int64_t r = 0;
+          for (int64_t c : {3, 1, 5, 8, 2, 4, 10}) {
+            matmul(wm, packed, x.data() + r * s.n_in, c, y.data() + r * s.n_out, pool);
+            r += c;
+          }
+          ASSERT_EQ(r, kRows);
+          ASSERT_EQ(std::memcmp(y.data(), full.data(), y.size() * sizeof(float)), 0) << "chunked";
+        }
+      });
+    }
+  }
+}
+
+// Extreme codes: every Q4_K q 0 or 15 with scales and mins 63, every Q6_K q 0
+// or 63 with scales -128 and 127, against activations of +-127 after
+// quantization: the largest integer sums and offsets the kernels meet. Packed
+// stays within the reference bound.
+TEST(PackedWeights, KQuantsExtremesNearReference) {
+  const int64_t n_in = 512, n_out = 20, rows = 5;
+  std::vector<float> x(static_cast<size_t>(rows * n_in));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 0 ? -1.0f : 1.0f;
+  for (TensorType type : kKTypes) {
+    SCOPED_TRACE(std::string(tensor_type_name(type)));
+    const size_t rb = row_bytes(traits_of(type), static_cast<size_t>(n_in));
+    std::vector<uint8_t> w(rb * n_out);
+    for (int64_t o = 0; o < n_out; ++o) {
+      for (int64_t sb = 0; sb < n_in / 256; ++sb) {
+        const auto pick = [&](int i) { return (o + sb + i) % 3 == 0; };
+        if (type == TensorType::kQ4_K) {
+          auto* blk = reinterpret_cast<BlockQ4_K*>(w.data() + o * rb) + sb;
+          blk->d = f32_to_f16(0.5f);
+          blk->dmin = f32_to_f16(0.25f);
+          std::fill(std::begin(blk->scales), std::end(blk->scales), uint8_t{0xFF});  // all 63
+          for (int i = 0; i < 128; ++i) blk->qs[i] = pick(i) ? 0x0F : 0xF0;
+        } else {
+          auto* blk = reinterpret_cast<BlockQ6_K*>(w.data() + o * rb) + sb;
+          blk->d = f32_to_f16(0.5f);
+          for (int g = 0; g < 16; ++g) blk->scales[g] = static_cast<int8_t>(g % 2 ? 127 : -128);
+          for (int i = 0; i < 128; ++i) blk->ql[i] = pick(i) ? 0xFF : 0x00;
+          for (int i = 0; i < 64; ++i) blk->qh[i] = pick(i + 1) ? 0xFF : 0x00;
+        }
+      }
+    }
+    const WeightMatrix wm{type, w.data(), n_in, n_out};
+    for_each_target([&] {
+      ThreadPool pool(2);
+      const PackedWeights packed = pack_weights(wm, pool);
+      for (int64_t r : {int64_t{1}, rows}) {
+        std::vector<float> y(static_cast<size_t>(r * n_out), NAN);
+        matmul(wm, packed, x.data(), r, y.data(), pool);
+        expect_near_reference(wm, x, r, y);
+      }
+    });
   }
 }
 
