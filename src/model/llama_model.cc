@@ -244,22 +244,33 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
   if (T == 0) return Status::ok();
 
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), ffn = c.ffn_dim;
-  std::vector<float> x(static_cast<size_t>(T * dim));     // [T][dim] residual stream
-  std::vector<float> xn(static_cast<size_t>(T * dim));    // [T][dim] normed
-  std::vector<float> q(static_cast<size_t>(T * qd));      // [T][n_heads][head_dim]
-  std::vector<float> k(static_cast<size_t>(T * kvd));     // [T][n_kv_heads][head_dim]
-  std::vector<float> v(static_cast<size_t>(T * kvd));
-  std::vector<float> att(static_cast<size_t>(T * qd));    // [T][n_heads][head_dim]
-  std::vector<float> proj(static_cast<size_t>(T * dim));  // [T][dim]
-  std::vector<float> gate(static_cast<size_t>(T * ffn));  // [T][ffn]
-  std::vector<float> up(static_cast<size_t>(T * ffn));    // [T][ffn]
+  // Activations live in one per-thread arena that only grows, so a warm
+  // forward pass allocates (and page-faults) nothing.
+  thread_local std::vector<float> arena;
+  const size_t arena_size = static_cast<size_t>(T * (3 * dim + 2 * qd + 2 * kvd + 2 * ffn));
+  if (arena.size() < arena_size) arena.resize(arena_size);
+  float* next = arena.data();
+  auto carve = [&next](int64_t n) {
+    float* p = next;
+    next += n;
+    return p;
+  };
+  float* const x = carve(T * dim);     // [T][dim] residual stream
+  float* const xn = carve(T * dim);    // [T][dim] normed
+  float* const q = carve(T * qd);      // [T][n_heads][head_dim]
+  float* const k = carve(T * kvd);     // [T][n_kv_heads][head_dim]
+  float* const v = carve(T * kvd);
+  float* const att = carve(T * qd);    // [T][n_heads][head_dim]
+  float* const proj = carve(T * dim);  // [T][dim]
+  float* const gate = carve(T * ffn);  // [T][ffn]
+  float* const up = carve(T * ffn);    // [T][ffn]
 
   std::vector<ops::AttentionSeq> att_seqs;  // every sequence's rows, for one attention dispatch per layer
   for (size_t s = 0; s < batch.size(); ++s) {
     att_seqs.push_back({seq_row0[s], static_cast<int64_t>(batch[s].tokens.size()), batch[s].block_table.data()});
   }
 
-  ops::embedding_lookup(w.token_embd, ids.data(), T, x.data());
+  ops::embedding_lookup(w.token_embd, ids.data(), T, x);
   const float att_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   std::vector<const int32_t*> row_table(static_cast<size_t>(T));  // block table of each row's sequence
   for (const ops::AttentionSeq& s : att_seqs) {
@@ -286,15 +297,15 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
     const ops::PagedKvLayer& vl = kv.v[static_cast<size_t>(l)];
     // The previous layer's FFN output joins the residual stream here.
     for_rows(dim, [&](int64_t t0, int64_t t1) {
-      if (l > 0) add_row(x.data() + t0 * dim, proj.data() + t0 * dim, (t1 - t0) * dim);
-      ops::rms_norm(x.data() + t0 * dim, L.attn_norm.data(), t1 - t0, dim, c.rms_eps, xn.data() + t0 * dim);
+      if (l > 0) add_row(x + t0 * dim, proj + t0 * dim, (t1 - t0) * dim);
+      ops::rms_norm(x + t0 * dim, L.attn_norm.data(), t1 - t0, dim, c.rms_eps, xn + t0 * dim);
     });
-    mul_shared({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, xn.data(), T, pool);
+    mul_shared({{&L.wq, q}, {&L.wk, k}, {&L.wv, v}}, xn, T, pool);
     for_rows(qd + 2 * kvd, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        float* qr = q.data() + t * qd;
-        float* kr = k.data() + t * kvd;
-        float* vr = v.data() + t * kvd;
+        float* qr = q + t * qd;
+        float* kr = k + t * kvd;
+        float* vr = v + t * kvd;
         if (!L.bq.empty()) {
           add_row(qr, L.bq.data(), qd);
           add_row(kr, L.bk.data(), kvd);
@@ -309,24 +320,24 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
         ops::kv_store(vl, row_table[static_cast<size_t>(t)], p, vr);
       }
     });
-    ops::attention_batch(q.data(), pos.data(), att_seqs, static_cast<int>(c.n_heads), kl, vl, att_scale,
-                         att.data(), pool);
-    mul(L.wo, att.data(), T, proj.data(), pool);
+    ops::attention_batch(q, pos.data(), att_seqs, static_cast<int>(c.n_heads), kl, vl, att_scale,
+                         att, pool);
+    mul(L.wo, att, T, proj, pool);
     for_rows(dim, [&](int64_t t0, int64_t t1) {
-      add_row(x.data() + t0 * dim, proj.data() + t0 * dim, (t1 - t0) * dim);
-      ops::rms_norm(x.data() + t0 * dim, L.ffn_norm.data(), t1 - t0, dim, c.rms_eps, xn.data() + t0 * dim);
+      add_row(x + t0 * dim, proj + t0 * dim, (t1 - t0) * dim);
+      ops::rms_norm(x + t0 * dim, L.ffn_norm.data(), t1 - t0, dim, c.rms_eps, xn + t0 * dim);
     });
-    mul_shared({{&L.w_gate, gate.data()}, {&L.w_up, up.data()}}, xn.data(), T, pool);
+    mul_shared({{&L.w_gate, gate}, {&L.w_up, up}}, xn, T, pool);
     // Row by row: an element's result must not depend on where the batch
     // puts it relative to vector-width boundaries (batch invariance).
     for_rows(ffn, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        ops::silu_mul(gate.data() + t * ffn, up.data() + t * ffn, ffn, up.data() + t * ffn);
+        ops::silu_mul(gate + t * ffn, up + t * ffn, ffn, up + t * ffn);
       }
     });
-    mul(L.w_down, up.data(), T, proj.data(), pool);
+    mul(L.w_down, up, T, proj, pool);
   }
-  add_row(x.data(), proj.data(), T * dim);  // the last layer's FFN output
+  if (c.n_layers > 0) add_row(x, proj, T * dim);  // the last layer's FFN output
 
   // Only the rows that want logits go through the output head.
   std::vector<int64_t> rows;
@@ -342,7 +353,7 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
   const auto R = static_cast<int64_t>(rows.size());
   std::vector<float> selected(static_cast<size_t>(R * dim));
   for (int64_t r = 0; r < R; ++r) {
-    std::copy_n(x.data() + rows[static_cast<size_t>(r)] * dim, dim, selected.data() + r * dim);
+    std::copy_n(x + rows[static_cast<size_t>(r)] * dim, dim, selected.data() + r * dim);
   }
   std::vector<float> normed(selected.size());
   ops::rms_norm(selected.data(), w.output_norm.data(), R, dim, c.rms_eps, normed.data());
