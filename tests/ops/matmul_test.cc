@@ -33,34 +33,11 @@ int64_t block_of(TensorType t) {
 }
 
 std::vector<float> dequantized(TensorType type, const std::vector<uint8_t>& w, int64_t n_in, int64_t n_out) {
-  std::vector<float> out(static_cast<size_t>(n_in * n_out));
-  const size_t rb = row_bytes(traits_of(type), static_cast<size_t>(n_in));
-  for (int64_t o = 0; o < n_out; ++o) {
-    const Status st =
-        gguf::dequantize_row(type, w.data() + o * rb, out.data() + o * n_in, static_cast<size_t>(n_in));
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return out;
+  return testing::dequantized(type, w.data(), n_in, n_out);
 }
 
-// Largest error matmul may make against exact arithmetic on the dequantized
-// weights: float rounding (n_in * 2^-23 of sum |w x|, loose for any order)
-// plus, for the integer kernels, quantizing x to 8 bits per 32 elements
-// (each x off by at most half a step, amax/254).
 double error_bound(TensorType type, const float* w, const float* x, int64_t n_in) {
-  double sum_abs = 0, quant = 0;
-  for (int64_t k = 0; k < n_in; ++k) sum_abs += std::fabs(static_cast<double>(w[k]) * x[k]);
-  if (!is_float(type)) {
-    for (int64_t b = 0; b < n_in; b += 32) {
-      double amax = 0, wsum = 0;
-      for (int64_t k = b; k < b + 32; ++k) {
-        amax = std::max(amax, static_cast<double>(std::fabs(x[k])));
-        wsum += std::fabs(w[k]);
-      }
-      quant += wsum * amax / 254.0;
-    }
-  }
-  return 1.001 * quant + static_cast<double>(n_in) * 1.2e-7 * sum_abs + 1e-6;
+  return testing::matmul_error_bound(!is_float(type), w, x, n_in);
 }
 
 TEST(Matmul, SupportChecks) {

@@ -16,6 +16,7 @@
 namespace ladder::ops {
 namespace {
 
+using testing::dequantized;
 using testing::for_each_target;
 using testing::random_floats;
 using testing::random_weights;
@@ -167,33 +168,9 @@ TEST(PackedWeights, OnlyIntegerKernelTypesArePackedAndOtherTargetsFallBack) {
 
 // ---- Q4_K and Q6_K: within the reference bound, and batch invariant ----
 
-// The bound of tests/ops/matmul_test.cc (error_bound there), which every
-// integer kernel meets against matmul_reference: float rounding (n_in * 2^-23
-// of sum |w x|) plus quantizing x to 8 bits per 32 elements (each x off by at
-// most half a step, amax / 254).
+// Every integer kernel's bound against matmul_reference (ops_test_util.h).
 double error_bound(const float* w, const float* x, int64_t n_in) {
-  double sum_abs = 0, quant = 0;
-  for (int64_t k = 0; k < n_in; ++k) sum_abs += std::fabs(static_cast<double>(w[k]) * x[k]);
-  for (int64_t b = 0; b < n_in; b += 32) {
-    double amax = 0, wsum = 0;
-    for (int64_t k = b; k < b + 32; ++k) {
-      amax = std::max(amax, static_cast<double>(std::fabs(x[k])));
-      wsum += std::fabs(w[k]);
-    }
-    quant += wsum * amax / 254.0;
-  }
-  return 1.001 * quant + static_cast<double>(n_in) * 1.2e-7 * sum_abs + 1e-6;
-}
-
-std::vector<float> dequantized(TensorType type, const uint8_t* w, int64_t n_in, int64_t n_out) {
-  std::vector<float> out(static_cast<size_t>(n_in * n_out));
-  const size_t rb = row_bytes(traits_of(type), static_cast<size_t>(n_in));
-  for (int64_t o = 0; o < n_out; ++o) {
-    const Status st =
-        gguf::dequantize_row(type, w + o * rb, out.data() + o * n_in, static_cast<size_t>(n_in));
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return out;
+  return testing::matmul_error_bound(true, w, x, n_in);
 }
 
 // y (rows x n_out) within error_bound of matmul_reference.
