@@ -158,10 +158,13 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     p.t.x = x;
     p.t.y = out.y;
     p.t.y_stride = w.n_out;
+    // Q5_K has a packed kernel but no unpacked integer one: unpacked, or on
+    // a target without the packed kernel, it dequantizes.
+    const bool packed = !is_float_type(w.type) && use_packed(w, out.packed);
     if (is_float_type(w.type)) {
       p.path = Path::kFloat;
-    } else if (has_int_kernel(w.type) && detail::has_int_kernels()) {
-      p.path = use_packed(w, out.packed) ? Path::kPacked : Path::kInt;
+    } else if (packed || (has_int_kernel(w.type) && detail::has_int_kernels())) {
+      p.path = packed ? Path::kPacked : Path::kInt;
       if (p.path == Path::kPacked) {
         p.packed = out.packed->data.get();
         need_sums32 |= detail::packed_sum_group(w.type) == 32;

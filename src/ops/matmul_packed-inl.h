@@ -21,13 +21,19 @@
 //     [j][16] u8                6-bit scale sc_j                          128
 //     [j][16] u8                6-bit min m_j                             128
 //     [16] F16, [16] F16        d, dmin                                    64
+//   Q5_K unit, one super-block:
+//     [j][m 0..3][16] 4 bytes   low 4 bits of q in 0..31, as Q4_0        2048
+//     [j][16] 4 bytes           bit 4 of dword k at bit k                  512
+//     [j][16] u8, [j][16] u8    sc_j, m_j as Q4_K                          256
+//     [16] F16, [16] F16        d, dmin                                    64
 //   Q6_K unit, one super-block:
 //     [j][m 0..3][16] 4 bytes   low 4 bits of q in 0..63, as Q4_0        2048
 //     [j][p 0..1][16] 4 bytes   high 2 bits of dword 4p+e at bits 2e     1024
 //     [g 0..15][16] int8        scale of elements 16g..16g+15             256
 //     [16] F32                  d                                          64
 // Per 16 columns x 256 weights: Q4_0 2304 bytes (its own size), Q4_K 2368
-// (its own 2304 + 2.8%), Q6_K 3392 (its own 3360 + 1%); Q8_0 4608 (4352).
+// (its own 2304 + 2.8%), Q5_K 2880 (its own 2816 + 2.3%), Q6_K 3392 (its
+// own 3360 + 1%); Q8_0 4608 (4352).
 // Units are whole cache lines, so no vector load straddles two lines.
 //
 // Q8_0 and Q4_0 lanes do the unpacked kernel's arithmetic: the exact integer
@@ -39,12 +45,15 @@
 //         side: a nibble needs only a mask (or a shift and a mask), and the
 //         offset belongs to the activation block, so no per-column sums are
 //         stored (matmul.cc passes sum(xq) per row and block).
-// Q4_K and Q6_K lanes follow a chain of their own, fixed by n_in alone (so
-// batch invariant), but not the unpacked kernels' (those spread a column
-// over 8 or 16 lanes and add them up at the end): they agree with them only
-// within rounding. Per 32-element sub-block j, in order:
+// Q4_K, Q5_K and Q6_K lanes follow a chain of their own, fixed by n_in alone
+// (so batch invariant), but not the unpacked kernels' (those spread a column
+// over 8 or 16 lanes and add them up at the end; Q5_K has none and
+// dequantizes): they agree with them only within rounding. Per 32-element
+// sub-block j, in order:
 //   Q4_K: acc = fma(float(sum(q * xq)), d*sc_j * dx, acc)
 //         acc = fma(-dmin*m_j, dx * sum(xq), acc)   (MatmulTask::xsum)
+//   Q5_K: the same, q in 0..31 (the low nibble and the qh bit joined in
+//         registers; at most 32 * 31 * 127 per lane, far from overflow).
 //   Q6_K: per 16-element half h (one scale each),
 //         acc = fma(float(sum(q * xq) - 32 * sum(xq)), d*sc_h * dx, acc)
 //         q in 0..63 the unsigned side; matmul.cc passes sum(xq) per 16.
@@ -83,9 +92,9 @@ namespace ladder::ops::HWY_NAMESPACE {
 struct PackedBlock {
   __m512i w[8];   // dword k for columns 0..15: Q8_0 w (signed), the others q (unsigned)
   __m512i bias;   // Q8_0: -128 * sum(w) per column
-  __m512 dw;      // per-column scale (Q4_K d*sc_j; Q6_K d*sc of elements 0..15)
+  __m512 dw;      // per-column scale (Q4_K, Q5_K d*sc_j; Q6_K d*sc of elements 0..15)
   __m512 dw_hi;   // Q6_K: d*sc of elements 16..31
-  __m512 negmin;  // Q4_K: -dmin*m_j
+  __m512 negmin;  // Q4_K, Q5_K: -dmin*m_j
 };
 
 // One activation row as the packed kernels read it.
@@ -265,13 +274,48 @@ struct PackedQ4_0 : UnsignedWeights {
   }
 };
 
+// The per-column factors that Q4_K and Q5_K units end with, at kSc:
+// [j][16] u8 sc_j, [j][16] u8 m_j, [16] F16 d, [16] F16 dmin.
+template <int kSc, class Block, class BlockOf>
+HWY_INLINE void pack_k4_factors(const BlockOf& blk, uint8_t* dst) {
+  constexpr int kMin = kSc + 128, kD = kSc + 256, kDmin = kSc + 288;
+  for (int c = 0; c < 16; ++c) {
+    const Block& b = blk(c);
+    for (int j = 0; j < 8; ++j) {
+      int sc = 0, m = 0;
+      k4_scale_min(j, b.scales, &sc, &m);
+      dst[kSc + 16 * j + c] = static_cast<uint8_t>(sc);
+      dst[kMin + 16 * j + c] = static_cast<uint8_t>(m);
+    }
+    std::memcpy(dst + kD + 2 * c, &b.d, 2);
+    std::memcpy(dst + kDmin + 2 * c, &b.dmin, 2);
+  }
+}
+
+// d*sc_j and -dmin*m_j of sub-block j from those factors.
+template <int kSc>
+HWY_INLINE void load_k4_factors(const uint8_t* unit, int j, PackedBlock& blk) {
+  constexpr int kMin = kSc + 128, kD = kSc + 256, kDmin = kSc + 288;
+  blk.dw = _mm512_mul_ps(f16x16_to_ps(unit + kD), u8x16_to_ps(unit + kSc + 16 * j));
+  const __m512 negdmin = _mm512_sub_ps(_mm512_setzero_ps(), f16x16_to_ps(unit + kDmin));
+  blk.negmin = _mm512_mul_ps(negdmin, u8x16_to_ps(unit + kMin + 16 * j));
+}
+
+// Q4_K and Q5_K sub-block b: the chain at the top.
+template <class Fmt, int kChains>
+HWY_INLINE __m512 k4_step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
+  const __m512i s = dword_sum<Fmt, 8, kChains>(_mm512_setzero_si512(), blk.w, row_dwords(row, b));
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b])), acc);
+  return _mm512_fmadd_ps(blk.negmin, _mm512_set1_ps(row.xsum[b]), acc);
+}
+
 struct PackedQ4_K : UnsignedWeights {
   static constexpr TensorType kType = TensorType::kQ4_K;
   static constexpr int kBlocks = 8;
   static constexpr int64_t kUnitBytes = 2368;
   static constexpr int kSumGroup = 0;
   // Offsets in a unit (layout at the top).
-  static constexpr int kSc = 2048, kMin = 2176, kD = 2304, kDmin = 2336;
+  static constexpr int kSc = 2048;
 
   static void pack(const uint8_t* const* cols, int64_t nb, uint8_t* dst) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -291,31 +335,86 @@ struct PackedQ4_K : UnsignedWeights {
             w);
         store_nibbles(w, dst + 256 * j);
       }
-      for (int c = 0; c < 16; ++c) {
-        for (int j = 0; j < 8; ++j) {
-          int sc = 0, m = 0;
-          k4_scale_min(j, blk(c).scales, &sc, &m);
-          dst[kSc + 16 * j + c] = static_cast<uint8_t>(sc);
-          dst[kMin + 16 * j + c] = static_cast<uint8_t>(m);
-        }
-        std::memcpy(dst + kD + 2 * c, &blk(c).d, 2);
-        std::memcpy(dst + kDmin + 2 * c, &blk(c).dmin, 2);
-      }
+      pack_k4_factors<kSc, BlockQ4_K>(blk, dst);
     }
   }
 
   static HWY_INLINE void load(const uint8_t* unit, int j, PackedBlock& blk) {
     load_nibbles(unit + 256 * j, blk.w);
-    blk.dw = _mm512_mul_ps(f16x16_to_ps(unit + kD), u8x16_to_ps(unit + kSc + 16 * j));
-    const __m512 negdmin = _mm512_sub_ps(_mm512_setzero_ps(), f16x16_to_ps(unit + kDmin));
-    blk.negmin = _mm512_mul_ps(negdmin, u8x16_to_ps(unit + kMin + 16 * j));
+    load_k4_factors<kSc>(unit, j, blk);
   }
 
   template <int kChains>
   static HWY_INLINE __m512 step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
-    const __m512i s = dword_sum<PackedQ4_K, 8, kChains>(_mm512_setzero_si512(), blk.w, row_dwords(row, b));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b])), acc);
-    return _mm512_fmadd_ps(blk.negmin, _mm512_set1_ps(row.xsum[b]), acc);
+    return k4_step<PackedQ4_K, kChains>(blk, row, b, acc);
+  }
+};
+
+struct PackedQ5_K : UnsignedWeights {
+  static constexpr TensorType kType = TensorType::kQ5_K;
+  static constexpr int kBlocks = 8;
+  static constexpr int64_t kUnitBytes = 2880;
+  static constexpr int kSumGroup = 0;
+  // Offsets in a unit (layout at the top).
+  static constexpr int kHigh = 2048, kSc = 2560;
+
+  static void pack(const uint8_t* const* cols, int64_t nb, uint8_t* dst) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i one = _mm256_set1_epi8(1);
+    const __m512i low4x = _mm512_set1_epi8(0x0F);
+    const __m512i onex = _mm512_set1_epi8(1);
+    for (int64_t sb = 0; sb < nb / kBlocks; ++sb, dst += kUnitBytes) {
+      const auto blk = [&](int c) -> const BlockQ5_K& {
+        return reinterpret_cast<const BlockQ5_K*>(cols[c])[sb];
+      };
+      for (int j = 0; j < 8; ++j) {
+        // Sub-block j: the nibbles of Q4_K's sub-block j, plus bit j of
+        // qh[0..32) as bit 4.
+        __m512i w[8];
+        transposed_values(
+            [&](int c) {
+              const BlockQ5_K& b = blk(c);
+              const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * (j / 2)));
+              const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+              const __m256i lo = _mm256_and_si256(j % 2 == 0 ? l : _mm256_srli_epi16(l, 4), low4);
+              const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, j), one);
+              return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+            },
+            w);
+        __m512i lo[8];
+        for (int k = 0; k < 8; ++k) lo[k] = _mm512_and_si512(w[k], low4x);
+        store_nibbles(lo, dst + 256 * j);
+        // q < 32: after the 16-bit shift right by 4 the mask keeps only the
+        // byte's own bit 4, and a 0/1 shifted left by k < 8 stays in its byte.
+        __m512i bits = _mm512_setzero_si512();
+        for (int k = 0; k < 8; ++k) {
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w[k], 4), onex);
+          bits = _mm512_or_si512(bits, _mm512_slli_epi16(hi, k));
+        }
+        _mm512_storeu_si512(dst + kHigh + 64 * j, bits);
+      }
+      pack_k4_factors<kSc, BlockQ5_K>(blk, dst);
+    }
+  }
+
+  static HWY_INLINE void load(const uint8_t* unit, int j, PackedBlock& blk) {
+    load_nibbles(unit + 256 * j, blk.w);
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    const __m512i h = _mm512_loadu_si512(unit + kHigh + 64 * j);
+    // Dword k's bit moved from bit k to bit 4 of each byte. The shifts are
+    // 16-bit, but what crosses a byte boundary lands on bits 0-3 (left
+    // shifts by 1-4) or 5-7 (right shifts by 1-3), never on bit 4.
+    const __m512i at4[8] = {
+        _mm512_slli_epi16(h, 4), _mm512_slli_epi16(h, 3), _mm512_slli_epi16(h, 2), _mm512_slli_epi16(h, 1), h,
+        _mm512_srli_epi16(h, 1), _mm512_srli_epi16(h, 2), _mm512_srli_epi16(h, 3)};
+    // 0xF8: a | (b & c), the low nibble joined by the masked high bit.
+    for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_ternarylogic_epi32(blk.w[k], at4[k], bit4, 0xF8);
+    load_k4_factors<kSc>(unit, j, blk);
+  }
+
+  template <int kChains>
+  static HWY_INLINE __m512 step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
+    return k4_step<PackedQ5_K, kChains>(blk, row, b, acc);
   }
 };
 
@@ -507,6 +606,7 @@ HWY_INLINE void with_packed_format(TensorType type, const Fn& fn) {
   switch (type) {
     case TensorType::kQ4_0: fn.template operator()<PackedQ4_0>(); break;
     case TensorType::kQ4_K: fn.template operator()<PackedQ4_K>(); break;
+    case TensorType::kQ5_K: fn.template operator()<PackedQ5_K>(); break;
     case TensorType::kQ6_K: fn.template operator()<PackedQ6_K>(); break;
     default: fn.template operator()<PackedQ8_0>(); break;
   }
@@ -523,7 +623,7 @@ void MatmulPackedCols(const detail::MatmulTask& t, const uint8_t* packed, const 
 
 bool HasPacked(TensorType type) {
   return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ4_K ||
-         type == TensorType::kQ6_K;
+         type == TensorType::kQ5_K || type == TensorType::kQ6_K;
 }
 
 }  // namespace ladder::ops::HWY_NAMESPACE

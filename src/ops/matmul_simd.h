@@ -27,11 +27,13 @@ int64_t dispatched_target();
 //   Q8_0  576 bytes per 32-element block
 //   Q4_0  576 bytes per two blocks
 //   Q4_K 2368 bytes per 256-element super-block
+//   Q5_K 2880 bytes per super-block
 //   Q6_K 3392 bytes per super-block
 constexpr int64_t packed_unit_elems(TensorType type) {
   switch (type) {
     case TensorType::kQ4_0: return 64;
     case TensorType::kQ4_K:
+    case TensorType::kQ5_K:
     case TensorType::kQ6_K: return kQK_K;
     default: return 32;  // Q8_0
   }
@@ -39,6 +41,7 @@ constexpr int64_t packed_unit_elems(TensorType type) {
 constexpr size_t packed_unit_bytes(TensorType type) {
   switch (type) {
     case TensorType::kQ4_K: return 2368;
+    case TensorType::kQ5_K: return 2880;
     case TensorType::kQ6_K: return 3392;
     default: return 576;  // Q8_0, Q4_0
   }

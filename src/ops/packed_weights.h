@@ -1,19 +1,20 @@
 // Weights repacked once, at model load, into the layout the fastest kernel
-// streams. Today: Q8_0, Q4_0, Q4_K and Q6_K on AVX-512 VNNI CPUs (AVX3_DL),
-// where 16 output columns are interleaved per 32-element block so a decode
-// step does no shuffling at all (the unpacked kernels transpose or reduce
-// across lanes, and unpack nibbles, on every call). Per 16 columns x 256
-// weights: Q8_0 4608 bytes against its own 4352, Q4_0 2304 like its own
-// (plus a padding block when n_in / 32 is odd), Q4_K 2368 against 2304,
-// Q6_K 3392 against 3360 (layouts in matmul_packed-inl.h). The original
-// need not stay resident.
+// streams. Today: Q8_0, Q4_0, Q4_K, Q5_K and Q6_K on AVX-512 VNNI CPUs
+// (AVX3_DL), where 16 output columns are interleaved per 32-element block so
+// a decode step does no shuffling at all (the unpacked kernels transpose or
+// reduce across lanes, and unpack nibbles, on every call). Per 16 columns x
+// 256 weights: Q8_0 4608 bytes against its own 4352, Q4_0 2304 like its own
+// (plus a padding block when n_in / 32 is odd), Q4_K 2368 against 2304, Q5_K
+// 2880 against 2816, Q6_K 3392 against 3360 (layouts in
+// matmul_packed-inl.h). The original need not stay resident.
 //
 // Exactness: Q8_0 and Q4_0 results are bit-identical to matmul() on the
-// unpacked weights. Q4_K and Q6_K results are not (the unpacked kernels sum
-// a column's products in another order); they are within the same bound of
-// the scalar reference (matmul_reference) and, like every matmul, batch
-// invariant: a row's output is the same bits whatever the batch, the chunking
-// and the thread count.
+// unpacked weights. Q4_K, Q5_K and Q6_K results are not (the unpacked kernels
+// sum a column's products in another order; Q5_K has no unpacked integer
+// kernel at all and otherwise dequantizes to F32); they are within the same
+// bound of the scalar reference (matmul_reference) and, like every matmul,
+// batch invariant: a row's output is the same bits whatever the batch, the
+// chunking and the thread count.
 #pragma once
 
 #include <cstddef>

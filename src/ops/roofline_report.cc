@@ -191,11 +191,13 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
   r.bandwidth = measure_memory_bandwidth(pool);
   r.peak_gflops = measure_peak_gflops(pool);
   const int64_t shapes[][2] = {{768, 2048}, {2048, 768}, {768, 32000}};  // {n_in, n_out}
-  // Every shape's n_in is a multiple of 256, as Q4_K and Q6_K need.
+  // Every shape's n_in is a multiple of 256, as the K-quants need. Stored
+  // Q5_K has no integer kernel: its row shows the dequantizing path.
   const std::pair<TensorType, bool> kinds[] = {
       {TensorType::kF32, false},  {TensorType::kQ8_0, false}, {TensorType::kQ8_0, true},
       {TensorType::kQ4_0, false}, {TensorType::kQ4_0, true},  {TensorType::kQ4_K, false},
-      {TensorType::kQ4_K, true},  {TensorType::kQ6_K, false}, {TensorType::kQ6_K, true}};
+      {TensorType::kQ4_K, true},  {TensorType::kQ5_K, false}, {TensorType::kQ5_K, true},
+      {TensorType::kQ6_K, false}, {TensorType::kQ6_K, true}};
   for (const auto& [type, packed] : kinds) {
     if (packed && !detail::has_packed(type)) continue;
     for (const auto& s : shapes) {

@@ -35,8 +35,8 @@ TEST(PackedWeights, BitIdenticalToUnpackedOnEveryTarget) {
         const WeightMatrix wm{type, w.data(), n_in, n_out};
         ThreadPool pool2(2);
         const PackedWeights packed = pack_weights(wm, pool2);
-        // The AVX-512 VNNI target packs Q8_0 and Q4_0 (and Q4_K, Q6_K: tested
-        // below); every other target falls back.
+        // The AVX-512 VNNI target packs Q8_0 and Q4_0 (and the K-quants:
+        // tested below); every other target falls back.
         EXPECT_EQ(!packed.empty(), active_target_name() == "AVX3_DL");
         if (!packed.empty()) {
           const int64_t groups = (n_out + 15) / 16;
@@ -92,10 +92,11 @@ TEST(PackedWeights, Q4_0ExtremesBitIdentical) {
   });
 }
 
-// Products of one input in one dispatch (packed Q8_0, Q4_0, Q4_K and Q6_K,
-// plain Q8_0, Q4_0 and Q4_K, F16 and a type without a fast kernel, widths
-// off the 16-column grain): each output equals matmul() of its weights alone,
-// bit for bit. Q4_0 and Q6_K together need both kinds of activation sums.
+// Products of one input in one dispatch (packed Q8_0, Q4_0, Q4_K, Q5_K and
+// Q6_K, plain Q8_0, Q4_0 and Q4_K, F16 and types without an unpacked integer
+// kernel, Q5_K among them, widths off the 16-column grain): each output
+// equals matmul() of its weights alone, bit for bit. Q4_0 and Q6_K together
+// need both kinds of activation sums.
 TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
   const int64_t n_in = 256;
   struct Kind {
@@ -106,7 +107,8 @@ TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
   const Kind kinds[] = {
       {TensorType::kQ8_0, 40, true},  {TensorType::kQ4_0, 24, true}, {TensorType::kQ4_K, 33, true},
       {TensorType::kQ6_K, 20, true},  {TensorType::kQ8_0, 7, false}, {TensorType::kQ4_0, 9, false},
-      {TensorType::kQ4_K, 33, false}, {TensorType::kF16, 19, false}, {TensorType::kQ5_1, 18, false}};
+      {TensorType::kQ4_K, 33, false}, {TensorType::kF16, 19, false}, {TensorType::kQ5_1, 18, false},
+      {TensorType::kQ5_K, 17, true},  {TensorType::kQ5_K, 12, false}};
   std::vector<std::vector<uint8_t>> data;
   std::vector<WeightMatrix> mats;
   for (const Kind& k : kinds) {
@@ -143,14 +145,16 @@ TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
 TEST(PackedWeights, OnlyIntegerKernelTypesArePackedAndOtherTargetsFallBack) {
   ThreadPool pool(2);
   const bool vnni = active_target_name() == "AVX3_DL";
-  for (TensorType type : {TensorType::kQ5_K, TensorType::kQ5_0, TensorType::kQ4_1, TensorType::kF16}) {
+  for (TensorType type : {TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_1, TensorType::kF16}) {
     const auto w = random_weights(type, 256, 16, 3);
     EXPECT_TRUE(pack_weights({type, w.data(), 256, 16}, pool).empty()) << tensor_type_name(type);
   }
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K}) {
+  for (TensorType type :
+       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     SCOPED_TRACE(tensor_type_name(type));
     // Packed for the best target, then used while dispatch is forced to the
-    // last (portable) one: falls back to that target's own kernel.
+    // last (portable) one: falls back to that target's own kernel (for Q5_K,
+    // the dequantizing path).
     const auto q = random_weights(type, 256, 16, 4);
     const WeightMatrix wm{type, q.data(), 256, 16};
     const PackedWeights packed = pack_weights(wm, pool);
@@ -166,7 +170,7 @@ TEST(PackedWeights, OnlyIntegerKernelTypesArePackedAndOtherTargetsFallBack) {
   }
 }
 
-// ---- Q4_K and Q6_K: within the reference bound, and batch invariant ----
+// ---- Q4_K, Q5_K and Q6_K: within the reference bound, and batch invariant ----
 
 // Every integer kernel's bound against matmul_reference (ops_test_util.h).
 double error_bound(const float* w, const float* x, int64_t n_in) {
@@ -192,7 +196,7 @@ struct KShape {
 };
 // 512x33: a short last column group.
 const KShape kKShapes[] = {{256, 40}, {768, 16}, {512, 33}};
-const TensorType kKTypes[] = {TensorType::kQ4_K, TensorType::kQ6_K};
+const TensorType kKTypes[] = {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
 
 TEST(PackedWeights, KQuantsMatchReferenceOnEveryTarget) {
   for (TensorType type : kKTypes) {
@@ -210,8 +214,8 @@ TEST(PackedWeights, KQuantsMatchReferenceOnEveryTarget) {
         EXPECT_EQ(!packed.empty(), active_target_name() == "AVX3_DL");
         if (!packed.empty()) {
           // One unit per 16 columns x 256: Q4_K 2368 bytes (its own 2304),
-          // Q6_K 3392 (its own 3360).
-          const size_t unit = type == TensorType::kQ4_K ? 2368 : 3392;
+          // Q5_K 2880 (its own 2816), Q6_K 3392 (its own 3360).
+          const size_t unit = type == TensorType::kQ4_K ? 2368 : type == TensorType::kQ5_K ? 2880 : 3392;
           EXPECT_EQ(packed.bytes, static_cast<size_t>((s.n_out + 15) / 16 * (s.n_in / 256)) * unit);
         }
         for (int threads : {1, 2, 3}) {
@@ -273,10 +277,10 @@ TEST(PackedWeights, KQuantsBatchInvariantBitExact) {
   }
 }
 
-// Extreme codes: every Q4_K q 0 or 15 with scales and mins 63, every Q6_K q 0
-// or 63 with scales -128 and 127, against activations of +-127 after
-// quantization: the largest integer sums and offsets the kernels meet. Packed
-// stays within the reference bound.
+// Extreme codes: every Q4_K q 0 or 15 and every Q5_K q 0 or 31 with scales
+// and mins 63, every Q6_K q 0 or 63 with scales -128 and 127, against
+// activations of +-127 after quantization: the largest integer sums and
+// offsets the kernels meet. Packed stays within the reference bound.
 TEST(PackedWeights, KQuantsExtremesNearReference) {
   const int64_t n_in = 512, n_out = 20, rows = 5;
   std::vector<float> x(static_cast<size_t>(rows * n_in));
@@ -294,6 +298,19 @@ TEST(PackedWeights, KQuantsExtremesNearReference) {
           blk->dmin = f32_to_f16(0.25f);
           std::fill(std::begin(blk->scales), std::end(blk->scales), uint8_t{0xFF});  // all 63
           for (int i = 0; i < 128; ++i) blk->qs[i] = pick(i) ? 0x0F : 0xF0;
+        } else if (type == TensorType::kQ5_K) {
+          // qs[32k + l] holds element l of sub-blocks 2k (low nibble) and
+          // 2k+1 (high); qh[l] bits 2k and 2k+1 their high bits, set to match
+          // so that every q is 0 or 31.
+          auto* blk = reinterpret_cast<BlockQ5_K*>(w.data() + o * rb) + sb;
+          blk->d = f32_to_f16(0.5f);
+          blk->dmin = f32_to_f16(0.25f);
+          std::fill(std::begin(blk->scales), std::end(blk->scales), uint8_t{0xFF});  // all 63
+          std::fill(std::begin(blk->qh), std::end(blk->qh), uint8_t{0});
+          for (int i = 0; i < 128; ++i) {
+            blk->qs[i] = pick(i) ? 0x0F : 0xF0;
+            blk->qh[i % 32] |= static_cast<uint8_t>((pick(i) ? 1 : 2) << (2 * (i / 32)));
+          }
         } else {
           auto* blk = reinterpret_cast<BlockQ6_K*>(w.data() + o * rb) + sb;
           blk->d = f32_to_f16(0.5f);
