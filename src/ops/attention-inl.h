@@ -1,7 +1,9 @@
 // Per-target paged attention and KV store, compiled once per Highway target
-// through attention.cc. One (query, head) pair is one independent task: its
-// scores, softmax and weighted sum of values run over key positions 0..q_pos
-// in order, so the result cannot depend on which other queries share a call.
+// through attention.cc. Each (query, head) pair's scores, softmax and
+// weighted sum of values run over key positions 0..q_pos in a fixed order;
+// pairs that share a KV head are computed together in tiles (sharing every
+// K and V load) with exactly the operations each would get alone, so a
+// result cannot depend on which other queries share a call.
 
 #if defined(LADDER_OPS_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LADDER_OPS_ATTENTION_INL_H_
