@@ -31,7 +31,8 @@ class KvStorage {
   // overflows / exceeds max_bytes.
   static Result<std::unique_ptr<KvStorage>> create(const KvShape& shape, size_t max_bytes = SIZE_MAX);
 
-  // Bytes of one block of one layer's K (or V): [block_size][n_kv_heads][head_dim].
+  // Bytes of one block of one layer's K (or V): block_size x n_kv_heads x head_dim
+  // elements, ordered as ops::KvLayout says (K dim-major, V token-major).
   static Result<size_t> block_bytes(const KvShape& shape);
   // How many blocks fit in `bytes` for all layers, K and V (n_blocks ignored).
   static Result<int32_t> blocks_that_fit(const KvShape& shape, size_t bytes);

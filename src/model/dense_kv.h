@@ -27,7 +27,7 @@ class DenseKv {
  private:
   int block_size_;
   int64_t blocks_per_seq_;
-  std::vector<uint8_t> storage_;  // [2][n_layers][n_blocks][block_size][kv_dim] of dtype
+  std::vector<uint8_t> storage_;  // [n_layers][K, V][n_blocks] blocks of block_size x kv_dim (ops::KvLayout)
   std::vector<int32_t> tables_;   // [n_seqs][blocks_per_seq]
   KvBuffers buffers_;
 };
