@@ -187,8 +187,12 @@ void all_scores(const float* const* q, int64_t n_keys, int kvh, const PagedKvLay
 HWY_INLINE float exponentials(float* scores, int64_t n_keys) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < n_keys; ++j) mx = std::max(mx, scores[j]);
+  // The maximum is exact whatever the order, so it may be taken in vectors.
+  auto vmax = hn::Set(d, -INFINITY);
+  int64_t jm = 0;
+  for (; jm + N <= n_keys; jm += N) vmax = hn::Max(vmax, hn::LoadU(d, scores + jm));
+  float mx = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (; jm < n_keys; ++jm) mx = std::max(mx, scores[jm]);
   const auto vm = hn::Set(d, mx);
   auto vsum = hn::Zero(d);
   int64_t j = 0;
