@@ -71,7 +71,7 @@ int run_bench_model(const BenchModelArgs& a) {
     std::fprintf(stderr, "bench: round %d/%d\n", r + 1, rounds);
     probe[static_cast<size_t>(r)] = ops::measure_peak_bandwidth_gbps(pool, size_t{256} << 20);
     for (size_t i = 0; i < batches.size(); ++i) {
-      runs[i].push_back(model::measure_decode(m, batches[i], a.context, a.steps, 1, a.kv_dtype, pool));
+      runs[i].push_back(model::measure_decode(m, batches[i], a.context, a.steps, a.kv_dtype, pool));
     }
   }
   auto median = [](std::vector<double> v) {

@@ -34,10 +34,10 @@ double flops_per_token(const ModelConfig& c, int64_t pos) {
   return matmul + attention;
 }
 
-ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps, int repeats,
+ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps,
                                   TensorType kv_dtype, ops::ThreadPool& pool) {
   const ModelConfig& c = model.config();
-  LADDER_CHECK(batch > 0 && steps > 0 && repeats > 0 && context >= 1 && context + steps <= c.context_length,
+  LADDER_CHECK(batch > 0 && steps > 0 && context >= 1 && context + steps <= c.context_length,
                "decode benchmark does not fit the context");
   DenseKv kv(c, batch, context + steps, 16, kv_dtype);
   std::vector<BatchSequence> seqs(static_cast<size_t>(batch));
@@ -54,21 +54,18 @@ ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t co
   LADDER_CHECK(model.forward(seqs, kv.buffers(), logits, pool).is_ok(), "decode benchmark prefill failed");
   std::vector<int32_t> next(static_cast<size_t>(batch), 5);
   double flops = 0;
-  for (int step = 0; step < steps; ++step) flops += batch * flops_per_token(c, context + step);
-  ForwardMeasurement m;
-  m.seconds = 1e30;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = Clock::now();
-    for (int step = 0; step < steps; ++step) {
-      for (int b = 0; b < batch; ++b) {
-        auto& s = seqs[static_cast<size_t>(b)];
-        s.tokens = std::span<const int32_t>(&next[static_cast<size_t>(b)], 1);
-        s.start_pos = context + step;
-      }
-      LADDER_CHECK(model.forward(seqs, kv.buffers(), logits, pool).is_ok(), "decode benchmark step failed");
+  const auto t0 = Clock::now();
+  for (int step = 0; step < steps; ++step) {
+    for (int b = 0; b < batch; ++b) {
+      auto& s = seqs[static_cast<size_t>(b)];
+      s.tokens = std::span<const int32_t>(&next[static_cast<size_t>(b)], 1);
+      s.start_pos = context + step;
+      flops += flops_per_token(c, s.start_pos);
     }
-    m.seconds = std::min(m.seconds, seconds_since(t0));
+    LADDER_CHECK(model.forward(seqs, kv.buffers(), logits, pool).is_ok(), "decode benchmark step failed");
   }
+  ForwardMeasurement m;
+  m.seconds = seconds_since(t0);
   m.tokens = static_cast<int64_t>(batch) * steps;
   m.tokens_per_s = static_cast<double>(m.tokens) / m.seconds;
   m.weight_gb_per_s = static_cast<double>(model.weight_bytes()) * steps / m.seconds / 1e9;

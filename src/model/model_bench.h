@@ -19,9 +19,9 @@ struct ForwardMeasurement {
 };
 
 // `batch` sequences, each already holding `context` tokens of KV, decode
-// `steps` tokens each, one forward pass per step; the fastest of `repeats`
-// runs over the same positions (a shared machine only ever slows a run down).
-ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps, int repeats,
+// `steps` tokens each, one forward pass per step. (Callers repeat it between
+// bandwidth probes: ladder bench model pairs each run with a probe.)
+ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps,
                                   TensorType kv_dtype, ops::ThreadPool& pool);
 
 // One prompt of `prompt_tokens` evaluated in one pass (best of `repeats`).
