@@ -36,7 +36,8 @@ void ApiServer::State::admit(std::shared_ptr<Job> job) {
     return;
   }
   std::weak_ptr<Job> weak = job;
-  job->channel->on_disconnect([this, weak] {
+  job->channel->on_end([this, weak](Delivery how) {
+    if (how != Delivery::kClientGone) return;
     if (auto j = weak.lock()) on_disconnect(j);
   });
   if (d.outcome == AdmissionOutcome::kAdmitted) submit(std::move(job));

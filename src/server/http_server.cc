@@ -101,6 +101,14 @@ struct HttpServer::Impl {
                  std::shared_ptr<std::function<void()>> fn);
 };
 
+// One connection. Every member is touched only on the connection's strand
+// (handlers of its socket, and what ResponseChannel posts), except closed_.
+//
+// Write path: bytes queue in out_; one async_write at a time sends
+// out_.front(), whose storage must stay alive until that write completes,
+// even when the connection closes meanwhile. So close() never frees queued
+// bytes under a write in flight: the completion handler does, and it is the
+// only place that pops out_.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {
@@ -140,14 +148,16 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_ || !response_started_ || response_done_) return;
     end_response("0\r\n\r\n");
   }
-  void set_on_disconnect(std::function<void()> fn) {
-    if (closed_) {
-      if (fn) fn();
+  void set_on_end(uint64_t seq, std::function<void(Delivery)> fn) {
+    if (seq != request_seq_ || ended_) {
+      // That request's response already ended (or the connection moved on).
+      if (fn) fn(last_delivery_);
       return;
     }
-    on_disconnect_ = std::move(fn);
+    on_end_ = std::move(fn);
   }
   bool closed() const { return closed_.load(); }
+  uint64_t request_seq() const { return request_seq_; }
   net::any_io_executor executor() { return stream_.get_executor(); }
 
  private:
@@ -158,12 +168,14 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(static_cast<uint32_t>(server_.config.max_header_bytes));
     response_started_ = false;
     response_done_ = false;
+    ended_ = false;
     stream_.expires_after(server_.config.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, size_t /*bytes*/) {
+    if (closed_) return;
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
         ec == net::error::operation_aborted) {
       return close();
@@ -234,7 +246,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void enqueue(std::string bytes) {
+    if (closed_) return;
     pending_bytes_ += bytes.size();
+    // A reader too slow for the bound is treated as gone.
     if (pending_bytes_ > server_.config.max_pending_write_bytes) return close();
     out_.push_back(std::move(bytes));
     if (!writing_) write_next();
@@ -242,15 +256,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void end_response(std::string bytes) {
     response_done_ = true;
-    on_disconnect_ = nullptr;  // the response is complete: nothing to cancel
     enqueue(std::move(bytes));
   }
 
   void write_next() {
     if (closed_) return;
     if (out_.empty()) {
-      writing_ = false;
       if (response_done_) {
+        end(Delivery::kDelivered);
         if (!keep_alive_) return shutdown_send();
         read_request();
       }
@@ -259,13 +272,30 @@ class Session : public std::enable_shared_from_this<Session> {
     writing_ = true;
     stream_.expires_after(server_.config.write_timeout);
     net::async_write(stream_, net::buffer(out_.front()),
-                     [self = shared_from_this()](beast::error_code ec, size_t n) {
+                     [self = shared_from_this()](beast::error_code ec, size_t /*n*/) {
+                       self->writing_ = false;
+                       self->pending_bytes_ -= self->out_.front().size();
+                       self->out_.pop_front();
+                       if (self->closed_) {
+                         self->out_.clear();
+                         self->pending_bytes_ = 0;
+                         return;
+                       }
                        self->stream_.expires_never();
                        if (ec) return self->close();
-                       self->pending_bytes_ -= n;
-                       self->out_.pop_front();
                        self->write_next();
                      });
+  }
+
+  // The current request's response ended: tell whoever watches it, once.
+  void end(Delivery how) {
+    if (ended_) return;
+    ended_ = true;
+    last_delivery_ = how;
+    if (auto fn = std::move(on_end_)) {
+      on_end_ = nullptr;
+      fn(how);
+    }
   }
 
   void shutdown_send() {
@@ -279,11 +309,12 @@ class Session : public std::enable_shared_from_this<Session> {
     closed_ = true;
     beast::error_code ec;
     stream_.socket().close(ec);
-    out_.clear();
-    if (auto fn = std::move(on_disconnect_)) {
-      on_disconnect_ = nullptr;
-      fn();
+    // A write in flight still reads out_.front(): its handler frees the queue.
+    if (!writing_) {
+      out_.clear();
+      pending_bytes_ = 0;
     }
+    end(Delivery::kClientGone);
   }
 
   beast::tcp_stream stream_;
@@ -296,37 +327,49 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t request_seq_ = 0;
   bool keep_alive_ = true;
   bool response_started_ = false;
-  bool response_done_ = false;
+  bool response_done_ = false;  // the response's last bytes are queued
+  bool ended_ = false;          // on_end_ has been called for request_seq_
+  Delivery last_delivery_ = Delivery::kClientGone;
   std::atomic<bool> closed_{false};
-  std::function<void()> on_disconnect_;
+  std::function<void(Delivery)> on_end_;
 };
 
 namespace {
 
 class Channel : public ResponseChannel {
  public:
-  explicit Channel(std::shared_ptr<Session> s) : s_(std::move(s)) {}
+  explicit Channel(std::shared_ptr<Session> s) : s_(std::move(s)), seq_(s_->request_seq()) {}
   void respond(HttpResponse r) override {
-    net::post(s_->executor(), [s = s_, r = std::move(r)]() mutable { s->write_full(std::move(r)); });
+    post([r = std::move(r)](Session& s) mutable { s.write_full(std::move(r)); });
   }
   void start_stream(int status, std::string content_type, HeaderList headers) override {
-    net::post(s_->executor(), [s = s_, status, ct = std::move(content_type), h = std::move(headers)]() mutable {
-      s->write_head(status, ct, std::move(h));
+    post([status, ct = std::move(content_type), h = std::move(headers)](Session& s) mutable {
+      s.write_head(status, ct, std::move(h));
     });
   }
   void send(std::string data) override {
-    net::post(s_->executor(), [s = s_, d = std::move(data)] { s->write_chunk(d); });
+    post([d = std::move(data)](Session& s) { s.write_chunk(d); });
   }
   void finish() override {
-    net::post(s_->executor(), [s = s_] { s->write_last(); });
+    post([](Session& s) { s.write_last(); });
   }
-  void on_disconnect(std::function<void()> fn) override {
-    net::post(s_->executor(), [s = s_, fn = std::move(fn)]() mutable { s->set_on_disconnect(std::move(fn)); });
+  void on_end(std::function<void(Delivery)> fn) override {
+    net::post(s_->executor(), [s = s_, seq = seq_, fn = std::move(fn)]() mutable { s->set_on_end(seq, std::move(fn)); });
   }
-  bool disconnected() const override { return s_->closed(); }
+  bool client_gone() const override { return s_->closed(); }
 
  private:
+  // Runs op on the strand if the connection is still on this channel's
+  // request (a keep-alive connection moves on once a response ended).
+  template <typename Op>
+  void post(Op op) {
+    net::post(s_->executor(), [s = s_, seq = seq_, op = std::move(op)]() mutable {
+      if (s->request_seq() == seq) op(*s);
+    });
+  }
+
   std::shared_ptr<Session> s_;
+  uint64_t seq_;  // the request this channel answers
 };
 
 }  // namespace

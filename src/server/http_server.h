@@ -45,6 +45,12 @@ struct HttpResponse {
   HeaderList headers;
 };
 
+// How a response ended.
+enum class Delivery {
+  kDelivered,   // its last byte was handed to the socket
+  kClientGone,  // the client went away (or a write failed or timed out) first
+};
+
 // The way back to one client. Thread-safe; every call is queued onto the
 // connection's strand. Calls after the client went away are dropped.
 class ResponseChannel {
@@ -57,10 +63,14 @@ class ResponseChannel {
   virtual void send(std::string data) = 0;
   // Ends a stream started with start_stream.
   virtual void finish() = 0;
-  // Called at most once, on an io thread, when the client disconnects before
-  // the response ended. Set it before the work that it cancels begins.
-  virtual void on_disconnect(std::function<void()> fn) = 0;
-  virtual bool disconnected() const = 0;
+  // Called once, on an io thread, when the response has ended: delivered in
+  // full, or cut short because the client went away (before or during the
+  // response). A client that goes away while the request is being worked on
+  // is seen at once (the connection is watched), so fn is also the signal to
+  // cancel that work. Set it before the work begins; when the response has
+  // already ended, fn runs at once.
+  virtual void on_end(std::function<void(Delivery)> fn) = 0;
+  virtual bool client_gone() const = 0;
 };
 
 using HttpHandler = std::function<void(HttpRequest, std::shared_ptr<ResponseChannel>)>;
