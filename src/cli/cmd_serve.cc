@@ -1,7 +1,8 @@
 // `ladder serve`: the OpenAI-compatible server (src/server/api_server.h).
-// Prints `listening on http://HOST:PORT` on stdout once the socket is bound,
-// so scripts and tests using --port 0 can find it; /health turns "ready"
-// when the model is loaded. SIGTERM drains and exits 0.
+// Prints `listening on http://HOST:PORT` on stdout once the model is loaded
+// and requests are served, so scripts and tests using --port 0 can find it
+// (the socket is bound earlier: /health says "loading" meanwhile). SIGTERM
+// drains and exits 0.
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -21,6 +22,8 @@ struct ServeOptions {
   double read_timeout_s = 30;
   int64_t max_connections = 20000;
   int io_threads = 2;
+  int metrics_port = -1;
+  int64_t context = 0;
 };
 
 // Each connection is a file descriptor; the usual soft limit (1024) would cap
@@ -41,19 +44,25 @@ int run_serve(ServeOptions& o) {
   o.config.http.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.read_timeout_s * 1000));
   o.config.http.max_connections = o.max_connections;
   o.config.http.io_threads = o.io_threads;
+  if (o.metrics_port >= 0) o.config.metrics_port = static_cast<uint16_t>(o.metrics_port);
+  o.config.engine.scheduler.context_length = o.context;
   server::ApiServer srv(o.config);
   if (Status st = srv.start(); !st.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 1;
   }
-  std::printf("listening on http://%s:%u\n", o.config.http.host.c_str(), static_cast<unsigned>(srv.port()));
-  std::fflush(stdout);
   if (Status st = srv.load(); !st.is_ok()) {
-    std::fprintf(stderr, "error: cannot load %s: %s\n", o.config.model_path.c_str(), st.to_string().c_str());
+    std::fprintf(stderr, "error: cannot load the model: %s\n", st.message().c_str());
     srv.drain();
     srv.wait();
     return 1;
   }
+  std::printf("listening on http://%s:%u\n", o.config.http.host.c_str(), static_cast<unsigned>(srv.port()));
+  if (o.config.metrics_port) {
+    std::printf("metrics on http://%s:%u/metrics\n", o.config.metrics_host.c_str(),
+                static_cast<unsigned>(srv.metrics_port()));
+  }
+  std::fflush(stdout);
   spdlog::info("ready");
   srv.wait();
   return 0;
@@ -63,21 +72,36 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
   auto* cmd = app.add_subcommand("serve", "Serve a GGUF model over an OpenAI-compatible HTTP API");
   auto o = std::make_shared<ServeOptions>();
   auto& c = o->config;
+  auto& e = o->config.engine;
   cmd->add_option("-m,--model", o->model, "GGUF model file (default: $LADDER_MODEL or the shared stories260K)");
   cmd->add_option("--served-model-name", c.served_model_name, "Model id clients use (default: the file name)");
   cmd->add_option("--host", c.http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", c.http.port, "Port; 0 picks a free one")->capture_default_str();
-  cmd->add_option("--tenants", c.tenants_file, "Tenants TOML (API keys, reservations, SLOs); none = anonymous");
-  cmd->add_option("--max-input-tokens", c.max_input_tokens, "Prompt token bound; 0 = context - 1")
+  auto* tenants =
+      cmd->add_option("--tenants", c.tenants_file, "Tenants TOML (API keys, reservations, SLOs; see README)");
+  cmd->add_option("--api-key", c.api_key, "One tenant whose requests must send this key (instead of --tenants)")
+      ->excludes(tenants);
+  cmd->add_option("--admin-key", c.admin_key, "A key that may read per-tenant figures on /metrics");
+  cmd->add_option("--metrics-port", o->metrics_port,
+                  "Also serve /metrics, with per-tenant figures, on this port (0 = any free one)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--metrics-host", c.metrics_host, "Address of the metrics listener")->capture_default_str();
+  cmd->add_option("-c,--ctx-size,--max-model-len", o->context, "Context length in tokens; 0 = the model's")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-output-tokens", c.max_output_tokens, "max_tokens bound; 0 = context")
+  cmd->add_option("--max-input-tokens", e.max_input_tokens, "Prompt token bound; 0 = context - 1")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-queue", c.max_queue, "Requests waiting for admission")->capture_default_str()
+  cmd->add_option("--max-output-tokens", e.max_output_tokens, "max_tokens bound; 0 = context")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-running", c.max_running, "Sequences running at once (admission capacity)")
+  cmd->add_option("--max-queue", e.max_queue, "Requests waiting for admission")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-running", e.scheduler.max_running, "Sequences running at once (admission capacity)")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--max-batch-tokens", c.max_batch_tokens, "Token budget of one engine step")
+  cmd->add_option("--max-batch-tokens", e.scheduler.max_batch_tokens, "Token budget of one engine step")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-chunk-tokens", e.scheduler.max_chunk_tokens,
+                  "Prefill tokens of one sequence in one step; 0 = the step budget")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_flag("!--no-prefix-cache", e.prefix_caching, "Turn the prefix cache off");
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Request body bound")->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--read-timeout-s", o->read_timeout_s, "A request must arrive within this; also the idle limit")
@@ -85,13 +109,13 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--max-connections", o->max_connections, "Open connections bound")->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--io-threads", o->io_threads, "HTTP io threads")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", c.threads, "Op threads for the model; 0 = all cores")->capture_default_str();
-  cmd->add_option("--kv-blocks", c.kv_blocks, "KV cache blocks; 0 = sized from memory")->capture_default_str()
+  cmd->add_option("-t,--threads", e.n_threads, "Op threads for the model; 0 = all cores")->capture_default_str();
+  cmd->add_option("--kv-blocks", e.n_kv_blocks, "KV cache blocks; 0 = sized from memory")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  add_kv_dtype_option(cmd, &c.kv_dtype);
+  add_kv_dtype_option(cmd, &e.kv_dtype);
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--initial-service-ms", c.initial_service_ms,
+  cmd->add_option("--initial-service-ms", e.initial_service_ms,
                   "Admission's estimate of a request's run time before it has measured one")
       ->capture_default_str()->check(CLI::PositiveNumber);
   return [o] { return run_serve(*o); };

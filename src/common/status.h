@@ -42,9 +42,31 @@ class [[nodiscard]] Status {
   // "invalid_argument: <message>"
   std::string to_string() const;
 
+  // Optional detail for the layer that answers a client: a machine-readable
+  // reason ("queue_full", "context_length_exceeded"), the request field at
+  // fault, and when to retry (seconds; 0 = not said).
+  const std::string& reason() const { return reason_; }
+  const std::string& param() const { return param_; }
+  int retry_after_s() const { return retry_after_s_; }
+  Status with_reason(std::string reason) && {
+    reason_ = std::move(reason);
+    return std::move(*this);
+  }
+  Status with_param(std::string param) && {
+    param_ = std::move(param);
+    return std::move(*this);
+  }
+  Status with_retry_after(int seconds) && {
+    retry_after_s_ = seconds;
+    return std::move(*this);
+  }
+
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::string reason_;
+  std::string param_;
+  int retry_after_s_ = 0;
 };
 
 inline Status invalid_argument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }

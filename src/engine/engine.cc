@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <random>
+#include <utility>
 
 #include "common/check.h"
+#include "engine/output_text.h"
 #include "engine/sampler.h"
 
 namespace ladder::engine {
@@ -16,9 +19,20 @@ struct Engine::Active {
   RequestTimings timings;
   Usage usage;
   int32_t n_preemptions = 0;
+  std::optional<OutputText> text;  // when the engine has a tokenizer
 };
 
-Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, const EngineConfig& config) {
+namespace {
+
+std::vector<TenantBudget> tenants_or_default(const std::vector<TenantBudget>& tenants) {
+  if (!tenants.empty()) return tenants;
+  return {TenantBudget{}};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, const EngineConfig& config,
+                                               std::unique_ptr<kv::KvStorage> storage) {
   const model::ModelConfig& mc = model.config();
   if (config.block_size < 1 || config.block_size > 1024) {
     return invalid_argument(fmt::format("KV block size must be in [1, 1024], got {}", config.block_size));
@@ -27,32 +41,60 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
     return invalid_argument("the step token budget and max running sequences must be positive");
   }
   if (mc.context_length < 2) return invalid_argument("the model's context length is below 2");
+  if (config.max_queue < 0) return invalid_argument("the admission queue bound must be >= 0");
+  double shares = 0;
+  for (const TenantBudget& t : config.tenants) {
+    if (!(t.reserved_share >= 0 && t.reserved_share <= 1)) {
+      return invalid_argument("a tenant's reserved share must be in [0, 1]");
+    }
+    shares += t.reserved_share;
+  }
+  if (shares > 1 + 1e-9) {
+    return invalid_argument(fmt::format("tenant reserved shares add up to {:.3f}, more than 1", shares));
+  }
   std::unique_ptr<Engine> e(new Engine(model, config));
 
-  kv::KvShape shape{.n_layers = static_cast<int>(mc.n_layers),
-                    .n_kv_heads = static_cast<int>(mc.n_kv_heads),
-                    .head_dim = static_cast<int>(mc.head_dim),
-                    .block_size = config.block_size,
-                    .n_blocks = config.n_kv_blocks,
-                    .dtype = config.kv_dtype};
-  if (shape.n_blocks <= 0) {
-    LADDER_ASSIGN_OR_RETURN(shape.n_blocks, kv::KvStorage::blocks_that_fit(shape, config.kv_memory_bytes));
-    if (shape.n_blocks < 1) {
-      return invalid_argument(
-          fmt::format("kv_memory_bytes {} holds not one KV block", config.kv_memory_bytes));
+  if (storage == nullptr) {
+    kv::KvShape shape{.n_layers = static_cast<int>(mc.n_layers),
+                      .n_kv_heads = static_cast<int>(mc.n_kv_heads),
+                      .head_dim = static_cast<int>(mc.head_dim),
+                      .block_size = config.block_size,
+                      .n_blocks = config.n_kv_blocks,
+                      .dtype = config.kv_dtype};
+    if (shape.n_blocks <= 0) {
+      LADDER_ASSIGN_OR_RETURN(shape.n_blocks, kv::kv_blocks_that_fit(shape, config.kv_memory_bytes));
+      if (shape.n_blocks < 1) {
+        return invalid_argument(fmt::format("kv_memory_bytes {} holds not one KV block", config.kv_memory_bytes));
+      }
     }
+    LADDER_ASSIGN_OR_RETURN(storage, kv::make_arena_storage(shape));
   }
-  LADDER_ASSIGN_OR_RETURN(e->storage_, kv::KvStorage::create(shape));
-  e->kv_buffers_.k = e->storage_->k_layers();
-  e->kv_buffers_.v = e->storage_->v_layers();
-  e->pool_ = std::make_unique<kv::BlockPool>(shape.n_blocks, shape.block_size);
-  if (config.prefix_caching) e->cache_ = std::make_unique<kv::PrefixCache>(*e->pool_);
+  const kv::KvShape& shape = storage->shape();
+  if (shape.n_layers != mc.n_layers || shape.n_kv_heads != mc.n_kv_heads || shape.head_dim != mc.head_dim) {
+    return invalid_argument(fmt::format("KV storage shape (layers {}, kv heads {}, head dim {}) does not match the "
+                                        "model ({}, {}, {})",
+                                        shape.n_layers, shape.n_kv_heads, shape.head_dim, mc.n_layers, mc.n_kv_heads,
+                                        mc.head_dim));
+  }
+  e->config_.block_size = shape.block_size;
+  e->config_.kv_dtype = shape.dtype;
+  e->kv_ = std::make_unique<kv::KvCacheManager>(std::move(storage), config.prefix_caching);
 
   SchedulerConfig sc = config.scheduler;
   if (sc.context_length <= 0 || sc.context_length > mc.context_length) sc.context_length = mc.context_length;
-  e->scheduler_ = std::make_unique<Scheduler>(sc, *e->pool_, e->cache_.get());
+  sc.tenant_token_share.clear();
+  for (const TenantBudget& t : config.tenants) sc.tenant_token_share.push_back(t.reserved_share);
+  e->scheduler_ = std::make_unique<Scheduler>(sc, *e->kv_);
+  const int64_t ctx = sc.context_length;
+  e->max_input_ = config.max_input_tokens > 0 ? std::min(config.max_input_tokens, ctx - 1) : ctx - 1;
+  e->max_output_ = config.max_output_tokens > 0 ? std::min(config.max_output_tokens, ctx) : ctx;
+
+  AdmissionConfig ac;
+  ac.capacity = sc.max_running;
+  ac.max_queue = config.max_queue;
+  ac.initial_service_ms = config.initial_service_ms;
+  e->admission_ = std::make_unique<AdmissionController>(ac, tenants_or_default(config.tenants));
   e->threads_ = std::make_unique<ops::ThreadPool>(config.n_threads);
-  e->counters_.kv_blocks_total = shape.n_blocks;
   e->publish_metrics();
   e->thread_ = std::thread([raw = e.get()] { raw->loop(); });
   return e;
@@ -60,9 +102,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
 
 Engine::Engine(const model::LlamaModel& model, const EngineConfig& config) : model_(model), config_(config) {}
 
-Engine::~Engine() {
-  shutdown();
-}
+Engine::~Engine() { shutdown(); }
 
 void Engine::request_stop() {
   {
@@ -77,50 +117,159 @@ void Engine::shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
-Result<Submission> Engine::submit(Request request) {
-  LADDER_RETURN_IF_ERROR(request.sampling.validate());
+Status Engine::validate(Request& r) const {
+  if (Status st = r.sampling.validate(); !st.is_ok()) return std::move(st).with_reason("invalid_value");
   const int64_t n_vocab = model_.config().n_vocab;
-  for (size_t i = 0; i < request.prompt.size(); ++i) {
-    const int32_t t = request.prompt[i];
+  for (size_t i = 0; i < r.prompt.size(); ++i) {
+    const int32_t t = r.prompt[i];
     if (t < 0 || t >= n_vocab) {
-      return invalid_argument(
-          fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", t, i, n_vocab));
+      return invalid_argument(fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", t, i,
+                                          n_vocab))
+          .with_param("prompt");
     }
   }
-  LADDER_RETURN_IF_ERROR(scheduler_->validate(static_cast<int64_t>(request.prompt.size()), request.stop));
+  const auto n_prompt = static_cast<int64_t>(r.prompt.size());
+  const int64_t ctx = context_length();
+  if (n_prompt == 0) return invalid_argument("the prompt is empty").with_param("prompt");
+  if (n_prompt > max_input_) {
+    return out_of_range(fmt::format("this server accepts at most {} input tokens (the model's context is {}); the "
+                                    "prompt has {}",
+                                    max_input_, ctx, n_prompt))
+        .with_reason("context_length_exceeded")
+        .with_param("prompt");
+  }
+  if (r.stop.max_tokens < 0) {
+    return invalid_argument(fmt::format("max_tokens must be >= 1, got {}", r.stop.max_tokens))
+        .with_param("max_tokens");
+  }
+  if (r.stop.max_tokens > 0) {
+    if (r.stop.max_tokens > max_output_) {
+      return invalid_argument(fmt::format("max_tokens is {}; this server allows at most {}", r.stop.max_tokens,
+                                          max_output_))
+          .with_param("max_tokens");
+    }
+    if (n_prompt + r.stop.max_tokens > ctx) {
+      return out_of_range(fmt::format("the model's context is {} tokens; the prompt has {} and max_tokens asks for "
+                                      "{} more",
+                                      ctx, n_prompt, r.stop.max_tokens))
+          .with_reason("context_length_exceeded")
+          .with_param("max_tokens");
+    }
+  } else {
+    r.stop.max_tokens = std::min(max_output_, ctx - n_prompt);
+  }
+  if (!r.stop.stop_strings.empty() && config_.tokenizer == nullptr) {
+    return invalid_argument("stop strings need the engine's tokenizer").with_param("stop");
+  }
+  if (r.stop.stop_strings.size() > kMaxStopStrings) {
+    return invalid_argument(fmt::format("at most {} stop strings are allowed", kMaxStopStrings)).with_param("stop");
+  }
+  for (const std::string& s : r.stop.stop_strings) {
+    if (s.empty() || s.size() > kMaxStopStringBytes) {
+      return invalid_argument(fmt::format("each stop string must have 1 to {} bytes", kMaxStopStringBytes))
+          .with_param("stop");
+    }
+  }
+  const size_t n_tenants = std::max<size_t>(1, config_.tenants.size());
+  if (r.scheduling.tenant < 0 || static_cast<size_t>(r.scheduling.tenant) >= n_tenants) {
+    return invalid_argument(fmt::format("tenant {} is unknown to the engine", r.scheduling.tenant));
+  }
+  if (Status st = scheduler_->validate(n_prompt, r.stop); !st.is_ok()) {
+    return std::move(st).with_param(st.code() == StatusCode::kOutOfRange ? "max_tokens" : "prompt");
+  }
+  return Status::ok();
+}
 
+Result<Submission> Engine::submit(Request request) {
+  LADDER_RETURN_IF_ERROR(validate(request));
   Pending p;
   p.stream = std::make_shared<TokenStream>();
   p.arrival = Clock::now();
+  if (request.sampling.seed.has_value()) {
+    p.seed = *request.sampling.seed;
+  } else {
+    std::random_device rd;
+    p.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }
+  Submission s;
+  s.stream = p.stream;
+  s.max_tokens = request.stop.max_tokens;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return failed_precondition("the engine is shut down");
-    if (in_flight_ >= config_.max_requests) {
-      return resource_exhausted(
-          fmt::format("{} requests are in flight; the limit is {}", in_flight_, config_.max_requests));
+    if (stopping_) return failed_precondition("the engine is shut down").with_reason("server_draining");
+    AdmissionRequest ar;
+    ar.tenant = request.scheduling.tenant;
+    ar.cost_tokens = static_cast<int64_t>(request.prompt.size()) + request.stop.max_tokens;
+    if (request.scheduling.deadline != Clock::time_point::max()) ar.deadline = request.scheduling.deadline;
+    const AdmissionDecision d = admission_->offer(ar, p.arrival);
+    if (d.outcome == AdmissionOutcome::kRejected) {
+      return resource_exhausted(d.reason).with_reason(d.code).with_retry_after(d.retry_after_s);
     }
-    p.id = next_id_++;
-    if (request.sampling.seed.has_value()) {
-      p.seed = *request.sampling.seed;
-    } else {
-      std::random_device rd;
-      p.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-    }
+    p.id = d.ticket;
     p.request = std::move(request);
+    s.id = p.id;
+    s.queued = d.outcome == AdmissionOutcome::kQueued;
+    s.estimated_wait_ms = d.estimated_wait_ms;
     ++in_flight_;
-    Submission s{p.id, p.stream};
-    inbox_.push_back(std::move(p));
-    cv_.notify_all();
-    return s;
+    if (s.queued) {
+      queued_.emplace(p.id, std::move(p));
+      published_.admission_queued = static_cast<int64_t>(queued_.size());
+    } else {
+      inbox_.push_back(std::move(p));
+    }
   }
+  cv_.notify_all();
+  return s;
+}
+
+void Engine::end_unstarted(Pending& p, FinishReason reason, Status status) {
+  StreamEvent e;
+  e.kind = StreamEvent::Kind::kFinished;
+  e.finish = reason;
+  e.status = std::move(status);
+  e.usage.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
+  e.timings.arrival = p.arrival;
+  e.timings.finished = Clock::now();
+  p.stream->push(std::move(e));
 }
 
 void Engine::cancel(RequestId id) {
+  std::optional<Pending> withdrawn;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    cancels_.push_back(id);
+    auto it = queued_.find(id);
+    if (it != queued_.end()) {
+      admission_->withdraw(id);
+      withdrawn.emplace(std::move(it->second));
+      queued_.erase(it);
+      --in_flight_;
+      published_.admission_queued = static_cast<int64_t>(queued_.size());
+    } else {
+      cancels_.push_back(id);
+    }
   }
+  if (withdrawn) {
+    end_unstarted(*withdrawn, FinishReason::kCancelled, Status::ok());
+  } else {
+    cv_.notify_all();
+  }
+}
+
+void Engine::cancel_all() {
+  std::vector<RequestId> queued;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, p] : queued_) queued.push_back(id);
+    // Admitted and running requests are the loop's to cancel.
+    cancel_all_ = true;
+  }
+  for (RequestId id : queued) cancel(id);
   cv_.notify_all();
+}
+
+int64_t Engine::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_;
 }
 
 EngineMetrics Engine::metrics() const {
@@ -130,15 +279,17 @@ EngineMetrics Engine::metrics() const {
 
 void Engine::publish_metrics() {
   EngineMetrics m = counters_;
+  const kv::KvCacheStats kv = kv_->stats();
   m.running = static_cast<int64_t>(scheduler_->n_running());
-  m.kv_blocks_total = pool_->n_blocks();
-  m.kv_blocks_used = pool_->n_used();
-  m.kv_blocks_free = pool_->n_free();
-  m.kv_blocks_cached = pool_->n_cached_free();
+  m.kv_blocks_total = kv.blocks_total;
+  m.kv_blocks_used = kv.blocks_used;
+  m.kv_blocks_free = kv.blocks_free;
+  m.kv_blocks_cached = kv.blocks_cached;
   m.prefix_hit_tokens = scheduler_->prefix_hit_tokens();
   m.preemptions = scheduler_->n_preemptions();
   std::lock_guard<std::mutex> lock(mu_);
   m.queue_depth = static_cast<int64_t>(scheduler_->n_waiting() + inbox_.size());
+  m.admission_queued = static_cast<int64_t>(queued_.size());
   published_ = m;
 }
 
@@ -146,24 +297,43 @@ void Engine::loop() {
   while (true) {
     std::vector<Pending> pending;
     std::vector<RequestId> cancels;
+    std::vector<Pending> expired;
+    bool stop = false;
+    bool cancel_everything = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock,
-               [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || scheduler_->has_work(); });
-      if (stopping_) {
-        pending.swap(inbox_);
+      auto ready = [&] {
+        return stopping_ || cancel_all_ || !inbox_.empty() || !cancels_.empty() || scheduler_->has_work();
+      };
+      if (auto next = admission_->next_deadline()) {
+        cv_.wait_until(lock, *next, ready);
       } else {
-        pending.swap(inbox_);
-        cancels.swap(cancels_);
+        cv_.wait(lock, ready);
+      }
+      stop = stopping_;
+      pending.swap(inbox_);
+      cancels.swap(cancels_);
+      cancel_everything = std::exchange(cancel_all_, false);
+      for (uint64_t id : admission_->expire(Clock::now())) {
+        auto it = queued_.find(id);
+        LADDER_CHECK(it != queued_.end(), "an expired ticket has no queued request");
+        expired.push_back(std::move(it->second));
+        queued_.erase(it);
+        --in_flight_;
       }
     }
-    admit(pending);
-    bool stop;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop = stopping_;
+    if (!expired.empty()) publish_metrics();  // the queue shrank before anyone hears of it
+    for (Pending& p : expired) {
+      end_unstarted(p, FinishReason::kError,
+                    resource_exhausted("the deadline passed while the request waited in the queue")
+                        .with_reason("deadline_exceeded")
+                        .with_retry_after(1));
     }
+    admit(pending);
     if (stop) break;
+    if (cancel_everything) {
+      for (const auto& [id, a] : active_) cancels.push_back(id);
+    }
     apply_cancels(cancels);
     if (scheduler_->has_work()) {
       step();
@@ -176,7 +346,21 @@ void Engine::loop() {
   for (const auto& [id, a] : active_) left.push_back(id);
   for (RequestId id : left) {
     scheduler_->cancel(id);
-    finish(id, FinishReason::kError, failed_precondition("the engine shut down"));
+    finish(id, FinishReason::kError, failed_precondition("the engine shut down").with_reason("server_draining"));
+  }
+  std::vector<Pending> queued;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, p] : queued_) {
+      admission_->withdraw(id);
+      queued.push_back(std::move(p));
+    }
+    queued_.clear();
+    in_flight_ -= static_cast<int64_t>(queued.size());
+  }
+  for (Pending& p : queued) {
+    end_unstarted(p, FinishReason::kError,
+                  failed_precondition("the engine shut down").with_reason("server_draining"));
   }
   publish_metrics();
 }
@@ -184,10 +368,11 @@ void Engine::loop() {
 void Engine::admit(std::vector<Pending>& pending) {
   for (Pending& p : pending) {
     const kv::BlockKey ns = kv::namespace_digest(
-        {p.request.cache_scope, config_.model_digest, config_.tokenizer_digest, storage_->format_name()});
-    auto active = std::make_unique<Active>(Active{p.stream, Sampler(p.request.sampling, p.seed), {}, {}, 0});
+        {p.request.cache_scope, config_.model_digest, config_.tokenizer_digest, kv_->format_name()});
+    auto active = std::make_unique<Active>(Active{p.stream, Sampler(p.request.sampling, p.seed), {}, {}, 0, {}});
     active->timings.arrival = p.arrival;
     active->usage.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
+    if (config_.tokenizer != nullptr) active->text.emplace(*config_.tokenizer, p.request.stop.stop_strings);
     const Status st = scheduler_->add(p.id, p.request.prompt, p.request.stop, p.request.scheduling, ns);
     active_.emplace(p.id, std::move(active));
     counters_.prompt_tokens += static_cast<int64_t>(p.request.prompt.size());
@@ -196,24 +381,23 @@ void Engine::admit(std::vector<Pending>& pending) {
 }
 
 void Engine::apply_cancels(std::vector<RequestId>& cancels) {
-  bool any = false;
+  std::vector<RequestId> done;
   for (RequestId id : cancels) {
     if (!scheduler_->cancel(id)) continue;  // unknown or already finished
-    any = true;
+    done.push_back(id);
     ++counters_.finished_requests;
   }
-  if (!any) return;
+  if (done.empty()) return;
   publish_metrics();  // blocks are back before the consumer sees the final event
-  for (RequestId id : cancels) {
-    if (active_.count(id) != 0) finish(id, FinishReason::kCancelled, Status::ok());
-  }
+  for (RequestId id : done) finish(id, FinishReason::kCancelled, Status::ok());
 }
 
 void Engine::finish(RequestId id, FinishReason reason, Status status) {
   auto it = active_.find(id);
   LADDER_CHECK(it != active_.end(), "finish() of a request that is not active");
   Active& a = *it->second;
-  a.timings.finished = Clock::now();
+  const auto now = Clock::now();
+  a.timings.finished = now;
   StreamEvent e;
   e.kind = StreamEvent::Kind::kFinished;
   e.finish = reason;
@@ -221,12 +405,23 @@ void Engine::finish(RequestId id, FinishReason reason, Status status) {
   e.usage = a.usage;
   e.timings = std::move(a.timings);
   e.n_preemptions = a.n_preemptions;
+  if (a.text && (reason == FinishReason::kStop || reason == FinishReason::kLength)) e.text = a.text->finish();
   std::shared_ptr<TokenStream> stream = a.stream;
+  const int64_t served = a.usage.prompt_tokens + a.usage.completion_tokens;
   active_.erase(it);
+  bool admitted_more = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --in_flight_;
+    for (uint64_t next : admission_->finish(id, served, now)) {
+      auto q = queued_.find(next);
+      LADDER_CHECK(q != queued_.end(), "an admitted ticket has no queued request");
+      inbox_.push_back(std::move(q->second));
+      queued_.erase(q);
+      admitted_more = true;
+    }
   }
+  if (admitted_more) cv_.notify_all();
   stream->push(std::move(e));
 }
 
@@ -235,7 +430,7 @@ bool Engine::step() {
   for (RequestId id : out.preempted) ++active_.at(id)->n_preemptions;
   if (out.chunks.empty()) {
     // Only when the one running sequence preempted itself; next step admits
-    // from an idle pool, where the head of the queue always fits (add()
+    // from an idle pool, where the head of the queue always fits (validate()
     // checks that each sequence fits the pool alone).
     LADDER_CHECK(!out.preempted.empty(), "the scheduler made no progress and preempted nothing");
     publish_metrics();
@@ -243,7 +438,7 @@ bool Engine::step() {
   }
 
   // The ragged batch: token spans and block tables point into the scheduler's
-  // sequences, which do not change until update_from_output().
+  // sequences and the KV manager, which do not change until update_from_output().
   std::vector<model::BatchSequence> batch;
   batch.reserve(out.chunks.size());
   const auto now = Clock::now();
@@ -256,10 +451,9 @@ bool Engine::step() {
       a.usage.cached_prompt_tokens = seq->prefix_hit_tokens;
     }
     model::BatchSequence b;
-    b.tokens =
-        std::span(seq->tokens).subspan(static_cast<size_t>(c.start_pos), static_cast<size_t>(c.n_tokens));
+    b.tokens = std::span(seq->tokens).subspan(static_cast<size_t>(c.start_pos), static_cast<size_t>(c.n_tokens));
     b.start_pos = c.start_pos;
-    b.block_table = seq->blocks.blocks();
+    b.block_table = scheduler_->block_table(c.id);
     b.logits = c.sample ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
     batch.push_back(b);
   }
@@ -267,12 +461,11 @@ bool Engine::step() {
   const auto n_rows = static_cast<size_t>(out.n_sampling());
   logits_.resize(n_rows * n_vocab);
   const auto forward_start = Clock::now();
-  const Status st = model_.forward(batch, kv_buffers_, logits_, *threads_);
+  const Status st = model_.forward(batch, kv_->layers(), logits_, *threads_);
   const auto forward_end = Clock::now();
   ++counters_.steps;
   counters_.computed_tokens += out.n_tokens;
-  counters_.forward_us +=
-      std::chrono::duration_cast<std::chrono::microseconds>(forward_end - forward_start).count();
+  counters_.forward_us += std::chrono::duration_cast<std::chrono::microseconds>(forward_end - forward_start).count();
   if (!st.is_ok()) {
     for (const ScheduledChunk& c : out.chunks) scheduler_->cancel(c.id);
     counters_.finished_requests += static_cast<int64_t>(out.chunks.size());
@@ -299,15 +492,25 @@ bool Engine::step() {
   std::vector<SampledToken> details(n_rows);
   threads_->parallel_for(static_cast<int64_t>(n_rows), 1, [&](int64_t begin, int64_t end) {
     for (auto r = static_cast<size_t>(begin); r < static_cast<size_t>(end); ++r) {
-      details[r] = actives[r]->sampler.sample(std::span(logits_).subspan(r * n_vocab, n_vocab),
-                                              seqs[r]->prompt(), seqs[r]->output());
+      details[r] = actives[r]->sampler.sample(std::span(logits_).subspan(r * n_vocab, n_vocab), seqs[r]->prompt(),
+                                              seqs[r]->output());
     }
   });
+  // Output text and stop strings, in row order.
   std::vector<int32_t> sampled(n_rows);
-  for (size_t r = 0; r < n_rows; ++r) sampled[r] = details[r].token;
-  counters_.sample_us +=
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - forward_end).count();
-  const std::vector<SequenceUpdate> updates = scheduler_->update_from_output(out, sampled);
+  std::vector<std::string> texts(n_rows);
+  std::unique_ptr<bool[]> stopped(new bool[n_rows]());
+  for (size_t r = 0; r < n_rows; ++r) {
+    sampled[r] = details[r].token;
+    if (actives[r]->text) {
+      OutputText::Step s = actives[r]->text->push(sampled[r]);
+      texts[r] = std::move(s.text);
+      stopped[r] = s.stopped;
+    }
+  }
+  counters_.sample_us += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - forward_end).count();
+  const std::vector<SequenceUpdate> updates =
+      scheduler_->update_from_output(out, sampled, std::span<const bool>(stopped.get(), n_rows));
   LADDER_CHECK(updates.size() == details.size(), "one update per sampled token");
   counters_.generated_tokens += static_cast<int64_t>(updates.size());
   for (const SequenceUpdate& u : updates) {
@@ -325,6 +528,7 @@ bool Engine::step() {
     StreamEvent e;
     e.kind = StreamEvent::Kind::kToken;
     e.token = std::move(details[i]);
+    e.text = std::move(texts[i]);
     a.stream->push(std::move(e));
     if (u.finish != FinishReason::kNone) finish(u.id, u.finish, Status::ok());
   }

@@ -1,13 +1,21 @@
-// Engine: the step loop. One thread owns the scheduler, the KV cache and the
-// model calls; callers submit requests and cancel them from any thread and
-// read each request's TokenStream.
+// Engine: admission and the step loop. One thread owns the scheduler, the KV
+// cache manager and the model calls; callers submit requests and cancel them
+// from any thread and read each request's TokenStream.
+//
+// submit() validates a request against the engine's bounds (the only place
+// input and output limits live), then offers it to admission: one queue for
+// every tenant, with reservations, priorities and deadline feasibility
+// (AdmissionController). It runs at once, waits in the queue (bounded; it is
+// dropped with a deadline_exceeded error when its deadline passes there), or
+// is refused with a reason and a retry-after.
 //
 // Each step: drain submissions and cancellations -> Scheduler::schedule() ->
 // one ragged batch (model::BatchSequence per scheduled chunk, with its span of
 // tokens and its block table) -> LlamaModel::forward -> each sampling
-// sequence's own Sampler -> Scheduler::update_from_output() -> metrics ->
-// stream events. The model is batch-invariant, so how the scheduler groups
-// and chunks sequences never changes their tokens.
+// sequence's own Sampler -> output text and stop strings -> 
+// Scheduler::update_from_output() -> metrics -> stream events. The model is
+// batch-invariant, so how the scheduler groups and chunks sequences never
+// changes their tokens.
 #pragma once
 
 #include <atomic>
@@ -23,16 +31,16 @@
 
 #include "common/status.h"
 #include "common/tensor_type.h"
+#include "engine/admission.h"
 #include "engine/engine_metrics.h"
 #include "engine/request.h"
 #include "engine/request_id.h"
 #include "engine/scheduler.h"
 #include "engine/token_stream.h"
-#include "kv/block_pool.h"
-#include "kv/kv_storage.h"
-#include "kv/prefix_cache.h"
+#include "kv/kv_cache_manager.h"
 #include "model/llama_model.h"
 #include "ops/thread_pool.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ladder::engine {
 
@@ -45,7 +53,7 @@ struct StepReport {
 };
 
 struct EngineConfig {
-  // KV pool: n_kv_blocks when > 0, else as many as fit kv_memory_bytes.
+  // KV cache: n_kv_blocks when > 0, else as many as fit kv_memory_bytes.
   int32_t n_kv_blocks = 0;
   size_t kv_memory_bytes = size_t{256} << 20;
   int block_size = kv::kDefaultBlockSize;
@@ -53,14 +61,25 @@ struct EngineConfig {
   // half the attention bandwidth of F32, as llama.cpp and vLLM default to.
   TensorType kv_dtype = TensorType::kF16;
   bool prefix_caching = true;
-  // context_length 0 (or beyond the model's) means the model's.
+  // Step budget, running sequences (also admission's capacity), chunking;
+  // context_length 0 (or beyond the model's) means the model's. Its tenant
+  // token shares are set from `tenants`.
   SchedulerConfig scheduler;
+  // Request bounds: prompt tokens (0: context - 1) and max_tokens (0: context).
+  int64_t max_input_tokens = 0;
+  int64_t max_output_tokens = 0;
+  // Admission: one budget per tenant (empty: one tenant, no reservation);
+  // requests waiting for a running slot, all tenants together.
+  std::vector<TenantBudget> tenants;
+  int32_t max_queue = 256;
+  double initial_service_ms = 1000;  // run-time estimate before one is measured
   int n_threads = 0;  // the op thread pool, caller included; <= 0: all cores
-  // Bound on requests submitted but not finished.
-  int64_t max_requests = 4096;
   // Part of every prefix-cache key (DESIGN.md invariant 2).
   std::string model_digest;
   std::string tokenizer_digest;
+  // Detokenizes output (StreamEvent::text) and matches stop strings; must
+  // outlive the engine. Null: token ids only, stop strings refused.
+  const tokenizer::Tokenizer* tokenizer = nullptr;
   // Called on the loop thread after each step's events are pushed (tracing,
   // tests that need a step boundary). The loop waits for it to return.
   std::function<void(const StepReport&)> on_step;
@@ -69,30 +88,46 @@ struct EngineConfig {
 struct Submission {
   RequestId id = 0;
   std::shared_ptr<TokenStream> stream;
+  bool queued = false;            // waiting for a running slot
+  double estimated_wait_ms = 0;   // when queued
+  int64_t max_tokens = 0;         // resolved bound on output tokens
 };
 
 class Engine {
  public:
-  // The model must outlive the engine. Errors: a KV pool that cannot be
-  // sized or allocated, a bad scheduler config.
-  static Result<std::unique_ptr<Engine>> create(const model::LlamaModel& model, const EngineConfig& config);
+  // The model must outlive the engine. storage: where KV blocks live; null =
+  // an arena sized by the config. Errors: a KV pool that cannot be sized or
+  // allocated, a bad scheduler or tenant config.
+  static Result<std::unique_ptr<Engine>> create(const model::LlamaModel& model, const EngineConfig& config,
+                                                std::unique_ptr<kv::KvStorage> storage = nullptr);
   ~Engine();  // shutdown()
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Validates and queues a request. Errors: invalid sampling parameters or
-  // token ids (kInvalidArgument), a prompt or max_tokens beyond the context or
-  // the pool (kOutOfRange), too many requests in flight (kResourceExhausted),
-  // a stopped engine (kFailedPrecondition).
+  // Validates and admits or queues a request. Errors (each with a reason and,
+  // where the request is at fault, the field): invalid sampling parameters,
+  // token ids or stop strings (kInvalidArgument), a prompt or max_tokens
+  // beyond the bounds, the context or the pool (kOutOfRange), no capacity now
+  // -- queue full, tenant queue full, deadline infeasible --
+  // (kResourceExhausted, with retry-after), a stopped engine
+  // (kFailedPrecondition).
   Result<Submission> submit(Request request);
-  // Cancels a request at the next step boundary: its blocks are freed and its
-  // stream ends with FinishReason::kCancelled. Unknown or finished ids are ignored.
+  // Cancels a request (queued or running) at the next step boundary: its
+  // blocks are freed and its stream ends with FinishReason::kCancelled.
+  // Unknown or finished ids are ignored.
   void cancel(RequestId id);
+  // Cancels every request in flight.
+  void cancel_all();
 
   EngineMetrics metrics() const;
   const EngineConfig& config() const { return config_; }
-  int32_t n_kv_blocks() const { return pool_->n_blocks(); }
+  int32_t n_kv_blocks() const { return kv_->n_blocks(); }
   int64_t context_length() const { return scheduler_->config().context_length; }
+  int64_t max_input_tokens() const { return max_input_; }
+  int64_t max_output_tokens() const { return max_output_; }
+  std::string kv_format_name() const { return kv_->format_name(); }
+  // Requests submitted and not yet finished (queued or running).
+  int64_t in_flight() const;
 
   // Stops the loop at the next step boundary; requests still in flight end
   // with kError ("engine shut down"). request_stop() returns at once;
@@ -111,20 +146,22 @@ class Engine {
   struct Active;
 
   Engine(const model::LlamaModel& model, const EngineConfig& config);
+  Status validate(Request& request) const;
   void loop();
   // One step with the lock released; returns false when there was nothing to do.
   bool step();
   void admit(std::vector<Pending>& pending);
   void apply_cancels(std::vector<RequestId>& cancels);
+  // Ends a request that never reached the scheduler (queued, expired).
+  static void end_unstarted(Pending& p, FinishReason reason, Status status);
   void finish(RequestId id, FinishReason reason, Status status);
   void publish_metrics();
 
   const model::LlamaModel& model_;
   EngineConfig config_;
-  std::unique_ptr<kv::KvStorage> storage_;
-  model::KvBuffers kv_buffers_;
-  std::unique_ptr<kv::BlockPool> pool_;
-  std::unique_ptr<kv::PrefixCache> cache_;
+  int64_t max_input_ = 0;
+  int64_t max_output_ = 0;
+  std::unique_ptr<kv::KvCacheManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ops::ThreadPool> threads_;
 
@@ -136,13 +173,15 @@ class Engine {
   // Shared with callers, under mu_.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Pending> inbox_;
+  std::unique_ptr<AdmissionController> admission_;
+  std::unordered_map<RequestId, Pending> queued_;  // waiting in admission
+  std::vector<Pending> inbox_;                      // admitted, not yet in the scheduler
   std::vector<RequestId> cancels_;
+  bool cancel_all_ = false;
   int64_t in_flight_ = 0;
   bool stopping_ = false;
   EngineMetrics published_;
 
-  std::atomic<RequestId> next_id_{1};
   std::thread thread_;
 };
 

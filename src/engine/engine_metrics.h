@@ -7,7 +7,8 @@
 namespace ladder::engine {
 
 struct EngineMetrics {
-  int64_t queue_depth = 0;  // submitted, not yet running (incl. preempted)
+  int64_t admission_queued = 0;  // waiting in admission for a running slot
+  int64_t queue_depth = 0;       // admitted, not yet running (incl. preempted)
   int64_t running = 0;      // sequences holding KV
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;    // referenced by a sequence

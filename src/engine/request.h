@@ -17,6 +17,8 @@ namespace ladder::engine {
 struct SchedulingClass {
   int32_t priority = 0;  // larger = more important
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // Index of the tenant whose reservations (EngineConfig::tenants) apply.
+  int32_t tenant = 0;
 };
 
 struct Request {

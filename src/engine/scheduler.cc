@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include "common/check.h"
@@ -10,50 +11,78 @@
 namespace ladder::engine {
 namespace {
 
-int64_t blocks_for(int64_t n_tokens, int block_size) {
-  return (n_tokens + block_size - 1) / block_size;
-}
-
 void sort_in_order(std::vector<Sequence*>& seqs) {
-  std::sort(seqs.begin(), seqs.end(),
-            [](const Sequence* a, const Sequence* b) { return goes_before(*a, *b); });
+  std::sort(seqs.begin(), seqs.end(), [](const Sequence* a, const Sequence* b) { return goes_before(*a, *b); });
 }
 
 }  // namespace
+
+// The step's token budget and the holds of reserved tenants.
+class Scheduler::Budget {
+ public:
+  Budget(int64_t total, std::vector<int64_t> holds) : left_(total), holds_(std::move(holds)) {
+    for (int64_t h : holds_) held_ += h;
+  }
+  int64_t left() const { return left_; }
+  // Tokens a sequence of `tenant` may take now: what is left, less the
+  // unused holds of every other tenant.
+  int64_t available(int32_t tenant) const { return left_ - (held_ - hold(tenant)); }
+  void take(int32_t tenant, int64_t n) {
+    left_ -= n;
+    if (tenant >= 0 && static_cast<size_t>(tenant) < holds_.size()) {
+      const int64_t used = std::min(n, holds_[static_cast<size_t>(tenant)]);
+      holds_[static_cast<size_t>(tenant)] -= used;
+      held_ -= used;
+    }
+  }
+  void drop_holds() {
+    std::fill(holds_.begin(), holds_.end(), 0);
+    held_ = 0;
+  }
+
+ private:
+  int64_t hold(int32_t tenant) const {
+    return tenant >= 0 && static_cast<size_t>(tenant) < holds_.size() ? holds_[static_cast<size_t>(tenant)] : 0;
+  }
+  int64_t left_;
+  std::vector<int64_t> holds_;  // [n_tenants] unused held tokens
+  int64_t held_ = 0;
+};
 
 int64_t SchedulerOutput::n_sampling() const {
   return std::count_if(chunks.begin(), chunks.end(), [](const ScheduledChunk& c) { return c.sample; });
 }
 
-Scheduler::Scheduler(const SchedulerConfig& config, kv::BlockPool& pool, kv::PrefixCache* cache)
-    : config_(config), pool_(pool), cache_(cache) {
+Scheduler::Scheduler(const SchedulerConfig& config, kv::KvCacheManager& kv) : config_(config), kv_(kv) {
   LADDER_CHECK(config_.max_batch_tokens >= 1, "the step token budget must be positive");
   LADDER_CHECK(config_.max_running >= 1, "max_running must be positive");
   LADDER_CHECK(config_.context_length > 1, "the context must hold a prompt token and an output token");
-  if (config_.max_prompt_tokens <= 0 || config_.max_prompt_tokens > config_.context_length - 1) {
-    config_.max_prompt_tokens = config_.context_length - 1;
+  double shares = 0;
+  for (double s : config_.tenant_token_share) {
+    LADDER_CHECK(s >= 0 && s <= 1, "a tenant's token share is in [0, 1]");
+    shares += s;
   }
+  LADDER_CHECK(shares <= 1 + 1e-9, "tenant token shares sum to at most 1");
 }
 
 Scheduler::~Scheduler() {
-  for (auto& [id, seq] : seqs_) seq->blocks.release_all(pool_);
+  for (auto& [id, seq] : seqs_) kv_.remove(id);
 }
 
 Status Scheduler::validate(int64_t n_prompt, const StopCriteria& stop) const {
   if (n_prompt <= 0) return invalid_argument("the prompt has no tokens");
-  if (stop.max_tokens < 1)
-    return invalid_argument(fmt::format("max_tokens must be >= 1, got {}", stop.max_tokens));
-  if (n_prompt > config_.max_prompt_tokens) {
-    return out_of_range(fmt::format("the prompt has {} tokens; the limit is {} (context length {})", n_prompt,
-                                    config_.max_prompt_tokens, config_.context_length));
+  if (stop.max_tokens < 1) return invalid_argument(fmt::format("max_tokens must be >= 1, got {}", stop.max_tokens));
+  if (n_prompt >= config_.context_length) {
+    return out_of_range(fmt::format("the prompt has {} tokens; the context holds {} (one is needed for output)",
+                                    n_prompt, config_.context_length));
   }
   // The longest this sequence can grow; it must fit the pool alone, or it
   // would preempt itself forever.
   const int64_t max_len = std::min(n_prompt + stop.max_tokens, config_.context_length);
-  const int64_t need = blocks_for(max_len, pool_.block_size());
-  if (need > pool_.n_blocks()) {
-    return out_of_range(fmt::format("prompt + max_tokens ({} tokens) needs {} KV blocks; the pool has {}",
-                                    max_len, need, pool_.n_blocks()));
+  const int64_t need = (max_len + kv_.block_size() - 1) / kv_.block_size();
+  if (need > kv_.n_blocks()) {
+    return out_of_range(fmt::format("prompt + max_tokens ({} tokens) needs {} KV blocks; the pool has {}", max_len,
+                                    need, kv_.n_blocks()));
   }
   return Status::ok();
 }
@@ -71,7 +100,7 @@ Status Scheduler::add(RequestId id, std::span<const int32_t> prompt, const StopC
   seq->arrival = next_arrival_++;
   seq->tokens.assign(prompt.begin(), prompt.end());
   seq->n_prompt = n_prompt;
-  seq->ns_digest = ns_digest;
+  kv_.add(id, ns_digest);
   waiting_.push_back(seq.get());
   seqs_.emplace(id, std::move(seq));
   return Status::ok();
@@ -81,22 +110,9 @@ int64_t Scheduler::chunk_cap() const {
   return config_.max_chunk_tokens > 0 ? config_.max_chunk_tokens : config_.max_batch_tokens;
 }
 
-bool Scheduler::ensure_blocks(Sequence& seq, int64_t n_tokens) {
-  const int64_t need = blocks_for(n_tokens, pool_.block_size()) - static_cast<int64_t>(seq.blocks.size());
-  if (need <= 0) return true;
-  if (need > pool_.n_free()) return false;
-  for (int64_t i = 0; i < need; ++i) {
-    auto id = pool_.allocate();
-    LADDER_CHECK(id.has_value(), "the pool ran dry below its free count");
-    seq.blocks.append(*id);
-  }
-  return true;
-}
-
 void Scheduler::preempt(Sequence& seq) {
-  seq.blocks.release_all(pool_);
+  kv_.release(seq.id);
   seq.n_computed = 0;
-  seq.n_published = 0;
   seq.state = SequenceState::kWaiting;
   ++seq.n_preemptions;
   ++n_preemptions_;
@@ -104,89 +120,122 @@ void Scheduler::preempt(Sequence& seq) {
   waiting_.push_back(&seq);
 }
 
-void Scheduler::take_prefix_hits(Sequence& seq) {
-  if (cache_ == nullptr || !seq.blocks.empty()) return;
-  const int bs = pool_.block_size();
-  kv::PrefixCache::extend_keys(seq.ns_digest, seq.tokens, bs, seq.keys);
-  // Leave at least the last token to compute.
-  const auto max_blocks = static_cast<size_t>((static_cast<int64_t>(seq.tokens.size()) - 1) / bs);
-  for (kv::BlockId b : cache_->acquire(seq.keys, max_blocks)) seq.blocks.append(b);
-  seq.n_computed = static_cast<int64_t>(seq.blocks.size()) * bs;
-  seq.n_published = static_cast<int64_t>(seq.blocks.size());
-}
-
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
-  int64_t budget = config_.max_batch_tokens;
-
-  // One pass over running and waiting sequences merged in scheduling order.
-  // Everything scheduled before a sequence outranks it, so the lowest-ranked
-  // running sequence (running_.back(), kept sorted) is never one already
-  // scheduled unless it is the sequence itself.
   sort_in_order(running_);
   sort_in_order(waiting_);
+  // One pass over running and waiting sequences merged in scheduling order.
   std::vector<Sequence*> order;
   order.reserve(running_.size() + waiting_.size());
   std::merge(running_.begin(), running_.end(), waiting_.begin(), waiting_.end(), std::back_inserter(order),
              [](const Sequence* a, const Sequence* b) { return goes_before(*a, *b); });
-  std::vector<Sequence*> preempted_now;
+
+  // Holds: each reserved tenant's share, up to what its sequences can use:
+  // running ones, and waiting ones for which a running slot is free.
+  std::vector<int64_t> holds(config_.tenant_token_share.size(), 0);
+  if (!holds.empty()) {
+    std::vector<int64_t> demand(holds.size(), 0);
+    auto free_slots = static_cast<int64_t>(config_.max_running) - static_cast<int64_t>(running_.size());
+    for (const Sequence* s : order) {
+      if (s->state == SequenceState::kWaiting && free_slots-- <= 0) continue;
+      const auto t = static_cast<size_t>(s->scheduling.tenant);
+      if (t < demand.size()) demand[t] += std::min(s->n_uncomputed(), chunk_cap());
+    }
+    for (size_t t = 0; t < holds.size(); ++t) {
+      const auto share = static_cast<int64_t>(
+          std::floor(config_.tenant_token_share[t] * static_cast<double>(config_.max_batch_tokens)));
+      holds[t] = std::min(share, demand[t]);
+    }
+  }
+  Budget budget(config_.max_batch_tokens, std::move(holds));
+  std::vector<Sequence*> held_back;
+  bool admission_closed = false;
+  schedule_pass(order, budget, out, held_back, /*first_pass=*/true, admission_closed);
+  if (!held_back.empty() && budget.left() > 0) {
+    // What the holds kept back and no reserved tenant used goes to the rest.
+    budget.drop_holds();
+    std::vector<Sequence*> unused;
+    schedule_pass(held_back, budget, out, unused, /*first_pass=*/false, admission_closed);
+  }
+  out.n_tokens = config_.max_batch_tokens - budget.left();
+  return out;
+}
+
+void Scheduler::schedule_pass(const std::vector<Sequence*>& order, Budget& budget, SchedulerOutput& out,
+                              std::vector<Sequence*>& held_back, bool first_pass, bool& admission_closed) {
+  // In the first pass everything scheduled before a sequence outranks it, so
+  // the lowest-ranked running sequence (running_.back(), kept sorted) is
+  // never one already scheduled unless it is the sequence itself. The second
+  // pass (held-back sequences, after lower-ranked ones ran) must not preempt.
+  const bool may_preempt = first_pass;
+  auto scheduled = [&](const Sequence* s) {
+    return std::any_of(out.chunks.begin(), out.chunks.end(), [&](const ScheduledChunk& c) { return c.id == s->id; });
+  };
   auto preempt_lowest = [&] {
     Sequence& victim = *running_.back();
+    LADDER_CHECK(!scheduled(&victim), "a preemption victim was already scheduled this step");
     out.preempted.push_back(victim.id);
-    preempted_now.push_back(&victim);
     preempt(victim);
   };
-  auto was_preempted_now = [&](const Sequence* s) {
-    return std::find(preempted_now.begin(), preempted_now.end(), s) != preempted_now.end();
+  auto was_preempted = [&](const Sequence* s) {
+    return std::find(out.preempted.begin(), out.preempted.end(), s->id) != out.preempted.end();
   };
-  // Closed once a running sequence had to preempt for its own blocks (the
-  // freed blocks are not for newcomers) or a waiting one did not fit (no
-  // overtaking in line).
-  bool admission_closed = false;
-
+  // admission_closed: set once a running sequence had to preempt for its own
+  // blocks (the freed blocks are not for newcomers) or a waiting one did not
+  // fit (no overtaking in line); it stays closed in the second pass.
   for (Sequence* seq_ptr : order) {
-    if (budget <= 0) break;
+    if (budget.left() <= 0) break;
     Sequence& seq = *seq_ptr;
-    if (was_preempted_now(&seq)) continue;
+    if (was_preempted(&seq)) continue;
+    const int64_t allowed = std::min(budget.available(seq.scheduling.tenant), chunk_cap());
 
     if (seq.state == SequenceState::kRunning) {
-      const int64_t n = std::min({seq.n_uncomputed(), budget, chunk_cap()});
-      LADDER_CHECK(n > 0, "a running sequence has nothing to compute");
+      const int64_t n = std::min(seq.n_uncomputed(), allowed);
+      LADDER_CHECK(seq.n_uncomputed() > 0, "a running sequence has nothing to compute");
+      if (n <= 0) {
+        held_back.push_back(&seq);
+        continue;
+      }
       bool self_preempted = false;
-      while (!ensure_blocks(seq, seq.n_computed + n)) {
+      bool fits = kv_.allocate(seq.id, seq.n_computed + n);
+      while (!fits && may_preempt) {
         admission_closed = true;
         self_preempted = running_.back() == &seq;
         preempt_lowest();
         if (self_preempted) break;
+        fits = kv_.allocate(seq.id, seq.n_computed + n);
       }
       if (self_preempted) break;
-      out.chunks.push_back(
-          {seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
-      budget -= n;
+      if (!fits) continue;
+      out.chunks.push_back({seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
+      budget.take(seq.scheduling.tenant, n);
       continue;
     }
 
     if (admission_closed) continue;
+    if (allowed <= 0) {
+      held_back.push_back(&seq);
+      continue;
+    }
     // A newcomer may displace running sequences it outranks (lowest first)
     // for a running slot or for blocks; otherwise it waits.
-    auto can_displace = [&] { return !running_.empty() && goes_before(seq, *running_.back()); };
+    auto can_displace = [&] { return may_preempt && !running_.empty() && goes_before(seq, *running_.back()); };
     while (static_cast<int32_t>(running_.size()) >= config_.max_running && can_displace()) preempt_lowest();
     if (static_cast<int32_t>(running_.size()) >= config_.max_running) {
       admission_closed = true;
       continue;
     }
-    take_prefix_hits(seq);
-    const int64_t n = std::min({seq.n_uncomputed(), budget, chunk_cap()});
-    bool fits = ensure_blocks(seq, seq.n_computed + n);
+    seq.n_computed = kv_.acquire_prefix(seq.id, seq.tokens);
+    const int64_t n = std::min(seq.n_uncomputed(), allowed);
+    bool fits = kv_.allocate(seq.id, seq.n_computed + n);
     while (!fits && can_displace()) {
       preempt_lowest();
-      fits = ensure_blocks(seq, seq.n_computed + n);
+      fits = kv_.allocate(seq.id, seq.n_computed + n);
     }
     if (!fits) {
       // Hit blocks stay referenced only while the sequence runs.
-      seq.blocks.release_all(pool_);
+      kv_.release(seq.id);
       seq.n_computed = 0;
-      seq.n_published = 0;
       admission_closed = true;
       continue;
     }
@@ -197,35 +246,20 @@ SchedulerOutput Scheduler::schedule() {
     prefix_hit_tokens_ += seq.n_computed;
     seq.state = SequenceState::kRunning;
     std::erase(waiting_, &seq);
-    running_.insert(
-        std::upper_bound(running_.begin(), running_.end(), &seq,
-                         [](const Sequence* a, const Sequence* b) { return goes_before(*a, *b); }),
-        &seq);
-    out.chunks.push_back(
-        {seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
-    budget -= n;
+    running_.insert(std::upper_bound(running_.begin(), running_.end(), &seq,
+                                     [](const Sequence* a, const Sequence* b) { return goes_before(*a, *b); }),
+                    &seq);
+    out.chunks.push_back({seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
+    budget.take(seq.scheduling.tenant, n);
   }
-  out.n_tokens = config_.max_batch_tokens - budget;
-  return out;
-}
-
-void Scheduler::publish_full_blocks(Sequence& seq) {
-  if (cache_ == nullptr) return;
-  const int bs = pool_.block_size();
-  const int64_t n_full = seq.n_computed / bs;
-  if (n_full <= seq.n_published) return;
-  kv::PrefixCache::extend_keys(seq.ns_digest, std::span(seq.tokens).first(static_cast<size_t>(n_full) * bs),
-                               bs, seq.keys);
-  for (int64_t j = seq.n_published; j < n_full; ++j) {
-    cache_->insert(seq.keys[static_cast<size_t>(j)], seq.blocks[static_cast<size_t>(j)]);
-  }
-  seq.n_published = n_full;
 }
 
 std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput& output,
-                                                          std::span<const int32_t> sampled) {
+                                                          std::span<const int32_t> sampled,
+                                                          std::span<const bool> stopped) {
   LADDER_CHECK(static_cast<int64_t>(sampled.size()) == output.n_sampling(),
                "one sampled token per sampling chunk is required");
+  LADDER_CHECK(stopped.empty() || stopped.size() == sampled.size(), "one stop flag per sampled token");
   std::vector<SequenceUpdate> updates;
   size_t k = 0;
   for (const ScheduledChunk& chunk : output.chunks) {
@@ -234,13 +268,14 @@ std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput&
     Sequence& seq = *it->second;
     LADDER_CHECK(seq.n_computed == chunk.start_pos, "a chunk was applied twice or out of order");
     seq.n_computed += chunk.n_tokens;
-    publish_full_blocks(seq);
+    kv_.publish(seq.id, seq.tokens, seq.n_computed);
     if (!chunk.sample) continue;
 
+    const bool stopped_by_caller = !stopped.empty() && stopped[k];
     const int32_t token = sampled[k++];
     seq.tokens.push_back(token);
     FinishReason finish = FinishReason::kNone;
-    if (seq.stop.stop_token_ids.count(token) != 0) {
+    if (stopped_by_caller || seq.stop.stop_token_ids.count(token) != 0) {
       finish = FinishReason::kStop;
     } else if (seq.n_output() >= seq.stop.max_tokens ||
                static_cast<int64_t>(seq.tokens.size()) >= config_.context_length) {
@@ -256,7 +291,7 @@ void Scheduler::remove(RequestId id) {
   auto it = seqs_.find(id);
   LADDER_CHECK(it != seqs_.end(), "remove() of an unknown sequence");
   Sequence* seq = it->second.get();
-  seq->blocks.release_all(pool_);
+  kv_.remove(id);
   std::erase(running_, seq);
   std::erase(waiting_, seq);
   seqs_.erase(it);

@@ -1,8 +1,9 @@
 // Scheduler: pure logic, no threads, no model calls (vLLM v1 style).
 // schedule() decides which sequences get how many tokens this step under ONE
-// token budget covering decode tokens and prefill chunks, and allocates their
-// KV blocks; update_from_output() applies the sampled tokens and finishes
-// sequences.
+// token budget covering decode tokens and prefill chunks, and has the
+// KvCacheManager allocate their blocks; update_from_output() applies the
+// sampled tokens and finishes sequences. All KV bookkeeping (block tables,
+// prefix hits, publication) is the manager's; the scheduler only asks it.
 //
 // Policy, each step: one pass over running and waiting sequences merged in
 // scheduling order (higher priority, then earliest deadline, then arrival):
@@ -21,6 +22,14 @@
 //     this step (no overtaking in line).
 // Ranks form a total order and preemption only goes from higher to lower
 // rank, so sequences cannot preempt each other back and forth.
+//
+// Reservations in the batch: tenant t with token_share s_t > 0 has
+// floor(s_t * max_batch_tokens) tokens of every step held for it, up to what
+// its sequences can use this step. Other tenants' chunks never eat into a
+// hold that is not yet used, so a flood by one tenant cannot starve a
+// reserved tenant's prefill or decode. Holds that stay unused (a reserved
+// tenant's sequence could not be admitted) go back to the others in a second
+// pass, so the budget is never left idle for them.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +42,7 @@
 #include "engine/finish_reason.h"
 #include "engine/request.h"
 #include "engine/sequence.h"
-#include "kv/block_pool.h"
-#include "kv/prefix_cache.h"
+#include "kv/kv_cache_manager.h"
 
 namespace ladder::engine {
 
@@ -43,7 +51,9 @@ struct SchedulerConfig {
   int32_t max_running = 64;        // sequences in one step
   int64_t max_chunk_tokens = 0;    // per-sequence cap in one step; 0 = the budget
   int64_t context_length = 0;      // positions the model supports (> 1)
-  int64_t max_prompt_tokens = 0;   // 0 = context_length - 1
+  // [n_tenants] share of each step's token budget held for the tenant while
+  // it has work; empty or 0 = none. The shares sum to at most 1.
+  std::vector<double> tenant_token_share;
 };
 
 // One sequence's share of a step: evaluate tokens[start_pos, start_pos + n_tokens).
@@ -69,29 +79,31 @@ struct SequenceUpdate {
 
 class Scheduler {
  public:
-  // The pool (and cache, when given) must outlive the scheduler.
-  Scheduler(const SchedulerConfig& config, kv::BlockPool& pool, kv::PrefixCache* cache);
+  // The KV cache manager must outlive the scheduler.
+  Scheduler(const SchedulerConfig& config, kv::KvCacheManager& kv);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a sequence. Errors: an empty prompt or max_tokens < 1
-  // (kInvalidArgument), a prompt beyond max_prompt_tokens / the context or a
-  // sequence that could never fit the pool (kOutOfRange), a duplicate id.
+  // Queues a sequence. Errors: those of validate(), a duplicate id.
   Status add(RequestId id, std::span<const int32_t> prompt, const StopCriteria& stop,
              const SchedulingClass& scheduling, const kv::BlockKey& ns_digest);
 
-  // The bounds checks of add() alone, without queueing. Reads only immutable
-  // state, so another thread may call it (the engine's submit()).
+  // What the scheduler itself must refuse: an empty prompt or max_tokens < 1
+  // (kInvalidArgument), a prompt that leaves no room in the context or a
+  // sequence that could never fit the KV pool alone (kOutOfRange). Reads only
+  // immutable state, so another thread may call it.
   Status validate(int64_t n_prompt, const StopCriteria& stop) const;
 
   SchedulerOutput schedule();
 
-  // sampled: one token per chunk with sample == true, in chunk order. Returns
-  // one update per sampled token; finished sequences are removed and their
-  // blocks released (full ones stay in the prefix cache).
-  std::vector<SequenceUpdate> update_from_output(const SchedulerOutput& output,
-                                                 std::span<const int32_t> sampled);
+  // sampled: one token per chunk with sample == true, in chunk order.
+  // stopped (empty, or one flag per sampled token): the caller's own stop
+  // criteria (stop strings) ended that sequence with this token. Returns one
+  // update per sampled token; finished sequences are removed and their blocks
+  // released (full ones stay in the prefix cache).
+  std::vector<SequenceUpdate> update_from_output(const SchedulerOutput& output, std::span<const int32_t> sampled,
+                                                 std::span<const bool> stopped = {});
 
   // Removes a sequence and releases its blocks now. False when unknown.
   bool cancel(RequestId id);
@@ -102,23 +114,23 @@ class Scheduler {
   bool has_work() const { return !seqs_.empty(); }
   std::vector<RequestId> running_ids() const;
   std::vector<RequestId> waiting_ids() const;  // in scheduling order
+  std::span<const kv::BlockId> block_table(RequestId id) const { return kv_.block_table(id); }
 
   int64_t n_preemptions() const { return n_preemptions_; }
   int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
   const SchedulerConfig& config() const { return config_; }
 
  private:
-  // Allocates blocks so that seq holds positions [0, n_tokens); all or nothing.
-  bool ensure_blocks(Sequence& seq, int64_t n_tokens);
+  class Budget;
+  // One pass over `order`; sequences the holds kept out go to `held_back`.
+  void schedule_pass(const std::vector<Sequence*>& order, Budget& budget, SchedulerOutput& out,
+                     std::vector<Sequence*>& held_back, bool first_pass, bool& admission_closed);
   void preempt(Sequence& seq);
   void remove(RequestId id);
-  void take_prefix_hits(Sequence& seq);
-  void publish_full_blocks(Sequence& seq);
   int64_t chunk_cap() const;
 
   SchedulerConfig config_;
-  kv::BlockPool& pool_;
-  kv::PrefixCache* cache_;
+  kv::KvCacheManager& kv_;
   std::map<RequestId, std::unique_ptr<Sequence>> seqs_;
   std::vector<Sequence*> running_;
   std::vector<Sequence*> waiting_;

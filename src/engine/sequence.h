@@ -1,6 +1,6 @@
-// Sequence: the scheduler's view of one request — its tokens (prompt then
-// output), how many of them have KV in the cache, and its blocks. Sampling
-// state and streams belong to the engine, not here.
+// Sequence: the scheduler's view of one request -- its tokens (prompt then
+// output) and how many of them have KV written. Its blocks belong to the
+// KvCacheManager; sampling state and streams belong to the engine.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,6 @@
 
 #include "engine/request.h"
 #include "engine/request_id.h"
-#include "kv/block_key.h"
-#include "kv/block_table.h"
 
 namespace ladder::engine {
 
@@ -25,16 +23,8 @@ struct Sequence {
 
   std::vector<int32_t> tokens;  // [n_prompt + n_output]
   int64_t n_prompt = 0;
-  // Tokens [0, n_computed) have their K and V written in `blocks`.
+  // Tokens [0, n_computed) have their K and V written.
   int64_t n_computed = 0;
-  kv::BlockTable blocks;
-
-  // Prefix-cache chain: keys of the full blocks of `tokens` computed so far
-  // (kept across preemption: the tokens do not change), and how many of the
-  // table's blocks are published (hit blocks count as published).
-  kv::BlockKey ns_digest;
-  std::vector<kv::BlockKey> keys;
-  int64_t n_published = 0;
 
   int64_t prefix_hit_tokens = 0;  // on the first admission
   int32_t n_preemptions = 0;

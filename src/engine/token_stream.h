@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -29,6 +30,10 @@ struct StreamEvent {
   enum class Kind { kToken, kFinished } kind = Kind::kToken;
   // kToken: the sampled token and its logprobs (see Sampler for which).
   SampledToken token;
+  // The output text this event releases (valid UTF-8, stop strings cut;
+  // empty when the engine has no tokenizer or holds text back). On kFinished,
+  // whatever was held back.
+  std::string text;
   // kFinished: the last event of every stream.
   FinishReason finish = FinishReason::kNone;
   Status status;  // non-OK with kError

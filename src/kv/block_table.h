@@ -1,5 +1,6 @@
-// BlockTable: the blocks of one sequence in position order, append-only while
-// the sequence lives; block i holds positions [i * block_size, (i+1) * block_size).
+// BlockTable: the blocks of one sequence in position order, appended as it
+// grows and cut back only by truncation or release; block i holds positions
+// [i * block_size, (i+1) * block_size).
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,13 @@ class BlockTable {
 
   // Drops one reference on every block and empties the table (finish, cancel,
   // preemption).
-  void release_all(BlockPool& pool) {
-    for (BlockId id : blocks_) pool.release(id);
-    blocks_.clear();
+  void release_all(BlockPool& pool) { truncate(0, pool); }
+  // Keeps the first n blocks, dropping one reference on each of the rest in
+  // position order (the order they join the free list).
+  void truncate(size_t n, BlockPool& pool) {
+    if (n >= blocks_.size()) return;
+    for (size_t i = n; i < blocks_.size(); ++i) pool.release(blocks_[i]);
+    blocks_.resize(n);
   }
 
  private:

@@ -1,62 +1,42 @@
-// KvStorage: the bytes of the paged KV cache, all layers, allocated once.
-// Kept apart from the block metadata (BlockPool): a block id indexes the same
-// slot in every layer's K and V arrays. Produces one ops::PagedKvLayer per
-// layer for K and for V (the engine wraps them into model::KvBuffers).
+// KvStorage: where the bytes of the paged KV cache live, kept apart from the
+// block metadata (BlockPool, KvCacheManager). A block id indexes the same
+// slot in every layer's K and V. The model reads storage only through the
+// ops::PagedKv view, so any implementation that can hand out that view (one
+// arena in host memory today) plugs in behind the KvCacheManager.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "common/status.h"
-#include "common/tensor_type.h"
-#include "ops/attention.h"
+#include "kv/block_pool.h"
+#include "kv/kv_format.h"
+#include "ops/paged_kv.h"
 
 namespace ladder::kv {
 
-struct KvShape {
-  int n_layers = 0;
-  int n_kv_heads = 0;
-  int head_dim = 0;
-  int block_size = 16;
-  int32_t n_blocks = 0;
-  TensorType dtype = TensorType::kF32;  // kF32 or kF16
-};
-
 class KvStorage {
  public:
-  // Errors: a non-positive size, a dtype other than F32/F16, or a total that
-  // overflows / exceeds max_bytes.
-  static Result<std::unique_ptr<KvStorage>> create(const KvShape& shape, size_t max_bytes = SIZE_MAX);
+  virtual ~KvStorage() = default;
 
-  // Bytes of one block of one layer's K (or V): block_size x n_kv_heads x head_dim
-  // elements, ordered as ops::KvLayout says (K dim-major, V token-major).
-  static Result<size_t> block_bytes(const KvShape& shape);
-  // How many blocks fit in `bytes` for all layers, K and V (n_blocks ignored).
-  static Result<int32_t> blocks_that_fit(const KvShape& shape, size_t bytes);
+  virtual const KvShape& shape() const = 0;
+  // The model's view: [n_layers] paged K and V layers.
+  virtual const ops::PagedKv& layers() const = 0;
+  // Copies block `from` into block `to` in every layer, K and V (a forked
+  // sequence gets its own copy of a shared, partly filled block).
+  virtual void copy_block(BlockId from, BlockId to) = 0;
 
-  const KvShape& shape() const { return shape_; }
-  size_t total_bytes() const { return total_bytes_; }
-  // "f32-b16": part of every prefix-cache key, so blocks of one format are
-  // never read as another.
-  std::string format_name() const;
-
-  const std::vector<ops::PagedKvLayer>& k_layers() const { return k_; }  // [n_layers]
-  const std::vector<ops::PagedKvLayer>& v_layers() const { return v_; }  // [n_layers]
-
- private:
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const;
-  };
-  KvStorage() = default;
-  KvShape shape_;
-  size_t total_bytes_ = 0;
-  // [n_layers][2 (K, V)][n_blocks][block bytes]
-  std::unique_ptr<uint8_t, FreeDeleter> memory_;
-  std::vector<ops::PagedKvLayer> k_;
-  std::vector<ops::PagedKvLayer> v_;
+  std::string format_name() const { return kv_format_name(shape()); }
+  // Bytes of one block in all layers, K and V.
+  size_t block_bytes() const;
 };
+
+// All blocks in one aligned, zeroed allocation:
+//   [n_layers][K, V][n_blocks][block bytes].
+// Errors: a bad shape (validate_kv_shape), a total that overflows or exceeds
+// max_bytes (kOutOfRange), an allocation that fails (kResourceExhausted).
+Result<std::unique_ptr<KvStorage>> make_arena_storage(const KvShape& shape, size_t max_bytes = SIZE_MAX);
 
 }  // namespace ladder::kv

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "ops/attention.h"
+#include "ops/paged_kv.h"
 
 namespace ladder::model {
 
@@ -22,10 +22,7 @@ struct BatchSequence {
 };
 
 // Where the KV of every layer lives (the kv module's storage, or any other
-// paged layout). One entry per layer.
-struct KvBuffers {
-  std::vector<ops::PagedKvLayer> k;
-  std::vector<ops::PagedKvLayer> v;
-};
+// paged layout).
+using KvBuffers = ops::PagedKv;
 
 }  // namespace ladder::model

@@ -17,24 +17,32 @@ ApiError invalid_field(std::string param, std::string message) {
 }
 
 ApiError api_error_from_status(const Status& status, std::string param) {
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-      return {400, status.message(), "invalid_request_error", std::move(param), "invalid_value", 0};
-    case StatusCode::kOutOfRange:
-      return {400, status.message(), "invalid_request_error", std::move(param), "context_length_exceeded", 0};
-    case StatusCode::kResourceExhausted:
-      return rate_limited(status.message(), "resource_exhausted", 1);
-    case StatusCode::kFailedPrecondition:
-      return unavailable(status.message(), "unavailable");
-    case StatusCode::kNotFound:
-      return not_found_error(status.message());
-    case StatusCode::kUnauthenticated:
-      return unauthenticated(status.message());
-    case StatusCode::kUnimplemented:
-      return {400, status.message(), "invalid_request_error", std::move(param), "unsupported", 0};
-    default:
-      return {500, status.message(), "server_error", std::move(param), "internal_error", 0};
-  }
+  ApiError e = [&]() -> ApiError {
+    switch (status.code()) {
+      case StatusCode::kInvalidArgument:
+        return {400, status.message(), "invalid_request_error", "", "invalid_value", 0};
+      case StatusCode::kOutOfRange:
+        return {400, status.message(), "invalid_request_error", "", "context_length_exceeded", 0};
+      case StatusCode::kResourceExhausted:
+        return rate_limited(status.message(), "resource_exhausted", status.retry_after_s());
+      case StatusCode::kFailedPrecondition:
+        return unavailable(status.message(), "unavailable");
+      case StatusCode::kNotFound:
+        return not_found_error(status.message());
+      case StatusCode::kUnauthenticated:
+        return unauthenticated(status.message());
+      case StatusCode::kUnimplemented:
+        return {400, status.message(), "invalid_request_error", "", "unsupported", 0};
+      default:
+        return {500, status.message(), "server_error", "", "internal_error", 0};
+    }
+  }();
+  // The lower layer's own detail wins over the defaults.
+  if (!status.reason().empty()) e.code = status.reason();
+  e.param = !status.param().empty() ? status.param() : std::move(param);
+  if (e.http_status == 400 || e.http_status == 404 || e.http_status == 401) e.retry_after_s = 0;
+  if (status.retry_after_s() > 0) e.retry_after_s = status.retry_after_s();
+  return e;
 }
 
 ApiError not_found_error(std::string message, std::string code) {

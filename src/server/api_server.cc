@@ -3,35 +3,41 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <cerrno>
+#include <condition_variable>
 #include <filesystem>
-#include <map>
 #include <mutex>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <random>
 
 #include "common/build_info.h"
-#include "server/server_state.h"
+#include "model/model_bundle.h"
+#include "server/api_error.h"
+#include "server/exchange.h"
+#include "server/metrics.h"
+#include "server/openai_response.h"
+#include "server/request_builder.h"
+#include "server/stream_pump.h"
+#include "server/tenants.h"
+#include "server/work_queue.h"
+#include "tokenizer/chat/chat_template.h"
 
 namespace ladder::server {
 
 using nlohmann::json;
+using Clock = std::chrono::steady_clock;
 
 namespace {
+
+enum class ServerState { kLoading, kReady, kDraining, kStopped };
 
 const char* state_name(ServerState s) {
   switch (s) {
     case ServerState::kLoading: return "loading";
     case ServerState::kReady: return "ready";
-    case ServerState::kDraining: return "draining";
+    case ServerState::kDraining:
     case ServerState::kStopped: return "draining";
   }
   return "unknown";
-}
-
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
 HttpResponse json_response(int status, const json& doc) {
@@ -41,17 +47,6 @@ HttpResponse json_response(int status, const json& doc) {
   return r;
 }
 
-std::string random_id(const char* prefix) {
-  static std::atomic<uint64_t> counter{0};
-  static const uint64_t salt = std::random_device{}();
-  uint64_t v = salt ^ (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return std::string(prefix) + buf;
-}
-
-}  // namespace
-
 HttpResponse error_response(const ApiError& e) {
   HttpResponse r;
   r.status = e.http_status;
@@ -60,94 +55,195 @@ HttpResponse error_response(const ApiError& e) {
   return r;
 }
 
+std::string bearer_key(const HttpRequest& req) {
+  const std::string auth = req.header("authorization");
+  const std::string bearer = "Bearer ";
+  if (auth.size() <= bearer.size() || auth.compare(0, bearer.size(), bearer) != 0) return {};
+  return auth.substr(bearer.size());
+}
+
+// What a loaded model brings; immutable once built.
+struct Served {
+  model::ModelBundle bundle;
+  chat::ChatTemplate chat_template;
+  std::unique_ptr<StreamPump> pump;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<RequestBuilder> builder;
+};
+
+}  // namespace
+
+struct ApiServer::State {
+  ServeConfig config;
+  TenantRegistry tenants = TenantRegistry::anonymous();
+  ServerMetrics metrics;
+  std::atomic<ServerState> state{ServerState::kLoading};
+  std::unique_ptr<HttpServer> http;
+  std::unique_ptr<HttpServer> metrics_http;
+  std::unique_ptr<Served> served;  // set by load(), then read-only
+  std::atomic<Served*> ready{nullptr};
+  ExchangeServices services;
+  std::unique_ptr<WorkQueue> prepare;
+
+  // Requests accepted and not yet settled; the drain waits for them. The
+  // exchanges among them are owned here until they settle.
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  int64_t live = 0;
+  std::unordered_map<const Exchange*, std::shared_ptr<Exchange>> exchanges;
+  Clock::time_point drain_started;
+  bool grace_spent = false;
+  bool finished = false;
+
+  void handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch);
+  void handle_generate(ApiKind kind, HttpRequest req, std::shared_ptr<ResponseChannel> ch);
+  void prepare_and_start(ApiKind kind, const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
+  void reply_error(const std::shared_ptr<ResponseChannel>& ch, int tenant, const ApiError& e);
+  HttpResponse health() const;
+  HttpResponse models() const;
+  HttpResponse metrics_page(bool per_tenant) const;
+  json effective_config() const;
+  void add_live(int64_t n);
+  void check_drain();
+  void stop_all();
+};
+
 ApiServer::ApiServer(ServeConfig config) : state_(std::make_unique<State>()) { state_->config = std::move(config); }
 
 ApiServer::~ApiServer() {
   State& s = *state_;
+  // Exchanges left unsettled (a stop without a drain) go first: they refer
+  // to the engine and the pump.
+  {
+    std::lock_guard lock(s.mu);
+    s.exchanges.clear();
+  }
   if (s.http) {
     s.http->stop();
     s.http->wait();
   }
-  if (s.pump) s.pump->stop();
-  if (s.engine) s.engine->shutdown();
+  if (s.metrics_http) {
+    s.metrics_http->stop();
+    s.metrics_http->wait();
+  }
+  if (s.prepare) s.prepare->stop();
+  if (s.served) {
+    s.served->pump->stop();
+    s.served->engine->shutdown();
+  }
 }
 
 Status ApiServer::start() {
   State& s = *state_;
   if (!s.config.tenants_file.empty()) {
+    if (!s.config.api_key.empty()) return invalid_argument("--api-key and --tenants are exclusive");
     LADDER_ASSIGN_OR_RETURN(s.tenants, TenantRegistry::from_toml_file(s.config.tenants_file));
     spdlog::info("{} tenants from {}", s.tenants.size(), s.config.tenants_file);
+  } else if (!s.config.api_key.empty()) {
+    s.tenants = TenantRegistry::single_key(s.config.api_key);
+    spdlog::info("one tenant; requests must send 'Authorization: Bearer <the --api-key>'");
   } else {
-    spdlog::info("no --tenants file: serving one anonymous tenant, no API key required");
+    spdlog::info("no --tenants file or --api-key: serving one anonymous tenant, no API key required");
   }
-  std::vector<TenantBudget> budgets;
-  for (const auto& t : s.tenants.tenants()) {
-    budgets.push_back({t.reserved_share, t.max_concurrent, t.max_queued, t.priority});
-  }
-  AdmissionConfig ac;
-  ac.capacity = std::max(1, s.config.max_running);
-  ac.max_queue = std::max(0, s.config.max_queue);
-  ac.initial_service_ms = s.config.initial_service_ms;
-  s.admission = std::make_unique<AdmissionController>(ac, std::move(budgets));
+  if (!s.config.admin_key.empty()) s.tenants.add_admin_key(s.config.admin_key);
+  s.prepare = std::make_unique<WorkQueue>(s.config.prepare_threads, s.config.max_pending_prepare);
 
+  auto error_page = [](int status, const std::string& message) {
+    ApiError e{status, message, status >= 500 ? "server_error" : "invalid_request_error", "", "", 0};
+    e.code = status == 413 ? "payload_too_large" : status == 408 ? "request_timeout" : "bad_request";
+    if (status == 503) e.retry_after_s = 1;
+    return error_response(e);
+  };
   s.http = std::make_unique<HttpServer>(
       s.config.http, [&s](HttpRequest req, std::shared_ptr<ResponseChannel> ch) { s.handle(std::move(req), std::move(ch)); },
-      [](int status, const std::string& message) {
-        ApiError e{status, message, status >= 500 ? "server_error" : "invalid_request_error", "", "", 0};
-        e.code = status == 413 ? "payload_too_large" : status == 408 ? "request_timeout" : "bad_request";
-        if (status == 503) e.retry_after_s = 1;
-        return error_response(e);
-      });
+      error_page);
   LADDER_RETURN_IF_ERROR(s.http->start());
+  if (s.config.metrics_port) {
+    HttpServerConfig mc = s.config.http;
+    mc.host = s.config.metrics_host;
+    mc.port = *s.config.metrics_port;
+    s.metrics_http = std::make_unique<HttpServer>(
+        mc,
+        [&s](HttpRequest req, std::shared_ptr<ResponseChannel> ch) {
+          if (req.path() == "/metrics" && req.method == "GET") {
+            ch->respond(s.metrics_page(/*per_tenant=*/true));
+          } else {
+            ch->respond(error_response(not_found_error("the metrics listener serves only GET /metrics", "unknown_url")));
+          }
+        },
+        error_page);
+    LADDER_RETURN_IF_ERROR(s.metrics_http->start());
+  }
   s.http->on_shutdown_signal([this](int sig) {
     spdlog::info("signal {}: draining", sig);
     drain();
   });
-  s.http->every(std::chrono::milliseconds(20), [&s] {
-    s.expire_queued();
-    s.check_drain();
-  });
+  s.http->every(std::chrono::milliseconds(20), [&s] { s.check_drain(); });
+  spdlog::info("accepting connections on http://{}:{} while the model loads", s.config.http.host, s.http->port());
   return Status::ok();
 }
 
 uint16_t ApiServer::port() const { return state_->http->port(); }
+uint16_t ApiServer::metrics_port() const { return state_->metrics_http ? state_->metrics_http->port() : 0; }
 
 Status ApiServer::load() {
   State& s = *state_;
-  auto t0 = Clock::now();
-  LADDER_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(s.config.model_path));
-  s.file.emplace(std::move(file));
-  LADDER_ASSIGN_OR_RETURN(s.model, model::LlamaModel::load(*s.file));
-  LADDER_ASSIGN_OR_RETURN(s.tok, tokenizer::Tokenizer::from_gguf(*s.file));
-  LADDER_ASSIGN_OR_RETURN(auto tmpl, chat::chat_template_from_gguf(*s.file));
-  s.chat_template.emplace(std::move(tmpl));
-  engine::EngineConfig ec;
-  ec.n_kv_blocks = s.config.kv_blocks;
-  ec.kv_dtype = s.config.kv_dtype;
-  ec.n_threads = s.config.threads;
-  ec.scheduler.max_running = std::max(1, s.config.max_running);
-  ec.scheduler.max_batch_tokens = s.config.max_batch_tokens;
-  ec.max_requests = int64_t{s.config.max_running} + s.config.max_queue + 16;
-  ec.model_digest = s.file->digest();
-  ec.tokenizer_digest = s.tok->digest();
-  s.pump = std::make_unique<StreamPump>();
-  ec.on_step = [pump = s.pump.get()](const engine::StepReport&) { pump->wake(); };
-  LADDER_ASSIGN_OR_RETURN(s.engine, engine::Engine::create(*s.model, ec));
-  s.context_length = s.engine->context_length();
-  s.max_input = s.config.max_input_tokens > 0 ? std::min(s.config.max_input_tokens, s.context_length - 1)
-                                              : s.context_length - 1;
-  s.max_output = s.config.max_output_tokens > 0 ? std::min(s.config.max_output_tokens, s.context_length)
-                                                : s.context_length;
+  const auto t0 = Clock::now();
+  LADDER_ASSIGN_OR_RETURN(model::ModelBundle bundle, model::ModelBundle::load(s.config.model_path));
+  LADDER_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, chat::chat_template_from_gguf(*bundle.file));
+  auto served = std::unique_ptr<Served>(new Served{std::move(bundle), std::move(tmpl), nullptr, nullptr, nullptr});
+
+  engine::EngineConfig ec = s.config.engine;
+  ec.model_digest = served->bundle.file->digest();
+  ec.tokenizer_digest = served->bundle.tokenizer->digest();
+  ec.tokenizer = served->bundle.tokenizer.get();
+  ec.tenants.clear();
+  for (const auto& t : s.tenants.tenants()) {
+    ec.tenants.push_back({t.reserved_share, t.max_concurrent, t.max_queued, t.priority});
+  }
+  served->pump = std::make_unique<StreamPump>();
+  ec.on_step = [pump = served->pump.get()](const engine::StepReport&) { pump->wake(); };
+  LADDER_ASSIGN_OR_RETURN(served->engine, engine::Engine::create(*served->bundle.model, ec));
   if (s.config.served_model_name.empty()) {
     s.config.served_model_name = std::filesystem::path(s.config.model_path).stem().string();
   }
-  spdlog::info("model {} loaded in {:.0f} ms: context {}, {} KV blocks, {} running slots, queue {}",
-               s.config.served_model_name, ms_between(t0, Clock::now()), s.context_length, s.engine->n_kv_blocks(),
-               s.config.max_running, s.config.max_queue);
+  RequestBuilder::Model bm;
+  bm.tokenizer = served->bundle.tokenizer.get();
+  bm.chat_template = &served->chat_template;
+  bm.served_model_name = s.config.served_model_name;
+  bm.model_path = s.config.model_path;
+  bm.max_input_tokens = served->engine->max_input_tokens();
+  served->builder = std::make_unique<RequestBuilder>(bm);
+
+  s.services.engine = served->engine.get();
+  s.services.pump = served->pump.get();
+  s.services.metrics = &s.metrics;
+  s.services.tokenizer = served->bundle.tokenizer.get();
+  s.services.tenants = &s.tenants;
+  s.services.on_settled = [&s](const Exchange* x, const GenerationPlan& plan, const RequestRecord& rec) {
+    spdlog::info("{} {} {} tenant={} in={} out={} ttft_ms={:.1f} e2e_ms={:.1f} id={}{}",
+                 "POST", plan.kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions", rec.http_status,
+                 rec.tenant, rec.prompt_tokens, rec.completion_tokens, rec.ttft_s * 1000, rec.e2e_s * 1000,
+                 plan.meta.id, plan.user.empty() ? "" : " user=" + plan.user);
+    std::shared_ptr<Exchange> done;  // released outside the lock
+    std::lock_guard lock(s.mu);
+    auto it = s.exchanges.find(x);
+    if (it != s.exchanges.end()) {
+      done = std::move(it->second);
+      s.exchanges.erase(it);
+    }
+    s.live -= 1;
+  };
+  const engine::Engine& e = *served->engine;
+  spdlog::info("model {} loaded in {:.0f} ms: context {}, {} KV blocks ({}), {} running slots, queue {}",
+               s.config.served_model_name, std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+               e.context_length(), e.n_kv_blocks(), e.kv_format_name(), e.config().scheduler.max_running,
+               e.config().max_queue);
+  s.served = std::move(served);
+  s.ready = s.served.get();
   ServerState expected = ServerState::kLoading;
   if (!s.state.compare_exchange_strong(expected, ServerState::kReady)) {
-    // Drained while loading: check_drain() finds no jobs and stops.
-    spdlog::info("drain requested while loading");
+    spdlog::info("drain requested while loading");  // check_drain() finds nothing live and stops
   }
   return Status::ok();
 }
@@ -162,20 +258,25 @@ void ApiServer::drain() {
   }
   s.state = ServerState::kDraining;
   s.http->stop_accepting();
-  // Requests are only accepted once ready, so a server drained while loading
-  // has nothing to finish; load() sees the state and does not go ready.
 }
 
 void ApiServer::wait() {
   State& s = *state_;
   {
-    std::unique_lock lock(s.done_mu);
-    s.done_cv.wait(lock, [&] { return s.finished; });
+    std::unique_lock lock(s.mu);
+    s.cv.wait(lock, [&] { return s.finished; });
   }
   s.http->stop();
   s.http->wait();
-  if (s.pump) s.pump->stop();
-  if (s.engine) s.engine->shutdown();
+  if (s.metrics_http) {
+    s.metrics_http->stop();
+    s.metrics_http->wait();
+  }
+  s.prepare->stop();
+  if (s.served) {
+    s.served->pump->stop();
+    s.served->engine->shutdown();
+  }
 }
 
 // ---------------------------------------------------------------- routing
@@ -193,29 +294,94 @@ void ApiServer::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> 
   if (path == "/health") {
     if (only("GET")) ch->respond(health());
   } else if (path == "/metrics") {
-    if (only("GET")) ch->respond(metrics_page());
+    if (!only("GET")) return;
+    const std::string key = bearer_key(req);
+    ch->respond(metrics_page(!key.empty() && tenants.is_admin(key)));
   } else if (path == "/v1/models") {
     if (!only("GET")) return;
-    if (authenticate(req) < 0) {
-      record_rejection(-1, 401);
-      ch->respond(error_response(unauthenticated("missing or invalid API key: send 'Authorization: Bearer <key>'")));
+    if (tenants.authenticate(bearer_key(req)) < 0) {
+      reply_error(ch, -1, unauthenticated("missing or invalid API key: send 'Authorization: Bearer <key>'"));
       return;
     }
     ch->respond(models());
   } else if (path == "/v1/completions") {
-    if (only("POST")) handle_generate(ApiKind::kCompletion, req, std::move(ch));
+    if (only("POST")) handle_generate(ApiKind::kCompletion, std::move(req), std::move(ch));
   } else if (path == "/v1/chat/completions") {
-    if (only("POST")) handle_generate(ApiKind::kChat, req, std::move(ch));
+    if (only("POST")) handle_generate(ApiKind::kChat, std::move(req), std::move(ch));
   } else {
     ch->respond(error_response(not_found_error("no route " + req.method + " " + path, "unknown_url")));
   }
 }
 
+void ApiServer::State::reply_error(const std::shared_ptr<ResponseChannel>& ch, int tenant, const ApiError& e) {
+  RequestRecord rec;
+  rec.tenant = tenant >= 0 ? tenants.tenant(tenant).name : "unauthenticated";
+  rec.http_status = e.http_status;
+  rec.rejected_early = e.http_status == 429;
+  metrics.record(rec);
+  spdlog::info("error {} tenant={} code={}", e.http_status, rec.tenant, e.code);
+  ch->respond(error_response(e));
+}
+
+void ApiServer::State::handle_generate(ApiKind kind, HttpRequest req, std::shared_ptr<ResponseChannel> ch) {
+  const ServerState st = state.load();
+  if (st != ServerState::kReady) {
+    reply_error(ch, -1,
+                st == ServerState::kLoading ? unavailable("the model is still loading; retry shortly", "model_loading")
+                                            : unavailable("the server is shutting down", "server_draining"));
+    return;
+  }
+  const std::string key = bearer_key(req);
+  const int tenant = tenants.authenticate(key);
+  if (tenant < 0) {
+    reply_error(ch, -1,
+                unauthenticated(req.header("authorization").empty()
+                                    ? "missing API key: send 'Authorization: Bearer <key>'"
+                                    : "invalid API key"));
+    return;
+  }
+  // Templating and tokenizing happen on the prepare threads.
+  add_live(1);
+  auto task = [this, kind, tenant, ch, req = std::move(req)]() { prepare_and_start(kind, req, tenant, ch); };
+  if (!prepare->post(std::move(task))) {
+    add_live(-1);
+    reply_error(ch, tenant, unavailable("too many requests are waiting to be tokenized; retry shortly",
+                                        "server_overloaded"));
+  }
+}
+
+void ApiServer::State::prepare_and_start(ApiKind kind, const HttpRequest& req, int tenant,
+                                         std::shared_ptr<ResponseChannel> ch) {
+  Served* s = ready.load();
+  if (state.load() != ServerState::kReady || s == nullptr || ch->client_gone()) {
+    reply_error(ch, tenant, unavailable("the server is shutting down", "server_draining"));
+    add_live(-1);
+    return;
+  }
+  GenerationPlan plan;
+  if (auto err = s->builder->build(kind, req, tenant, tenants.tenant(tenant), &plan)) {
+    reply_error(ch, tenant, *err);
+    add_live(-1);
+    return;
+  }
+  auto x = std::make_shared<Exchange>(std::move(plan), std::move(ch), services);
+  {
+    std::lock_guard lock(mu);
+    exchanges.emplace(x.get(), x);
+  }
+  x->start();
+}
+
+void ApiServer::State::add_live(int64_t n) {
+  std::lock_guard lock(mu);
+  live += n;
+}
+
 HttpResponse ApiServer::State::health() const {
-  ServerState st = state.load();
+  const ServerState st = state.load();
   json doc = {{"status", state_name(st)}};
-  if (st == ServerState::kReady && engine) {
-    engine::EngineMetrics m = engine->metrics();
+  if (Served* s = ready.load(); s != nullptr && st == ServerState::kReady) {
+    const engine::EngineMetrics m = s->engine->metrics();
     doc["running"] = m.running;
     doc["kv_blocks_used"] = m.kv_blocks_used;
     doc["kv_blocks_free"] = m.kv_blocks_free;
@@ -223,39 +389,62 @@ HttpResponse ApiServer::State::health() const {
   return json_response(st == ServerState::kReady ? 200 : 503, doc);
 }
 
+json ApiServer::State::effective_config() const {
+  const engine::Engine& e = *ready.load()->engine;
+  const engine::EngineConfig& ec = e.config();
+  return {{"rung", 1},
+          {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
+          {"kv_format", e.kv_format_name()},
+          {"kv_block_size", ec.block_size},
+          {"kv_blocks", e.n_kv_blocks()},
+          {"prefix_caching", ec.prefix_caching},
+          {"max_batch_tokens", ec.scheduler.max_batch_tokens},
+          {"max_running", ec.scheduler.max_running},
+          {"max_chunk_tokens", ec.scheduler.max_chunk_tokens},
+          {"context_length", e.context_length()},
+          {"max_input_tokens", e.max_input_tokens()},
+          {"max_output_tokens", e.max_output_tokens()},
+          {"max_queue", ec.max_queue},
+          {"threads", ec.n_threads},
+          {"tenants", tenants.size()}};
+}
+
 HttpResponse ApiServer::State::models() const {
   json data = json::array();
-  if (model && engine) {
+  if (Served* s = ready.load()) {
     // What a measurement of this server must name to be reproducible: the
-    // exact weights and tokenizer, the KV format and the engine's revision.
-    const engine::EngineConfig& ec = engine->config();
+    // exact weights and tokenizer, every setting that can change output or
+    // latency, and the engine's revision.
+    const engine::EngineConfig& ec = s->engine->config();
     data.push_back({{"id", config.served_model_name},
                     {"object", "model"},
                     {"created", 0},
                     {"owned_by", "ladder"},
-                    {"max_model_len", context_length},
+                    {"max_model_len", s->engine->context_length()},
                     {"ladder",
                      {{"model_digest", ec.model_digest},
                       {"tokenizer_digest", ec.tokenizer_digest},
                       {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
                       {"kv_block_size", ec.block_size},
-                      {"kv_blocks", engine->n_kv_blocks()},
+                      {"kv_blocks", s->engine->n_kv_blocks()},
                       {"version", version()},
-                      {"revision", git_revision()}}}});
+                      {"revision", git_revision()},
+                      {"config", effective_config()}}}});
   }
   return json_response(200, {{"object", "list"}, {"data", data}});
 }
 
-HttpResponse ApiServer::State::metrics_page() const {
+HttpResponse ApiServer::State::metrics_page(bool per_tenant) const {
   GaugeSnapshot g;
   g.state = state_name(state.load());
   g.open_connections = http->open_connections();
   {
     std::lock_guard lock(mu);
-    g.admission_queue = admission->total_queued();
+    g.live_requests = live;
   }
-  if (engine) {
-    engine::EngineMetrics m = engine->metrics();
+  if (Served* s = ready.load()) {
+    const engine::EngineMetrics m = s->engine->metrics();
+    g.admission_queue = m.admission_queued;
     g.engine_waiting = m.queue_depth;
     g.running = m.running;
     g.kv_blocks_used = m.kv_blocks_used;
@@ -264,144 +453,43 @@ HttpResponse ApiServer::State::metrics_page() const {
   }
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  r.body = metrics.render(g);
+  r.body = metrics.render(g, per_tenant);
   return r;
 }
 
-int ApiServer::State::authenticate(const HttpRequest& req) const {
-  if (!tenants.requires_key()) return 0;
-  std::string auth = req.header("authorization");
-  const std::string bearer = "Bearer ";
-  if (auth.size() <= bearer.size() || auth.compare(0, bearer.size(), bearer) != 0) return -1;
-  return tenants.authenticate(std::string_view(auth).substr(bearer.size()));
+void ApiServer::State::check_drain() {
+  if (state.load() != ServerState::kDraining) return;
+  int64_t n_live = 0;
+  double elapsed_s = 0;
+  bool cancel_now = false;
+  {
+    std::lock_guard lock(mu);
+    n_live = live;
+    elapsed_s = std::chrono::duration<double>(Clock::now() - drain_started).count();
+    if (elapsed_s > config.drain_grace_s && !grace_spent) {
+      grace_spent = true;
+      cancel_now = n_live > 0;
+    }
+  }
+  if (cancel_now) {
+    spdlog::warn("drain grace of {:.0f} s spent: cancelling {} requests", config.drain_grace_s, n_live);
+    if (Served* s = ready.load()) s->engine->cancel_all();
+  }
+  // Cancelled requests end with an error event; give those (and slow
+  // readers) a bounded time to go out.
+  if (n_live > 0 && elapsed_s > config.drain_grace_s + 10) {
+    spdlog::warn("stopping with {} responses not delivered", n_live);
+    n_live = 0;
+  }
+  if (n_live == 0) stop_all();
 }
 
-void ApiServer::State::record_rejection(int tenant, int status) {
-  RequestRecord rec;
-  rec.tenant = tenant >= 0 ? tenants.tenant(tenant).name : "unauthenticated";
-  rec.http_status = status;
-  metrics.record(rec);
-}
-
-void ApiServer::State::handle_generate(ApiKind kind, HttpRequest& req, std::shared_ptr<ResponseChannel> ch) {
-  ServerState st = state.load();
-  if (st != ServerState::kReady) {
-    record_rejection(-1, 503);
-    ch->respond(error_response(st == ServerState::kLoading
-                                   ? unavailable("the model is still loading; retry shortly", "model_loading")
-                                   : unavailable("the server is shutting down", "server_draining")));
-    return;
-  }
-  auto job = std::make_shared<Job>();
-  job->kind = kind;
-  job->channel = ch;
-  job->arrival = req.received;
-  if (auto err = prepare(kind, req, *job)) {
-    record_rejection(job->tenant, err->http_status);
-    ch->respond(error_response(*err));
-    return;
-  }
-  admit(std::move(job));
-}
-
-std::optional<ApiError> ApiServer::State::prepare(ApiKind kind, HttpRequest& req, Job& job) {
-  job.tenant = authenticate(req);
-  if (job.tenant < 0) {
-    return unauthenticated(req.header("authorization").empty()
-                               ? "missing API key: send 'Authorization: Bearer <key>'"
-                               : "invalid API key");
-  }
-  const TenantConfig& tenant = tenants.tenant(job.tenant);
-
-  std::string prompt_text;
-  bool parse_special = false;
-  if (kind == ApiKind::kCompletion) {
-    CompletionRequest r;
-    if (auto err = parse_completion_request(req.body, &r)) return err;
-    job.options = std::move(r.options);
-    if (r.prompt_tokens) {
-      for (int32_t id : *r.prompt_tokens) {
-        if (id >= tok->n_vocab()) {
-          return invalid_field("prompt", "token id " + std::to_string(id) + " is outside the vocabulary of " +
-                                             std::to_string(tok->n_vocab()));
-        }
-      }
-      job.prompt = std::move(*r.prompt_tokens);
-    } else {
-      prompt_text = std::move(r.prompt);
-    }
-  } else {
-    ChatRequest r;
-    if (auto err = parse_chat_request(req.body, &r)) return err;
-    job.options = std::move(r.options);
-    chat::ChatRenderInput in;
-    for (const auto& m : r.messages) in.messages.push_back({{"role", m.role}, {"content", m.content}});
-    in.bos_token = tok->bos_text();
-    in.eos_token = tok->eos_text();
-    auto rendered = chat_template->render(in);
-    if (!rendered.is_ok()) return invalid_field("messages", "the chat template failed: " + rendered.status().message());
-    prompt_text = std::move(rendered).value();
-    parse_special = true;
-  }
-  const std::string& model_name = job.options.model;
-  if (!model_name.empty() && model_name != config.served_model_name && model_name != config.model_path) {
-    return not_found_error("the model '" + model_name + "' does not exist; this server serves '" +
-                               config.served_model_name + "'",
-                           "model_not_found");
-  }
-  if (job.prompt.empty()) {
-    bool add_bos = tok->add_bos_default() &&
-                   !(parse_special && !tok->bos_text().empty() && prompt_text.rfind(tok->bos_text(), 0) == 0);
-    job.prompt = tok->encode(prompt_text, add_bos, parse_special);
-  }
-  if (job.prompt.empty()) return invalid_field("prompt", "the prompt is empty");
-  auto n_prompt = static_cast<int64_t>(job.prompt.size());
-  if (n_prompt > max_input) {
-    ApiError e = invalid_field(kind == ApiKind::kChat ? "messages" : "prompt",
-                               "this server accepts at most " + std::to_string(max_input) +
-                                   " input tokens (the model's context is " + std::to_string(context_length) +
-                                   "); the prompt has " + std::to_string(n_prompt));
-    e.code = "context_length_exceeded";
-    return e;
-  }
-  if (job.options.max_tokens) {
-    if (*job.options.max_tokens > max_output) {
-      return invalid_field("max_tokens", "max_tokens is " + std::to_string(*job.options.max_tokens) +
-                                             "; this server allows at most " + std::to_string(max_output));
-    }
-    if (n_prompt + *job.options.max_tokens > context_length) {
-      ApiError e = invalid_field("max_tokens", "the model's context is " + std::to_string(context_length) +
-                                                   " tokens; the prompt has " + std::to_string(n_prompt) +
-                                                   " and max_tokens asks for " +
-                                                   std::to_string(*job.options.max_tokens) + " more");
-      e.code = "context_length_exceeded";
-      return e;
-    }
-    job.max_tokens = *job.options.max_tokens;
-  } else {
-    job.max_tokens = std::min(max_output, context_length - n_prompt);
-  }
-
-  std::string deadline = req.header("x-ladder-deadline-ms");
-  if (!deadline.empty()) {
-    char* end = nullptr;
-    errno = 0;
-    double ms = std::strtod(deadline.c_str(), &end);
-    if (end == deadline.c_str() || *end != '\0' || errno != 0 || !(ms > 0) || ms > 1e9) {
-      return invalid_field("x-ladder-deadline-ms", "header x-ladder-deadline-ms must be a positive number of ms");
-    }
-    job.deadline = job.arrival + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
-  } else if (tenant.slo.ttft_ms > 0) {
-    job.deadline = job.arrival + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double, std::milli>(tenant.slo.ttft_ms));
-  }
-  job.meta.kind = kind;
-  job.meta.id = random_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
-  job.meta.created = std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
-  job.meta.model = config.served_model_name;
-  job.text = std::make_unique<TextStream>(*tok, job.options.stop, job.options.logprobs);
-  return std::nullopt;
+void ApiServer::State::stop_all() {
+  if (state.exchange(ServerState::kStopped) == ServerState::kStopped) return;
+  spdlog::info("drained; stopping");
+  std::lock_guard lock(mu);
+  finished = true;
+  cv.notify_all();
 }
 
 }  // namespace ladder::server

@@ -1,11 +1,18 @@
-// ApiServer: the OpenAI-compatible front of one engine. Owns the model, the
-// engine, the tokenizer and chat template, tenants, admission and metrics,
-// and the HTTP server; `ladder serve` is a thin wrapper around it.
+// ApiServer: the OpenAI-compatible front of one engine. `ladder serve` is a
+// thin wrapper around it. The pieces it wires (each in its own file):
+//   HttpServer        HTTP/1.1 over Asio; delivery reported per response
+//   RequestBuilder    JSON -> an immutable GenerationPlan (template, tokens)
+//   Engine            admission, bounds, scheduling, the model (src/engine)
+//   Exchange          one request from plan to last byte; cancels on hang-up
+//   ResponseWriter    engine events -> SSE chunks or one JSON body
+//   ServerMetrics     /metrics (Prometheus), per tenant only for admins
 //
 // Life cycle: start() listens at once (/health says "loading", generation
 // gets 503), load() brings the model up ("ready"), drain() (SIGTERM) stops
-// accepting, lets admitted and queued requests finish within the grace
-// period, cancels the rest, and stops; wait() returns then.
+// accepting new requests, reports "draining" (503 on /health), waits until
+// every accepted response has been delivered -- or, after the grace period,
+// cancels what still runs and waits for those error endings to go out -- and
+// stops; wait() returns then.
 //
 // Ladder's additions to the OpenAI API:
 //   request header  x-ladder-deadline-ms: N   the first token is due N ms
@@ -15,37 +22,44 @@
 //                   deadline passes while it waits.
 //   request field   ignore_eos (vLLM's): generate max_tokens regardless.
 //   request fields  top_k, min_p, repetition_penalty (as vLLM takes them).
+//   request field   return_token_ids (vLLM's): choices carry token_ids.
+//   request field   chat_template_kwargs (vLLM's), add_generation_prompt.
 //   response field  "ladder": {tenant, queued_ms, ttft_ms, decode_ms, e2e_ms,
 //                   prompt_tokens, cached_tokens, preemptions}, also in the
 //                   final SSE chunk.
+//   chat responses  reasoning_content: the text between the template's
+//                   thinking markers (e.g. <think>...</think>).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
-#include "common/tensor_type.h"
+#include "engine/engine.h"
 #include "server/http_server.h"
 
 namespace ladder::server {
 
 struct ServeConfig {
   std::string model_path;
-  std::string served_model_name;    // default: the file name without .gguf
-  std::string tenants_file;         // empty: one anonymous tenant
+  std::string served_model_name;  // default: the file name without .gguf
+  std::string tenants_file;       // empty: one anonymous tenant (or --api-key's)
+  std::string api_key;            // one tenant with this key (no tenants file)
+  std::string admin_key;          // may read per-tenant /metrics
   HttpServerConfig http;
-  int64_t max_input_tokens = 0;     // 0: context - 1
-  int64_t max_output_tokens = 0;    // 0: context
-  int32_t max_queue = 256;          // requests waiting for admission
-  int32_t max_running = 64;         // admission capacity = engine's running sequences
-  int64_t max_batch_tokens = 512;   // engine step token budget
-  int32_t kv_blocks = 0;            // 0: as many as the engine's KV memory allows
-  TensorType kv_dtype = TensorType::kF16;
-  int threads = 0;                  // op threads; 0 = all cores
+  // A second listener that serves only /metrics, with per-tenant figures
+  // (for a private network). Unset: none.
+  std::optional<uint16_t> metrics_port;
+  std::string metrics_host = "127.0.0.1";
+  // The engine: KV cache, scheduler, request bounds, admission. The server
+  // fills in the model digests, tokenizer and tenants.
+  engine::EngineConfig engine;
+  int prepare_threads = 2;            // templating and tokenizing, off the io threads
+  size_t max_pending_prepare = 1024;  // requests waiting to be tokenized
   double drain_grace_s = 30;
-  double initial_service_ms = 1000; // admission's run-time estimate before measurements
 };
 
 class ApiServer {
@@ -59,7 +73,10 @@ class ApiServer {
   // that cannot be bound.
   Status start();
   uint16_t port() const;
-  // Loads the model, tokenizer, chat template and engine; then ready.
+  // The metrics listener's port (when configured).
+  uint16_t metrics_port() const;
+  // Loads the model (through ModelBundle, which checks the tokenizer against
+  // the model), the chat template and the engine; then ready.
   Status load();
   // Begins the drain (idempotent); SIGTERM and SIGINT call it.
   void drain();

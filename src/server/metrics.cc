@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 
 namespace ladder::server {
@@ -63,10 +65,11 @@ void ServerMetrics::record(const RequestRecord& r) {
   c.prompt_tokens += static_cast<uint64_t>(std::max<int64_t>(0, r.prompt_tokens));
   c.completion_tokens += static_cast<uint64_t>(std::max<int64_t>(0, r.completion_tokens));
   c.cached_tokens += static_cast<uint64_t>(std::max<int64_t>(0, r.cached_tokens));
-  if (r.verified) c.verified += 1;
+  if (r.finished) c.finished += 1;
+  if (r.rejected_early) c.rejected_early += 1;
   if (r.slo_met) {
     c.slo_met += 1;
-    c.goodput_tokens += static_cast<uint64_t>(std::max<int64_t>(0, r.completion_tokens));
+    c.slo_met_tokens += static_cast<uint64_t>(std::max<int64_t>(0, r.completion_tokens));
   }
   if (r.queued_s >= 0) queued_.observe(r.queued_s);
   if (r.ttft_s >= 0) ttft_.observe(r.ttft_s);
@@ -74,7 +77,55 @@ void ServerMetrics::record(const RequestRecord& r) {
   for (double gap : r.itl_s) itl_.observe(gap);
 }
 
-std::string ServerMetrics::render(const GaugeSnapshot& g) const {
+namespace {
+
+// The server process's CPU time (user + system), as Prometheus' standard
+// process_cpu_seconds_total has it: what `ladder replay` divides by verified
+// work to get the cost of a task.
+double process_cpu_seconds() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+}  // namespace
+
+void ServerMetrics::render_counters(const std::map<std::string, TenantCounters>& by_label, const char* label,
+                                    std::string& out) const {
+  auto labels = [&](const std::string& value, const std::string& more = "") {
+    std::string l = label == nullptr ? "" : fmt::format("{}=\"{}\"", label, escape_label(value));
+    if (!more.empty()) l += (l.empty() ? "" : ",") + more;
+    return l.empty() ? std::string() : "{" + l + "}";
+  };
+  auto counter = [&](const char* name, const char* help, auto field) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n", name, help);
+    for (const auto& [key, c] : by_label) out += fmt::format("{}{} {}\n", name, labels(key), field(c));
+  };
+  out += "# HELP ladder_requests_total Finished HTTP requests by status.\n# TYPE ladder_requests_total counter\n";
+  for (const auto& [key, c] : by_label) {
+    for (const auto& [status, n] : c.by_status) {
+      out += fmt::format("ladder_requests_total{} {}\n", labels(key, fmt::format("status=\"{}\"", status)), n);
+    }
+  }
+  counter("ladder_prompt_tokens_total", "Prompt tokens of served requests.",
+          [](const TenantCounters& c) { return c.prompt_tokens; });
+  counter("ladder_completion_tokens_total", "Output tokens of served requests.",
+          [](const TenantCounters& c) { return c.completion_tokens; });
+  counter("ladder_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache.",
+          [](const TenantCounters& c) { return c.cached_tokens; });
+  counter("ladder_finished_requests_total",
+          "Requests that finished (stop or length) and were delivered in full; not verified against a reference.",
+          [](const TenantCounters& c) { return c.finished; });
+  counter("ladder_slo_met_requests_total", "Finished requests that met every SLO of theirs.",
+          [](const TenantCounters& c) { return c.slo_met; });
+  counter("ladder_slo_met_tokens_total", "Output tokens of finished requests that met every SLO of theirs.",
+          [](const TenantCounters& c) { return c.slo_met_tokens; });
+  counter("ladder_rejected_early_total", "Requests refused with 429 before any token (admission said no).",
+          [](const TenantCounters& c) { return c.rejected_early; });
+}
+
+std::string ServerMetrics::render(const GaugeSnapshot& g, bool per_tenant) const {
   std::lock_guard lock(mu_);
   std::string out;
   out.reserve(8192);
@@ -91,36 +142,32 @@ std::string ServerMetrics::render(const GaugeSnapshot& g) const {
   gauge("ladder_kv_blocks_used", "KV cache blocks held by sequences.", g.kv_blocks_used);
   gauge("ladder_kv_blocks_free", "KV cache blocks free (including evictable cached ones).", g.kv_blocks_free);
   gauge("ladder_open_connections", "Open HTTP connections.", g.open_connections);
+  gauge("ladder_live_requests", "Accepted generation requests not yet answered in full.", g.live_requests);
   out += fmt::format("# HELP ladder_engine_prefix_cache_hit_tokens_total Prompt tokens served from the prefix "
                      "cache, all tenants.\n# TYPE ladder_engine_prefix_cache_hit_tokens_total counter\n"
                      "ladder_engine_prefix_cache_hit_tokens_total {}\n",
                      g.prefix_hit_tokens);
+  out += fmt::format("# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+                     "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total {}\n",
+                     fmt_double(process_cpu_seconds()));
 
-  auto per_tenant = [&](const char* name, const char* help, auto field) {
-    out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n", name, help);
-    for (const auto& [tenant, c] : tenants_) {
-      out += fmt::format("{}{{tenant=\"{}\"}} {}\n", name, escape_label(tenant), field(c));
+  if (per_tenant) {
+    render_counters(tenants_, "tenant", out);
+  } else {
+    // Without the right to see tenants: the same counters, summed.
+    TenantCounters all;
+    for (const auto& [name, c] : tenants_) {
+      for (const auto& [status, n] : c.by_status) all.by_status[status] += n;
+      all.prompt_tokens += c.prompt_tokens;
+      all.completion_tokens += c.completion_tokens;
+      all.cached_tokens += c.cached_tokens;
+      all.finished += c.finished;
+      all.slo_met += c.slo_met;
+      all.slo_met_tokens += c.slo_met_tokens;
+      all.rejected_early += c.rejected_early;
     }
-  };
-  out += "# HELP ladder_requests_total Finished HTTP requests by tenant and status.\n"
-         "# TYPE ladder_requests_total counter\n";
-  for (const auto& [tenant, c] : tenants_) {
-    for (const auto& [status, n] : c.by_status) {
-      out += fmt::format("ladder_requests_total{{tenant=\"{}\",status=\"{}\"}} {}\n", escape_label(tenant), status, n);
-    }
+    render_counters({{"", all}}, nullptr, out);
   }
-  per_tenant("ladder_prompt_tokens_total", "Prompt tokens of served requests.",
-             [](const TenantCounters& c) { return c.prompt_tokens; });
-  per_tenant("ladder_completion_tokens_total", "Output tokens of served requests.",
-             [](const TenantCounters& c) { return c.completion_tokens; });
-  per_tenant("ladder_prefix_cache_hit_tokens_total", "Prompt tokens served from the tenant's prefix cache.",
-             [](const TenantCounters& c) { return c.cached_tokens; });
-  per_tenant("ladder_verified_requests_total", "Requests finished without error.",
-             [](const TenantCounters& c) { return c.verified; });
-  per_tenant("ladder_goodput_requests_total", "Verified requests that met every SLO of theirs.",
-             [](const TenantCounters& c) { return c.slo_met; });
-  per_tenant("ladder_goodput_tokens_total", "Output tokens of requests counted in goodput.",
-             [](const TenantCounters& c) { return c.goodput_tokens; });
 
   auto histogram = [&](const char* name, const char* help, const Histogram& h) {
     out += fmt::format("# HELP {0} {1}\n# TYPE {0} histogram\n", name, help);

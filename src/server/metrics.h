@@ -31,13 +31,14 @@ class Histogram {
 
 // Live state owned by others, read at scrape time.
 struct GaugeSnapshot {
-  int64_t admission_queue = 0;   // waiting for a slot (admission)
+  int64_t admission_queue = 0;   // waiting for a running slot (engine admission)
   int64_t engine_waiting = 0;    // admitted, waiting in the engine scheduler
   int64_t running = 0;           // sequences running in the engine
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_free = 0;
   int64_t prefix_hit_tokens = 0; // engine-wide, all tenants
   int64_t open_connections = 0;
+  int64_t live_requests = 0;     // accepted generation requests not yet settled
   std::string state;             // loading, ready, draining
 };
 
@@ -52,15 +53,20 @@ struct RequestRecord {
   double ttft_s = -1;
   double e2e_s = -1;
   std::vector<double> itl_s;  // gaps between successive output tokens
-  bool verified = false;      // finished without error (stop or length)
-  bool slo_met = false;       // verified and inside every SLO it had
+  // Finished (stop or length) and delivered in full. The server cannot
+  // verify output against a reference; `ladder replay` does.
+  bool finished = false;
+  bool slo_met = false;         // finished and inside every SLO it had
+  bool rejected_early = false;  // a 429 before any token: admission said no
 };
 
 class ServerMetrics {
  public:
   ServerMetrics();
   void record(const RequestRecord& r);
-  std::string render(const GaugeSnapshot& gauges) const;
+  // per_tenant: include the tenant-labelled series (tenant names are private:
+  // only for an admin or a separate metrics listener).
+  std::string render(const GaugeSnapshot& gauges, bool per_tenant) const;
 
  private:
   struct TenantCounters {
@@ -68,10 +74,13 @@ class ServerMetrics {
     uint64_t prompt_tokens = 0;
     uint64_t completion_tokens = 0;
     uint64_t cached_tokens = 0;
-    uint64_t verified = 0;
+    uint64_t finished = 0;
     uint64_t slo_met = 0;
-    uint64_t goodput_tokens = 0;
+    uint64_t slo_met_tokens = 0;
+    uint64_t rejected_early = 0;
   };
+  void render_counters(const std::map<std::string, TenantCounters>& by_label, const char* label,
+                       std::string& out) const;
   mutable std::mutex mu_;
   std::map<std::string, TenantCounters> tenants_;
   Histogram queued_;

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <limits>
-#include <nlohmann/json.hpp>
+#include <set>
+
+#include "engine/stop_criteria.h"
 
 namespace ladder::server {
 
@@ -24,126 +26,154 @@ std::optional<ApiError> parse_body(std::string_view body, json* doc) {
   return std::nullopt;
 }
 
-// Field readers: absent or null leaves *out unchanged.
-std::optional<ApiError> read_float(const json& doc, const char* key, double lo, double hi, float* out) {
-  auto it = doc.find(key);
-  if (it == doc.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number()) return invalid_field(key, std::string("'") + key + "' must be a number");
-  double v = it->get<double>();
-  if (!std::isfinite(v) || v < lo || v > hi) {
-    return invalid_field(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
-                                  std::to_string(hi) + "], got " + it->dump());
-  }
-  *out = static_cast<float>(v);
-  return std::nullopt;
-}
-
-std::optional<ApiError> read_int(const json& doc, const char* key, int64_t lo, int64_t hi, int64_t* out) {
-  auto it = doc.find(key);
-  if (it == doc.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number_integer()) return invalid_field(key, std::string("'") + key + "' must be an integer");
-  int64_t v = 0;
-  if (it->is_number_unsigned()) {
-    uint64_t u = it->get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return invalid_field(key, std::string("'") + key + "' is out of range, got " + it->dump());
-    }
-    v = static_cast<int64_t>(u);
-  } else {
-    v = it->get<int64_t>();
-  }
-  if (v < lo || v > hi) {
-    return invalid_field(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
-                                  std::to_string(hi) + "], got " + std::to_string(v));
-  }
-  *out = v;
-  return std::nullopt;
-}
-
-std::optional<ApiError> read_bool(const json& doc, const char* key, bool* out) {
-  auto it = doc.find(key);
-  if (it == doc.end() || it->is_null()) return std::nullopt;
-  if (!it->is_boolean()) return invalid_field(key, std::string("'") + key + "' must be a boolean");
-  *out = it->get<bool>();
-  return std::nullopt;
-}
-
-std::optional<ApiError> read_string(const json& doc, const char* key, std::string* out) {
-  auto it = doc.find(key);
-  if (it == doc.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) return invalid_field(key, std::string("'") + key + "' must be a string");
-  *out = it->get<std::string>();
-  return std::nullopt;
-}
-
-#define LADDER_API_TRY(expr)                 \
-  do {                                       \
-    if (auto _err = (expr)) return _err;     \
+#define LADDER_API_TRY(expr)             \
+  do {                                   \
+    if (auto _err = (expr)) return _err; \
   } while (0)
+
+// Reads the fields of one JSON object and remembers which keys were read, so
+// that whatever is left can be refused by name. Absent or null fields leave
+// *out unchanged.
+class Fields {
+ public:
+  explicit Fields(const json& doc) : doc_(doc) {}
+
+  const json* find(const char* key) {
+    read_.insert(key);
+    auto it = doc_.find(key);
+    return it == doc_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  std::optional<ApiError> number(const char* key, double lo, double hi, float* out) {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number()) return invalid_field(key, std::string("'") + key + "' must be a number");
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi) {
+      return invalid_field(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
+                                    std::to_string(hi) + "], got " + v->dump());
+    }
+    *out = static_cast<float>(d);
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> integer(const char* key, int64_t lo, int64_t hi, int64_t* out) {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number_integer()) return invalid_field(key, std::string("'") + key + "' must be an integer");
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return invalid_field(key, std::string("'") + key + "' is out of range, got " + v->dump());
+    }
+    const int64_t i = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
+    if (i < lo || i > hi) {
+      return invalid_field(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
+                                    std::to_string(hi) + "], got " + std::to_string(i));
+    }
+    *out = i;
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> boolean(const char* key, bool* out) {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_boolean()) return invalid_field(key, std::string("'") + key + "' must be a boolean");
+    *out = v->get<bool>();
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> string(const char* key, std::string* out) {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string()) return invalid_field(key, std::string("'") + key + "' must be a string");
+    *out = v->get<std::string>();
+    return std::nullopt;
+  }
+
+  // A key that is accepted only with its neutral value (false, null, a
+  // listed string): anything else names what Ladder does not do.
+  std::optional<ApiError> only_false(const char* key, const std::string& why) {
+    bool v = false;
+    LADDER_API_TRY(boolean(key, &v));
+    if (v) return invalid_field(key, why);
+    return std::nullopt;
+  }
+  std::optional<ApiError> refused(const char* key, const std::string& why) {
+    if (find(key) != nullptr) return invalid_field(key, why);
+    return std::nullopt;
+  }
+
+  // The first key of the object that nothing read.
+  std::optional<ApiError> leftovers(const std::string& where) const {
+    for (auto it = doc_.begin(); it != doc_.end(); ++it) {
+      if (read_.count(it.key()) == 0) {
+        const std::string name = where.empty() ? it.key() : where + "." + it.key();
+        return ApiError{400, "unsupported parameter '" + name + "': Ladder does not honour it", "invalid_request_error",
+                        name, "unsupported_parameter", 0};
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const json& doc_;
+  std::set<std::string, std::less<>> read_;
+};
 
 // Fields common to both endpoints. `chat` selects the chat form of logprobs
 // (a boolean plus top_logprobs) over the completions form (an integer).
-std::optional<ApiError> parse_options(const json& doc, bool chat, GenerationOptions* o) {
-  LADDER_API_TRY(read_string(doc, "model", &o->model));
-  LADDER_API_TRY(read_string(doc, "user", &o->user));
+std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o) {
+  LADDER_API_TRY(f.string("model", &o->model));
+  LADDER_API_TRY(f.string("user", &o->user));
+  LADDER_API_TRY(f.string("safety_identifier", &o->user));
   int64_t n = 1;
-  LADDER_API_TRY(read_int(doc, "n", 1, std::numeric_limits<int64_t>::max(), &n));
+  LADDER_API_TRY(f.integer("n", 1, std::numeric_limits<int64_t>::max(), &n));
   if (n != 1) return invalid_field("n", "only n = 1 is supported; send separate requests for more choices");
-  int64_t best_of = 1;
-  LADDER_API_TRY(read_int(doc, "best_of", 1, std::numeric_limits<int64_t>::max(), &best_of));
-  if (best_of != 1) return invalid_field("best_of", "only best_of = 1 is supported");
-  bool echo = false;
-  LADDER_API_TRY(read_bool(doc, "echo", &echo));
-  if (echo) return invalid_field("echo", "echo is not supported");
-  if (auto it = doc.find("suffix"); it != doc.end() && !it->is_null()) {
-    return invalid_field("suffix", "suffix (insertion) is not supported");
-  }
 
   const int64_t kMaxTokensCap = 1 << 30;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     int64_t v = -1;
-    LADDER_API_TRY(read_int(doc, key, 1, kMaxTokensCap, &v));
+    LADDER_API_TRY(f.integer(key, 1, kMaxTokensCap, &v));
     if (v >= 1) o->max_tokens = v;
   }
   engine::SamplingParams& s = o->sampling;
-  LADDER_API_TRY(read_float(doc, "temperature", 0.0, 2.0, &s.temperature));
-  LADDER_API_TRY(read_float(doc, "top_p", 0.0, 1.0, &s.top_p));
+  LADDER_API_TRY(f.number("temperature", 0.0, 2.0, &s.temperature));
+  LADDER_API_TRY(f.number("top_p", 0.0, 1.0, &s.top_p));
   if (s.top_p <= 0.0f) return invalid_field("top_p", "'top_p' must be in (0, 1]");
   int64_t top_k = 0;
-  LADDER_API_TRY(read_int(doc, "top_k", -1, 1 << 20, &top_k));
+  LADDER_API_TRY(f.integer("top_k", -1, 1 << 20, &top_k));
   s.top_k = top_k < 0 ? 0 : static_cast<int32_t>(top_k);  // -1 = off, as in vLLM
-  LADDER_API_TRY(read_float(doc, "min_p", 0.0, 1.0, &s.min_p));
-  LADDER_API_TRY(read_float(doc, "presence_penalty", -2.0, 2.0, &s.presence_penalty));
-  LADDER_API_TRY(read_float(doc, "frequency_penalty", -2.0, 2.0, &s.frequency_penalty));
-  LADDER_API_TRY(read_float(doc, "repetition_penalty", 0.01, 100.0, &s.repetition_penalty));
-  if (auto it = doc.find("seed"); it != doc.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return invalid_field("seed", "'seed' must be an integer");
-    s.seed = it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(it->get<int64_t>());
+  LADDER_API_TRY(f.number("min_p", 0.0, 1.0, &s.min_p));
+  LADDER_API_TRY(f.number("presence_penalty", -2.0, 2.0, &s.presence_penalty));
+  LADDER_API_TRY(f.number("frequency_penalty", -2.0, 2.0, &s.frequency_penalty));
+  LADDER_API_TRY(f.number("repetition_penalty", 0.01, 100.0, &s.repetition_penalty));
+  if (const json* seed = f.find("seed")) {
+    if (!seed->is_number_integer()) return invalid_field("seed", "'seed' must be an integer");
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
   }
 
   if (chat) {
-    LADDER_API_TRY(read_bool(doc, "logprobs", &o->logprobs));
+    LADDER_API_TRY(f.boolean("logprobs", &o->logprobs));
     int64_t top = 0;
-    LADDER_API_TRY(read_int(doc, "top_logprobs", 0, engine::kMaxTopLogprobs, &top));
+    LADDER_API_TRY(f.integer("top_logprobs", 0, engine::kMaxTopLogprobs, &top));
     if (top > 0 && !o->logprobs) return invalid_field("top_logprobs", "'top_logprobs' needs 'logprobs': true");
     s.top_logprobs = static_cast<int32_t>(top);
   } else {
     int64_t top = -1;
-    LADDER_API_TRY(read_int(doc, "logprobs", 0, engine::kMaxTopLogprobs, &top));
+    LADDER_API_TRY(f.integer("logprobs", 0, engine::kMaxTopLogprobs, &top));
     if (top >= 0) {
       o->logprobs = true;
       s.top_logprobs = static_cast<int32_t>(top);
     }
   }
 
-  if (auto it = doc.find("stop"); it != doc.end() && !it->is_null()) {
-    if (it->is_string()) {
-      o->stop.push_back(it->get<std::string>());
-    } else if (it->is_array()) {
-      if (it->size() > kMaxStopStrings) {
-        return invalid_field("stop", "at most " + std::to_string(kMaxStopStrings) + " stop strings are allowed");
+  if (const json* stop = f.find("stop")) {
+    if (stop->is_string()) {
+      o->stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      if (stop->size() > engine::kMaxStopStrings) {
+        return invalid_field("stop", "at most " + std::to_string(engine::kMaxStopStrings) + " stop strings are allowed");
       }
-      for (const auto& e : *it) {
+      for (const auto& e : *stop) {
         if (!e.is_string()) return invalid_field("stop", "'stop' must be a string or a list of strings");
         o->stop.push_back(e.get<std::string>());
       }
@@ -152,24 +182,98 @@ std::optional<ApiError> parse_options(const json& doc, bool chat, GenerationOpti
     }
     for (const auto& st : o->stop) {
       if (st.empty()) return invalid_field("stop", "stop strings must not be empty");
-      if (st.size() > kMaxStopLength) {
-        return invalid_field("stop", "stop strings are limited to " + std::to_string(kMaxStopLength) + " bytes");
+      if (st.size() > engine::kMaxStopStringBytes) {
+        return invalid_field("stop",
+                             "stop strings are limited to " + std::to_string(engine::kMaxStopStringBytes) + " bytes");
       }
     }
   }
 
-  LADDER_API_TRY(read_bool(doc, "ignore_eos", &o->ignore_eos));
-  LADDER_API_TRY(read_bool(doc, "stream", &o->stream));
-  if (auto it = doc.find("stream_options"); it != doc.end() && !it->is_null()) {
-    if (!it->is_object()) return invalid_field("stream_options", "'stream_options' must be an object");
+  LADDER_API_TRY(f.boolean("ignore_eos", &o->ignore_eos));
+  LADDER_API_TRY(f.boolean("return_token_ids", &o->return_token_ids));
+  LADDER_API_TRY(f.boolean("stream", &o->stream));
+  if (const json* so = f.find("stream_options")) {
+    if (!so->is_object()) return invalid_field("stream_options", "'stream_options' must be an object");
     if (!o->stream) return invalid_field("stream_options", "'stream_options' is only allowed with 'stream': true");
-    if (auto e = read_bool(*it, "include_usage", &o->include_usage)) {
+    Fields sf(*so);
+    if (auto e = sf.boolean("include_usage", &o->include_usage)) {
       e->param = "stream_options.include_usage";
       return e;
     }
+    LADDER_API_TRY(sf.leftovers("stream_options"));
+  }
+  // Accepted because Ladder does exactly what they ask: nothing is stored,
+  // prefixes are cached per tenant automatically, and one tier serves all.
+  LADDER_API_TRY(f.only_false("store", "Ladder does not store completions; 'store' must be false or absent"));
+  LADDER_API_TRY(f.refused("metadata", "'metadata' is only used with stored completions, which Ladder does not keep"));
+  if (const json* tier = f.find("service_tier")) {
+    if (!tier->is_string() || (*tier != "auto" && *tier != "default")) {
+      return invalid_field("service_tier", "Ladder serves one tier: 'service_tier' must be 'auto' or 'default'");
+    }
+  }
+  if (const json* key = f.find("prompt_cache_key"); key != nullptr && !key->is_string()) {
+    return invalid_field("prompt_cache_key", "'prompt_cache_key' must be a string");
   }
   if (Status st = s.validate(); !st.is_ok()) return invalid_field("", st.message());
   return std::nullopt;
+}
+
+// Keys the OpenAI API defines that Ladder does not honour yet: refused with
+// the reason, before the generic "unsupported parameter".
+std::optional<ApiError> refuse_unsupported(Fields& f, bool chat) {
+  LADDER_API_TRY(f.refused("logit_bias", "'logit_bias' is not supported"));
+  if (chat) {
+    LADDER_API_TRY(f.refused("response_format", "'response_format' is not supported"));
+    LADDER_API_TRY(f.refused("tools", "'tools' is not supported"));
+    LADDER_API_TRY(f.refused("tool_choice", "'tool_choice' is not supported"));
+    LADDER_API_TRY(f.refused("parallel_tool_calls", "'parallel_tool_calls' needs 'tools', which is not supported"));
+    LADDER_API_TRY(f.refused("functions", "'functions' is deprecated and not supported; use 'tools'"));
+    LADDER_API_TRY(f.refused("function_call", "'function_call' is deprecated and not supported; use 'tool_choice'"));
+    LADDER_API_TRY(f.refused("audio", "audio output is not supported"));
+    if (const json* m = f.find("modalities")) {
+      if (!(m->is_array() && m->size() == 1 && (*m)[0] == "text")) {
+        return invalid_field("modalities", "Ladder produces text only: 'modalities' must be [\"text\"]");
+      }
+    }
+    LADDER_API_TRY(f.refused("prediction", "predicted outputs are not supported"));
+    LADDER_API_TRY(f.refused("reasoning_effort", "'reasoning_effort' is not supported; use chat_template_kwargs "
+                                                 "where the model's template takes a reasoning switch"));
+    LADDER_API_TRY(f.refused("verbosity", "'verbosity' is not supported"));
+    LADDER_API_TRY(f.refused("web_search_options", "web search is not supported"));
+  } else {
+    LADDER_API_TRY(f.only_false("echo", "echo is not supported"));
+    LADDER_API_TRY(f.refused("suffix", "suffix (insertion) is not supported"));
+    int64_t best_of = 1;
+    LADDER_API_TRY(f.integer("best_of", 1, std::numeric_limits<int64_t>::max(), &best_of));
+    if (best_of != 1) return invalid_field("best_of", "only best_of = 1 is supported");
+  }
+  return std::nullopt;
+}
+
+// A message's content as the template sees it: a string, text parts joined,
+// or null (an assistant message that only calls tools).
+std::optional<ApiError> read_content(const json& m, const std::string& where, nlohmann::ordered_json* out) {
+  auto content = m.find("content");
+  if (content == m.end() || content->is_null()) {
+    *out = nullptr;
+    return std::nullopt;
+  }
+  if (content->is_string()) {
+    *out = content->get<std::string>();
+    return std::nullopt;
+  }
+  if (content->is_array()) {
+    std::string text;
+    for (const auto& part : *content) {
+      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+        return invalid_field(where + ".content", "only text content parts are supported");
+      }
+      text += part["text"].get<std::string>();
+    }
+    *out = std::move(text);
+    return std::nullopt;
+  }
+  return invalid_field(where + ".content", where + ".content must be a string or a list of text parts");
 }
 
 }  // namespace
@@ -177,15 +281,16 @@ std::optional<ApiError> parse_options(const json& doc, bool chat, GenerationOpti
 std::optional<ApiError> parse_completion_request(std::string_view body, CompletionRequest* out) {
   json doc;
   LADDER_API_TRY(parse_body(body, &doc));
-  auto it = doc.find("prompt");
-  if (it == doc.end() || it->is_null()) return invalid_field("prompt", "'prompt' is required");
-  if (it->is_string()) {
-    out->prompt = it->get<std::string>();
-  } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
-    out->prompt = (*it)[0].get<std::string>();
-  } else if (it->is_array() && !it->empty() && (*it)[0].is_number()) {
+  Fields f(doc);
+  const json* prompt = f.find("prompt");
+  if (prompt == nullptr) return invalid_field("prompt", "'prompt' is required");
+  if (prompt->is_string()) {
+    out->prompt = prompt->get<std::string>();
+  } else if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) {
+    out->prompt = (*prompt)[0].get<std::string>();
+  } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
     std::vector<int32_t> ids;
-    for (const auto& e : *it) {
+    for (const auto& e : *prompt) {
       if (!e.is_number_integer()) return invalid_field("prompt", "token-id prompts must be lists of integers");
       int64_t v = e.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(e.get<uint64_t>(), 1ull << 40))
                                          : e.get<int64_t>();
@@ -195,52 +300,57 @@ std::optional<ApiError> parse_completion_request(std::string_view body, Completi
       ids.push_back(static_cast<int32_t>(v));
     }
     out->prompt_tokens = std::move(ids);
-  } else if (it->is_array() && it->size() > 1) {
+  } else if (prompt->is_array() && prompt->size() > 1) {
     return invalid_field("prompt", "batched prompts are not supported; send one prompt per request");
   } else {
     return invalid_field("prompt", "'prompt' must be a string, a list of one string, or a list of token ids");
   }
-  return parse_options(doc, /*chat=*/false, &out->options);
+  LADDER_API_TRY(parse_options(f, /*chat=*/false, &out->options));
+  LADDER_API_TRY(refuse_unsupported(f, /*chat=*/false));
+  return f.leftovers("");
 }
 
 std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest* out) {
   json doc;
   LADDER_API_TRY(parse_body(body, &doc));
-  auto it = doc.find("messages");
-  if (it == doc.end() || !it->is_array() || it->empty()) {
+  Fields f(doc);
+  const json* messages = f.find("messages");
+  if (messages == nullptr || !messages->is_array() || messages->empty()) {
     return invalid_field("messages", "'messages' must be a non-empty list");
   }
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& m = (*it)[i];
-    std::string where = "messages[" + std::to_string(i) + "]";
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return invalid_field(where, where + " must be an object");
-    ChatMessage msg;
     auto role = m.find("role");
     if (role == m.end() || !role->is_string()) return invalid_field(where + ".role", where + ".role must be a string");
-    msg.role = role->get<std::string>();
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool" &&
-        msg.role != "developer") {
-      return invalid_field(where + ".role", "unknown role '" + msg.role + "'");
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool" && r != "developer") {
+      return invalid_field(where + ".role", "unknown role '" + r + "'");
     }
-    auto content = m.find("content");
-    if (content == m.end() || content->is_null()) {
-      if (msg.role != "assistant") return invalid_field(where + ".content", where + ".content is required");
-    } else if (content->is_string()) {
-      msg.content = content->get<std::string>();
-    } else if (content->is_array()) {
-      for (const auto& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string()) {
-          return invalid_field(where + ".content", "only text content parts are supported");
-        }
-        msg.content += part["text"].get<std::string>();
+    nlohmann::ordered_json msg = {{"role", r}};
+    nlohmann::ordered_json content;
+    LADDER_API_TRY(read_content(m, where, &content));
+    if (content.is_null() && r != "assistant") return invalid_field(where + ".content", where + ".content is required");
+    msg["content"] = std::move(content);
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (it.key() == "role" || it.key() == "content") continue;
+      if (it.key() == "name" && it->is_string()) {
+        msg["name"] = *it;
+        continue;
       }
-    } else {
-      return invalid_field(where + ".content", where + ".content must be a string or a list of text parts");
+      return invalid_field(where + "." + it.key(), "unsupported message field '" + it.key() + "'");
     }
     out->messages.push_back(std::move(msg));
   }
-  return parse_options(doc, /*chat=*/true, &out->options);
+  LADDER_API_TRY(f.boolean("add_generation_prompt", &out->add_generation_prompt));
+  if (const json* kw = f.find("chat_template_kwargs")) {
+    if (!kw->is_object()) return invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    out->template_kwargs = nlohmann::ordered_json::parse(kw->dump());
+  }
+  LADDER_API_TRY(parse_options(f, /*chat=*/true, &out->options));
+  LADDER_API_TRY(refuse_unsupported(f, /*chat=*/true));
+  return f.leftovers("");
 }
 
 }  // namespace ladder::server

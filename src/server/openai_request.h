@@ -1,6 +1,8 @@
 // OpenAI request bodies -> typed requests, validated field by field. Every
 // rejection names the offending field (ApiError::param), so a 400 tells the
-// client exactly what to fix.
+// client exactly what to fix. A parameter Ladder does not honour is refused
+// with a 400 naming it, never silently ignored: each endpoint lists the keys
+// it reads, and any other key in the body is an error.
 #pragma once
 
 #include <cstdint>
@@ -9,13 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/sampling_params.h"
 #include "server/api_error.h"
 
 namespace ladder::server {
-
-inline constexpr size_t kMaxStopStrings = 16;
-inline constexpr size_t kMaxStopLength = 256;
 
 // What both endpoints share: sampling, stopping, streaming.
 struct GenerationOptions {
@@ -27,7 +28,8 @@ struct GenerationOptions {
   bool include_usage = false;          // stream_options.include_usage
   bool logprobs = false;               // report the chosen token's logprob
   bool ignore_eos = false;             // vLLM extension: generate max_tokens whatever the model says
-  std::string user;
+  bool return_token_ids = false;       // vLLM extension: each choice carries its output token ids
+  std::string user;                    // user / safety_identifier: an opaque id for the access log
 };
 
 struct CompletionRequest {
@@ -36,14 +38,15 @@ struct CompletionRequest {
   std::optional<std::vector<int32_t>> prompt_tokens;  // when given as token ids
 };
 
-struct ChatMessage {
-  std::string role;     // system, developer, user, assistant, tool
-  std::string content;  // text parts joined
-};
-
 struct ChatRequest {
   GenerationOptions options;
-  std::vector<ChatMessage> messages;
+  // [{role, content, ...}] as the chat template sees them: content is a
+  // string (text parts joined) or null; key order is kept.
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  bool add_generation_prompt = true;
+  // chat_template_kwargs (vLLM's name): more template variables, e.g.
+  // enable_thinking.
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
 };
 
 // Both return nullopt on success (filling *out) or the 400 to send.

@@ -63,31 +63,34 @@ json logprobs_json(ApiKind kind, const std::vector<TokenLogprobEntry>& entries, 
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", offsets}};
 }
 
-json chat_role_chunk(const ResponseMeta& meta, bool include_usage) {
+json chat_role_chunk(const ResponseMeta& meta, const ResponseShape& shape) {
   json c = base(meta, "chat.completion.chunk");
   c["choices"] = json::array(
       {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
-  if (include_usage) c["usage"] = nullptr;
+  if (shape.include_usage) c["usage"] = nullptr;
   return c;
 }
 
-json delta_chunk(const ResponseMeta& meta, const TextDelta& delta, bool want_logprobs, size_t text_offset,
-                 bool include_usage) {
+json delta_chunk(const ResponseMeta& meta, const ChoiceDelta& delta, const ResponseShape& shape, size_t text_offset) {
   json c = base(meta, chunk_object(meta.kind));
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   if (meta.kind == ApiKind::kChat) {
-    choice["delta"] = {{"content", delta.text}};
+    json d = json::object();
+    if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
+    if (!delta.content.empty() || delta.reasoning.empty()) d["content"] = delta.content;
+    choice["delta"] = std::move(d);
   } else {
-    choice["text"] = delta.text;
+    choice["text"] = delta.content;
   }
-  if (want_logprobs && !delta.logprobs.empty()) choice["logprobs"] = logprobs_json(meta.kind, delta.logprobs, text_offset);
+  if (shape.logprobs && !delta.logprobs.empty()) choice["logprobs"] = logprobs_json(meta.kind, delta.logprobs, text_offset);
+  if (shape.token_ids) choice["token_ids"] = delta.token_ids;
   c["choices"] = json::array({choice});
-  if (include_usage) c["usage"] = nullptr;
+  if (shape.include_usage) c["usage"] = nullptr;
   return c;
 }
 
 json final_chunk(const ResponseMeta& meta, const std::string& finish_reason, const ServerTimings& timings,
-                 bool include_usage) {
+                 const ResponseShape& shape) {
   json c = base(meta, chunk_object(meta.kind));
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
   if (meta.kind == ApiKind::kChat) {
@@ -96,7 +99,7 @@ json final_chunk(const ResponseMeta& meta, const std::string& finish_reason, con
     choice["text"] = "";
   }
   c["choices"] = json::array({choice});
-  if (include_usage) c["usage"] = nullptr;
+  if (shape.include_usage) c["usage"] = nullptr;
   c["ladder"] = timings_json(timings);
   return c;
 }
@@ -108,18 +111,20 @@ json usage_chunk(const ResponseMeta& meta, const UsageInfo& usage) {
   return c;
 }
 
-json full_response(const ResponseMeta& meta, const std::string& text, const std::string& finish_reason,
-                   const std::vector<TokenLogprobEntry>* logprobs, const UsageInfo& usage,
-                   const ServerTimings& timings) {
+json full_response(const ResponseMeta& meta, const ChoiceDelta& result, const std::string& finish_reason,
+                   const ResponseShape& shape, const UsageInfo& usage, const ServerTimings& timings) {
   bool chat = meta.kind == ApiKind::kChat;
   json r = base(meta, chat ? "chat.completion" : "text_completion");
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
   if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    json message = {{"role", "assistant"}, {"content", result.content}};
+    if (!result.reasoning.empty()) message["reasoning_content"] = result.reasoning;
+    choice["message"] = std::move(message);
   } else {
-    choice["text"] = text;
+    choice["text"] = result.content;
   }
-  if (logprobs != nullptr) choice["logprobs"] = logprobs_json(meta.kind, *logprobs, 0);
+  if (shape.logprobs) choice["logprobs"] = logprobs_json(meta.kind, result.logprobs, 0);
+  if (shape.token_ids) choice["token_ids"] = result.token_ids;
   r["choices"] = json::array({choice});
   r["usage"] = usage_json(usage);
   r["ladder"] = timings_json(timings);

@@ -5,11 +5,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
-
-#include "server/text_stream.h"
 
 namespace ladder::server {
 
@@ -40,6 +39,29 @@ struct ServerTimings {
   int32_t preemptions = 0;
 };
 
+struct TokenLogprobEntry {
+  int32_t token = 0;
+  std::string piece;  // the token's bytes (may be part of a character)
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // [top_logprobs] (piece, logprob)
+};
+
+// What one chunk (or a whole response) carries for its choice.
+struct ChoiceDelta {
+  std::string content;    // answer text
+  std::string reasoning;  // thinking text (chat: reasoning_content)
+  std::vector<TokenLogprobEntry> logprobs;
+  std::vector<int32_t> token_ids;
+  bool empty() const { return content.empty() && reasoning.empty() && logprobs.empty() && token_ids.empty(); }
+};
+
+// Which optional parts a response carries.
+struct ResponseShape {
+  bool logprobs = false;
+  bool token_ids = false;      // return_token_ids
+  bool include_usage = false;  // stream_options.include_usage
+};
+
 nlohmann::json usage_json(const UsageInfo& usage);
 nlohmann::json timings_json(const ServerTimings& t);
 // Completions form ({tokens, token_logprobs, top_logprobs, text_offset}) or
@@ -53,16 +75,15 @@ inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 std::string dump_json(const nlohmann::json& doc);
 
 // Streaming chunks.
-nlohmann::json chat_role_chunk(const ResponseMeta& meta, bool include_usage);
-nlohmann::json delta_chunk(const ResponseMeta& meta, const TextDelta& delta, bool want_logprobs, size_t text_offset,
-                           bool include_usage);
+nlohmann::json chat_role_chunk(const ResponseMeta& meta, const ResponseShape& shape);
+nlohmann::json delta_chunk(const ResponseMeta& meta, const ChoiceDelta& delta, const ResponseShape& shape,
+                           size_t text_offset);
 nlohmann::json final_chunk(const ResponseMeta& meta, const std::string& finish_reason, const ServerTimings& timings,
-                           bool include_usage);
+                           const ResponseShape& shape);
 nlohmann::json usage_chunk(const ResponseMeta& meta, const UsageInfo& usage);
 
 // A whole (non-streaming) response.
-nlohmann::json full_response(const ResponseMeta& meta, const std::string& text, const std::string& finish_reason,
-                             const std::vector<TokenLogprobEntry>* logprobs, const UsageInfo& usage,
-                             const ServerTimings& timings);
+nlohmann::json full_response(const ResponseMeta& meta, const ChoiceDelta& choice, const std::string& finish_reason,
+                             const ResponseShape& shape, const UsageInfo& usage, const ServerTimings& timings);
 
 }  // namespace ladder::server

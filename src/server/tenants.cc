@@ -21,6 +21,26 @@ TenantRegistry TenantRegistry::anonymous() {
   return reg;
 }
 
+TenantRegistry TenantRegistry::single_key(const std::string& api_key) {
+  TenantRegistry reg;
+  TenantConfig t;
+  t.name = "default";
+  t.cache_scope = "default";
+  t.api_keys = {api_key};
+  reg.tenants_.push_back(std::move(t));
+  reg.keys_.emplace_back(digest(api_key), 0);
+  return reg;
+}
+
+bool TenantRegistry::is_admin(std::string_view api_key) const {
+  const Digest d = digest(api_key);
+  bool found = false;
+  for (const Digest& k : admin_keys_) found |= CRYPTO_memcmp(k.data(), d.data(), d.size()) == 0;
+  return found;
+}
+
+void TenantRegistry::add_admin_key(const std::string& api_key) { admin_keys_.push_back(digest(api_key)); }
+
 TenantRegistry::Digest TenantRegistry::digest(std::string_view key) {
   Digest d{};
   SHA256(reinterpret_cast<const unsigned char*>(key.data()), key.size(), d.data());
@@ -86,6 +106,21 @@ Result<TenantRegistry> TenantRegistry::from_toml_string(std::string_view text, c
     return invalid_argument(source + ": needs at least one [[tenant]] table");
   }
   TenantRegistry reg;
+  for (auto&& [key, node] : doc) {
+    if (key != "tenant" && key != "admin_api_keys") {
+      return invalid_argument(source + ": unknown top-level key '" + std::string(key.str()) +
+                              "' (expected [[tenant]] tables and admin_api_keys)");
+    }
+  }
+  if (const toml::node* admin = doc.get("admin_api_keys")) {
+    const toml::array* keys = admin->as_array();
+    if (keys == nullptr) return invalid_argument(source + ": 'admin_api_keys' must be a list of strings");
+    for (const auto& k : *keys) {
+      auto key = k.value<std::string>();
+      if (!key || key->empty()) return invalid_argument(source + ": every admin api key must be a non-empty string");
+      reg.add_admin_key(*key);
+    }
+  }
   std::set<std::string> names;
   std::set<Digest> seen_keys;
   double total_share = 0;
@@ -93,6 +128,13 @@ Result<TenantRegistry> TenantRegistry::from_toml_string(std::string_view text, c
     const toml::table* t = list->get(i)->as_table();
     std::string where = source + ": tenant #" + std::to_string(i + 1);
     if (t == nullptr) return invalid_argument(where + " is not a table");
+    static const std::set<std::string, std::less<>> kKeys = {
+        "name", "api_keys", "cache_scope", "priority", "reserved_share", "max_concurrent", "max_queued", "slo"};
+    for (auto&& [key, node] : *t) {
+      if (kKeys.count(key.str()) == 0) {
+        return invalid_argument(where + ": unknown key '" + std::string(key.str()) + "'");
+      }
+    }
     TenantConfig cfg;
     auto name = (*t)["name"].value<std::string>();
     if (!name || name->empty()) return invalid_argument(where + ": 'name' (a non-empty string) is required");
@@ -116,6 +158,11 @@ Result<TenantRegistry> TenantRegistry::from_toml_string(std::string_view text, c
     LADDER_RETURN_IF_ERROR(read_number<int32_t>(*t, "max_concurrent", where, 0, 1 << 20, &cfg.max_concurrent));
     LADDER_RETURN_IF_ERROR(read_number<int32_t>(*t, "max_queued", where, 0, 1 << 20, &cfg.max_queued));
     if (const toml::table* slo = (*t)["slo"].as_table()) {
+      for (auto&& [key, node] : *slo) {
+        if (key != "ttft_ms" && key != "tpot_ms") {
+          return invalid_argument(where + " slo: unknown key '" + std::string(key.str()) + "' (ttft_ms, tpot_ms)");
+        }
+      }
       LADDER_RETURN_IF_ERROR(read_number<double>(*slo, "ttft_ms", where + " slo", 0.0, 1e9, &cfg.slo.ttft_ms));
       LADDER_RETURN_IF_ERROR(read_number<double>(*slo, "tpot_ms", where + " slo", 0.0, 1e9, &cfg.slo.tpot_ms));
     }

@@ -3,6 +3,8 @@
 // every other tenant's (DESIGN.md invariant 2); the server sets it from the
 // API key, never from the request.
 //
+//   admin_api_keys = ["sk-admin"]  # may read per-tenant figures on /metrics
+//
 //   [[tenant]]
 //   name = "alpha"
 //   api_keys = ["sk-alpha-1"]
@@ -46,6 +48,8 @@ class TenantRegistry {
  public:
   // One anonymous tenant that needs no key.
   static TenantRegistry anonymous();
+  // One tenant ("default") whose only key is `api_key` (`ladder serve --api-key`).
+  static TenantRegistry single_key(const std::string& api_key);
   // Errors name the file and the offending tenant/field (kInvalidArgument),
   // or say the file cannot be read (kIo).
   static Result<TenantRegistry> from_toml_file(const std::string& path);
@@ -57,6 +61,9 @@ class TenantRegistry {
   int authenticate(std::string_view api_key) const;
   // Anonymous mode: every request belongs to tenant 0 and no key is needed.
   bool requires_key() const { return requires_key_; }
+  // Whether `api_key` is an admin key (constant time, as authenticate()).
+  bool is_admin(std::string_view api_key) const;
+  void add_admin_key(const std::string& api_key);
 
   const std::vector<TenantConfig>& tenants() const { return tenants_; }
   const TenantConfig& tenant(int index) const { return tenants_.at(static_cast<size_t>(index)); }
@@ -68,6 +75,7 @@ class TenantRegistry {
 
   std::vector<TenantConfig> tenants_;
   std::vector<std::pair<Digest, int>> keys_;  // (sha256(key), tenant index)
+  std::vector<Digest> admin_keys_;
   bool requires_key_ = true;
 };
 

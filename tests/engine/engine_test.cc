@@ -127,39 +127,110 @@ TEST(Engine, SeededSamplingIsReproducibleAloneOrInABatch) {
   expect_pool_whole(*engine);
 }
 
-TEST(Engine, RejectsBadRequestsUpFront) {
+TEST(Engine, RejectsBadRequestsUpFrontNamingTheField) {
   StepGate gate(1);
   EngineConfig cfg;
   cfg.n_kv_blocks = 4;  // 64 positions
-  cfg.max_requests = 2;
+  cfg.scheduler.max_running = 1;
+  cfg.max_queue = 1;
   cfg.on_step = [&](const StepReport& r) { gate.on_step(r); };
   auto engine = make_engine(cfg);
-  EXPECT_EQ(engine->submit(greedy_request({1, 512}, 4)).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(engine->submit(greedy_request({1, -3}, 4)).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(engine->submit(greedy_request({}, 4)).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(engine->submit(greedy_request(synthetic_prompt(512, 1), 4)).status().code(),
-            StatusCode::kOutOfRange);
+  auto expect_refused = [&](Request r, StatusCode code, const std::string& param, const std::string& reason) {
+    const Status st = engine->submit(std::move(r)).status();
+    EXPECT_EQ(st.code(), code) << st.to_string();
+    EXPECT_EQ(st.param(), param) << st.to_string();
+    EXPECT_EQ(st.reason(), reason) << st.to_string();
+  };
+  expect_refused(greedy_request({1, 512}, 4), StatusCode::kInvalidArgument, "prompt", "");
+  expect_refused(greedy_request({1, -3}, 4), StatusCode::kInvalidArgument, "prompt", "");
+  expect_refused(greedy_request({}, 4), StatusCode::kInvalidArgument, "prompt", "");
+  // The engine's context is 128 (stories260K's): a 128-token prompt leaves no room.
+  expect_refused(greedy_request(synthetic_prompt(128, 1), 4), StatusCode::kOutOfRange, "prompt",
+                 "context_length_exceeded");
+  expect_refused(greedy_request(synthetic_prompt(100, 1), 40), StatusCode::kOutOfRange, "max_tokens",
+                 "context_length_exceeded");
   // 50 + 40 tokens need 6 blocks; the pool has 4.
-  EXPECT_EQ(engine->submit(greedy_request(synthetic_prompt(50, 1), 40)).status().code(),
-            StatusCode::kOutOfRange);
+  expect_refused(greedy_request(synthetic_prompt(50, 1), 40), StatusCode::kOutOfRange, "max_tokens", "");
   Request bad_sampling = greedy_request(kOnceUponATime, 4);
   bad_sampling.sampling.top_p = 2.0f;
   EXPECT_EQ(engine->submit(bad_sampling).status().code(), StatusCode::kInvalidArgument);
-  // Two in flight (the loop held after its first step) fill the bound; the
-  // third is refused, not queued.
+  Request no_tokenizer = greedy_request(kOnceUponATime, 4);
+  no_tokenizer.stop.stop_strings = {"."};
+  expect_refused(no_tokenizer, StatusCode::kInvalidArgument, "stop", "");
+  // One running (the loop held after its first step), one queued: the third
+  // is refused with the queue's reason and a retry-after.
   auto a = engine->submit(greedy_request(kOnceUponATime, 50));
   gate.wait_reached();
   auto b = engine->submit(greedy_request(kOnceUponATime, 50));
   ASSERT_TRUE(a.is_ok() && b.is_ok());
-  EXPECT_EQ(engine->submit(greedy_request(kOnceUponATime, 4)).status().code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_FALSE(a->queued);
+  EXPECT_TRUE(b->queued);
+  const Status full = engine->submit(greedy_request(kOnceUponATime, 4)).status();
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(full.reason(), "queue_full");
+  EXPECT_GE(full.retry_after_s(), 1);
   gate.release();
   drain(*a->stream);
-  drain(*b->stream);
+  EXPECT_EQ(drain(*b->stream).tokens.size(), 50u);
   EXPECT_TRUE(engine->submit(greedy_request(kOnceUponATime, 4)).is_ok());
   engine->shutdown();
-  EXPECT_EQ(engine->submit(greedy_request(kOnceUponATime, 4)).status().code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine->submit(greedy_request(kOnceUponATime, 4)).status().code(), StatusCode::kFailedPrecondition);
+  expect_pool_whole(*engine);
+}
+
+TEST(Engine, MaxTokensDefaultsToWhatTheBoundsAllow) {
+  EngineConfig cfg;
+  cfg.max_output_tokens = 7;
+  auto engine = make_engine(cfg);
+  auto s = engine->submit(greedy_request(kOnceUponATime, 0));
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ(s->max_tokens, 7);
+  EXPECT_EQ(drain(*s->stream).tokens, std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 7));
+  EXPECT_EQ(engine->submit(greedy_request(kOnceUponATime, 8)).status().param(), "max_tokens");
+  expect_pool_whole(*engine);
+}
+
+TEST(Engine, AQueuedRequestWhoseDeadlinePassesEndsWithDeadlineExceeded) {
+  StepGate gate(1);
+  EngineConfig cfg;
+  cfg.scheduler.max_running = 1;
+  cfg.initial_service_ms = 1;  // admission expects the slot to free at once
+  cfg.on_step = [&](const StepReport& r) { gate.on_step(r); };
+  auto engine = make_engine(cfg);
+  auto running = engine->submit(greedy_request(kOnceUponATime, 20));
+  ASSERT_TRUE(running.is_ok());
+  gate.wait_reached();
+  Request late = greedy_request(kOnceUponATime, 4);
+  late.scheduling.deadline = Clock::now() + std::chrono::milliseconds(50);
+  auto queued = engine->submit(late);
+  ASSERT_TRUE(queued.is_ok()) << queued.status().to_string();
+  EXPECT_TRUE(queued->queued);
+  // The loop is held mid-step: the deadline passes while the request waits.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  gate.release();
+  const Outcome q = drain(*queued->stream);
+  EXPECT_TRUE(q.tokens.empty());
+  EXPECT_EQ(q.final_event.finish, FinishReason::kError);
+  EXPECT_EQ(q.final_event.status.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(q.final_event.status.reason(), "deadline_exceeded");
+  drain(*running->stream);
+  EXPECT_EQ(engine->in_flight(), 0);
+  expect_pool_whole(*engine);
+}
+
+TEST(Engine, CancelAllEndsQueuedAndRunningRequests) {
+  StepGate gate(2);
+  EngineConfig cfg;
+  cfg.scheduler.max_running = 2;
+  cfg.on_step = [&](const StepReport& r) { gate.on_step(r); };
+  auto engine = make_engine(cfg);
+  std::vector<Submission> subs;
+  for (int i = 0; i < 5; ++i) subs.push_back(*engine->submit(greedy_request(synthetic_prompt(10, i), 100)));
+  gate.wait_reached();
+  engine->cancel_all();
+  gate.release();
+  for (auto& s : subs) EXPECT_EQ(drain(*s.stream).final_event.finish, FinishReason::kCancelled);
+  EXPECT_EQ(engine->in_flight(), 0);
   expect_pool_whole(*engine);
 }
 
@@ -169,7 +240,7 @@ TEST(Engine, CancelFreesBlocksRunningOrQueued) {
   cfg.scheduler.max_running = 1;  // the second request waits in the queue
   cfg.on_step = [&](const StepReport& r) { gate.on_step(r); };
   auto engine = make_engine(cfg);
-  auto running = engine->submit(greedy_request(kOnceUponATime, 400));
+  auto running = engine->submit(greedy_request(kOnceUponATime, 120));
   auto queued = engine->submit(greedy_request(synthetic_prompt(50, 3), 10));
   ASSERT_TRUE(running.is_ok() && queued.is_ok());
   gate.wait_reached();
@@ -259,7 +330,7 @@ TEST(Engine, ShutdownEndsInFlightStreamsWithAnError) {
   EngineConfig cfg;
   cfg.on_step = [&](const StepReport& r) { gate.on_step(r); };
   auto engine = make_engine(cfg);
-  auto s = engine->submit(greedy_request(kOnceUponATime, 400));
+  auto s = engine->submit(greedy_request(kOnceUponATime, 120));
   ASSERT_TRUE(s.is_ok());
   gate.wait_reached();
   engine->request_stop();  // the loop stops before its next step
@@ -269,6 +340,55 @@ TEST(Engine, ShutdownEndsInFlightStreamsWithAnError) {
   EXPECT_EQ(o.tokens.size(), 2u);
   EXPECT_EQ(o.final_event.finish, FinishReason::kError);
   EXPECT_EQ(o.final_event.status.code(), StatusCode::kFailedPrecondition);
+  expect_pool_whole(*engine);
+}
+
+TEST(Engine, StopStringsEndTheSequenceInsideTheEngine) {
+  auto tok = tokenizer::Tokenizer::from_gguf(stories().file);
+  ASSERT_TRUE(tok.is_ok());
+  EngineConfig cfg;
+  cfg.tokenizer = tok->get();
+  auto engine = make_engine(cfg);
+  // Without a stop: the golden text (shared/models/README.md), streamed in pieces.
+  const std::string golden = ", there was a little girl named Lily. She loved to play outside in the park.";
+  Outcome plain;
+  std::string text;
+  {
+    auto s = engine->submit(greedy_request(kOnceUponATime, 20));
+    ASSERT_TRUE(s.is_ok());
+    while (auto e = s->stream->next_for(std::chrono::seconds(60))) {
+      text += e->text;
+      if (e->kind == StreamEvent::Kind::kFinished) break;
+    }
+  }
+  EXPECT_EQ(text.substr(0, 40), golden.substr(0, 40));
+  // The token that completes " named" is the last one produced; the stop
+  // string itself is not in the text.
+  Request r = greedy_request(kOnceUponATime, 40);
+  r.stop.stop_strings = {"xyz", " named"};
+  auto s = engine->submit(r);
+  ASSERT_TRUE(s.is_ok());
+  std::string stopped_text;
+  std::vector<int32_t> ids;
+  StreamEvent last;
+  while (auto e = s->stream->next_for(std::chrono::seconds(60))) {
+    stopped_text += e->text;
+    if (e->kind == StreamEvent::Kind::kFinished) {
+      last = std::move(*e);
+      break;
+    }
+    ids.push_back(e->token.token);
+  }
+  EXPECT_EQ(stopped_text, ", there was a little girl");
+  EXPECT_EQ(last.finish, FinishReason::kStop);
+  EXPECT_EQ(last.usage.completion_tokens, static_cast<int64_t>(ids.size()));
+  ASSERT_LT(ids.size(), 40u);
+  EXPECT_EQ(ids, std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + static_cast<long>(ids.size())));
+  // Decoding the ids independently: the stop string appears only with the last token.
+  const std::string all = (*tok)->decode(ids, /*skip_special=*/true);
+  const std::string but_last = (*tok)->decode(std::span(ids).first(ids.size() - 1), true);
+  EXPECT_NE(all.find(" named"), std::string::npos);
+  EXPECT_EQ(but_last.find(" named"), std::string::npos);
   expect_pool_whole(*engine);
 }
 

@@ -40,11 +40,11 @@ inline const Stories& stories() {
   return *s;
 }
 
-inline std::unique_ptr<Engine> make_engine(EngineConfig cfg) {
+inline std::unique_ptr<Engine> make_engine(EngineConfig cfg, std::unique_ptr<kv::KvStorage> storage = nullptr) {
   if (cfg.n_threads == 0) cfg.n_threads = 2;
   if (cfg.n_kv_blocks == 0) cfg.n_kv_blocks = 64;  // 1024 positions: room for any test here
   if (cfg.model_digest.empty()) cfg.model_digest = "stories260K";
-  auto e = Engine::create(*stories().model, cfg);
+  auto e = Engine::create(*stories().model, cfg, std::move(storage));
   LADDER_CHECK(e.is_ok(), e.status().to_string());
   return std::move(e).value();
 }

@@ -12,18 +12,18 @@ TEST(KvStorage, LayoutOfEveryLayer) {
                 .block_size = 16,
                 .n_blocks = 5,
                 .dtype = TensorType::kF16};
-  auto s = KvStorage::create(shape);
+  auto s = make_arena_storage(shape);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   const KvStorage& kv = **s;
   const size_t block = 16 * 2 * 8 * 2;  // [block_size][n_kv_heads][head_dim] of f16
-  EXPECT_EQ(kv.total_bytes(), block * 5 * 3 * 2);
+  EXPECT_EQ(kv.block_bytes(), block * 3 * 2);
   EXPECT_EQ(kv.format_name(), "f16-b16-kt");
-  ASSERT_EQ(kv.k_layers().size(), 3u);
-  ASSERT_EQ(kv.v_layers().size(), 3u);
-  const uint8_t* base = kv.k_layers()[0].base;
+  ASSERT_EQ(kv.layers().k.size(), 3u);
+  ASSERT_EQ(kv.layers().v.size(), 3u);
+  const uint8_t* base = kv.layers().k[0].base;
   for (int l = 0; l < 3; ++l) {
-    const auto& k = kv.k_layers()[static_cast<size_t>(l)];
-    const auto& v = kv.v_layers()[static_cast<size_t>(l)];
+    const auto& k = kv.layers().k[static_cast<size_t>(l)];
+    const auto& v = kv.layers().v[static_cast<size_t>(l)];
     EXPECT_EQ(k.block_stride_bytes, block);
     EXPECT_EQ(k.block_size, 16);
     EXPECT_EQ(k.n_kv_heads, 2);
@@ -35,21 +35,44 @@ TEST(KvStorage, LayoutOfEveryLayer) {
     EXPECT_EQ(k.base, base + static_cast<size_t>(2 * l) * 5 * block);
     EXPECT_EQ(v.base, k.base + 5 * block);
   }
-  EXPECT_EQ(*KvStorage::blocks_that_fit(shape, block * 2 * 3 * 7 + 1), 7);
+  EXPECT_EQ(*kv_blocks_that_fit(shape, block * 2 * 3 * 7 + 1), 7);
+}
+
+TEST(KvStorage, CopyBlockCopiesEveryLayerKAndV) {
+  KvShape shape{.n_layers = 2, .n_kv_heads = 1, .head_dim = 4, .block_size = 2, .n_blocks = 3,
+                .dtype = TensorType::kF32};
+  auto s = make_arena_storage(shape);
+  ASSERT_TRUE(s.is_ok());
+  KvStorage& kv = **s;
+  const size_t block = kv.layers().k[0].block_stride_bytes;
+  for (const auto* side : {&kv.layers().k, &kv.layers().v}) {
+    for (size_t l = 0; l < side->size(); ++l) {
+      for (size_t i = 0; i < block; ++i) (*side)[l].base[block + i] = static_cast<uint8_t>(l * 31 + i + 1);
+    }
+  }
+  kv.copy_block(1, 2);
+  for (const auto* side : {&kv.layers().k, &kv.layers().v}) {
+    for (size_t l = 0; l < side->size(); ++l) {
+      for (size_t i = 0; i < block; ++i) {
+        EXPECT_EQ((*side)[l].base[2 * block + i], static_cast<uint8_t>(l * 31 + i + 1));
+        EXPECT_EQ((*side)[l].base[i], 0);  // block 0 untouched
+      }
+    }
+  }
 }
 
 TEST(KvStorage, RejectsBadShapes) {
   KvShape bad{.n_layers = 1, .n_kv_heads = 1, .head_dim = 4, .block_size = 16, .n_blocks = 0};
-  EXPECT_EQ(KvStorage::create(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(make_arena_storage(bad).status().code(), StatusCode::kInvalidArgument);
   bad.n_blocks = 2;
   bad.dtype = TensorType::kQ8_0;
-  EXPECT_EQ(KvStorage::create(bad).status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(make_arena_storage(bad).status().code(), StatusCode::kUnimplemented);
   bad.dtype = TensorType::kF32;
-  EXPECT_EQ(KvStorage::create(bad, 100).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(make_arena_storage(bad, 100).status().code(), StatusCode::kOutOfRange);
   bad.n_blocks = INT32_MAX;
   bad.head_dim = INT32_MAX;
   bad.n_kv_heads = INT32_MAX;
-  EXPECT_EQ(KvStorage::create(bad).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(make_arena_storage(bad).status().code(), StatusCode::kOutOfRange);
 }
 
 }  // namespace

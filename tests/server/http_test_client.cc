@@ -38,7 +38,7 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_rea
     ADD_FAILURE() << "pipe failed";
     return;
   }
-  std::vector<std::string> argv = {ladder_bin(), "serve", "--port", "0"};
+  std::vector<std::string> argv = {ladder_bin(), "serve", "--port", "0", "--admin-key", kTestAdminKey};
   argv.insert(argv.end(), args.begin(), args.end());
   pid_ = fork();
   if (pid_ == 0) {
@@ -54,9 +54,27 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_rea
     _exit(127);
   }
   close(out_pipe[1]);
-  // Read stdout until the "listening on http://HOST:PORT" line.
-  std::string out;
   auto deadline = SteadyClock::now() + Ms(30000);
+  if (!wait_ready) {
+    // The socket is bound before the model loads; the log says where.
+    const std::string mark = "accepting connections on http://";
+    while (SteadyClock::now() < deadline) {
+      const std::string text = log();
+      const size_t at = text.find(mark);
+      const size_t colon = at == std::string::npos ? at : text.find(':', at + mark.size());
+      if (colon != std::string::npos && text.find(' ', colon) != std::string::npos) {
+        port_ = std::atoi(text.c_str() + colon + 1);
+        stdout_fd_ = out_pipe[0];  // kept open: the server still writes its "listening" line
+        return;
+      }
+      std::this_thread::sleep_for(Ms(5));
+    }
+    ADD_FAILURE() << "ladder serve did not bind its port; log: " << log();
+    close(out_pipe[0]);
+    return;
+  }
+  // Read stdout until the "listening on http://HOST:PORT" line (the model is loaded).
+  std::string out;
   while (SteadyClock::now() < deadline && out.find('\n') == std::string::npos) {
     pollfd p{out_pipe[0], POLLIN, 0};
     if (poll(&p, 1, 100) <= 0) continue;
@@ -72,7 +90,6 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_rea
     return;
   }
   port_ = std::atoi(out.c_str() + colon + 1);
-  if (!wait_ready) return;
   while (SteadyClock::now() < deadline) {
     HttpReply r = http_request(port_, "GET", "/health");
     if (r.status == 200) return;
@@ -83,6 +100,7 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_rea
 }
 
 ServerProcess::~ServerProcess() {
+  if (stdout_fd_ >= 0) close(stdout_fd_);
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);

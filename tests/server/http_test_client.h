@@ -20,10 +20,14 @@ struct HttpReply {
 };
 
 // A started `ladder serve`; SIGKILLed by the destructor if still running.
+// Every server a test starts takes this admin key (per-tenant /metrics).
+inline constexpr const char* kTestAdminKey = "ladder-test-admin";
+
 class ServerProcess {
  public:
-  // Starts `ladder serve --port 0 <args>` and waits for its "listening on"
-  // line; with wait_ready, also until /health answers 200.
+  // Starts `ladder serve --port 0 --admin-key kTestAdminKey <args>` and waits
+  // for its "listening on" line (the model is loaded) and /health 200; without
+  // wait_ready, only until the socket is bound (the log says so).
   explicit ServerProcess(const std::vector<std::string>& args, bool wait_ready = true);
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
@@ -41,6 +45,7 @@ class ServerProcess {
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  int stdout_fd_ = -1;
   std::string log_path_;
 };
 

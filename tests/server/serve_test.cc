@@ -66,7 +66,9 @@ std::string stream_text(const std::string& body, std::vector<json>* chunks) {
   return text;
 }
 
-std::string metrics(int port) { return http_request(port, "GET", "/metrics").body; }
+std::string metrics(int port) {
+  return http_request(port, "GET", "/metrics", "", {{"Authorization", std::string("Bearer ") + kTestAdminKey}}).body;
+}
 
 // Polls /metrics until `series` reads `value` (or 10 s pass); returns the last text.
 std::string wait_metric(int port, const std::string& series, double value) {
@@ -463,12 +465,13 @@ TEST(Serve, ReservationHoldsUnderFlood) {
                      "--tenants", write_file("flood.toml", kTenants)});
   ASSERT_TRUE(srv.ok());
   int p = srv.port();
-  std::string flood = json{{"prompt", "Once upon a time"}, {"max_tokens", 200}, {"stream", true}, {"ignore_eos", true}}.dump();
+  // Long enough that the flood outlasts the test (its streams are closed at the end).
+  std::string flood = json{{"prompt", "Once upon a time"}, {"max_tokens", 1000}, {"stream", true}, {"ignore_eos", true}}.dump();
   std::vector<int> fds;
   for (int i = 0; i < 12; ++i) fds.push_back(open_stream(p, flood, "Authorization: Bearer key-alpha\r\n"));
   ASSERT_TRUE(wait_for_bytes(fds[0], "data: ", Ms(20000)));
   std::string text = wait_metric(p, "ladder_queue_depth", 10);
-  EXPECT_EQ(metric_value(text, "ladder_queue_depth"), 10) << "alpha runs only its 2 reserved slots";
+  EXPECT_EQ(metric_value(text, "ladder_queue_depth"), 10) << "alpha runs only its 2 reserved slots\n" << text;
   std::vector<double> ttfts(2, -1);
   std::vector<std::thread> beta;
   for (int i = 0; i < 2; ++i) {
@@ -486,8 +489,8 @@ TEST(Serve, ReservationHoldsUnderFlood) {
   }
   // The counters are updated as each request's bookkeeping ends, which may
   // trail its response by a moment.
-  text = wait_metric(p, "ladder_goodput_requests_total{tenant=\"beta\"}", 2);
-  EXPECT_EQ(metric_value(text, "ladder_goodput_requests_total{tenant=\"beta\"}"), 2) << text;
+  text = wait_metric(p, "ladder_slo_met_requests_total{tenant=\"beta\"}", 2);
+  EXPECT_EQ(metric_value(text, "ladder_slo_met_requests_total{tenant=\"beta\"}"), 2) << text;
   std::printf("beta TTFT under flood: %.1f ms, %.1f ms (SLO 3000 ms); alpha queued: 10\n", ttfts[0], ttfts[1]);
   for (int fd : fds) close(fd);
 }

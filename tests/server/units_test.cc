@@ -1,4 +1,4 @@
-// Pure pieces of the server: stop strings, request validation, tenants,
+// Pure pieces of the server: request validation, tenants,
 // error bodies and the Prometheus text.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -6,47 +6,10 @@
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
-#include "server/stop_matcher.h"
 #include "server/tenants.h"
 
 namespace ladder::server {
 namespace {
-
-std::string run_stops(std::vector<std::string> stops, std::vector<std::string> pieces, bool* stopped) {
-  StopMatcher m(std::move(stops));
-  std::string out;
-  for (const auto& p : pieces) {
-    auto step = m.feed(p);
-    out += step.emit;
-    if (step.stopped) {
-      *stopped = true;
-      return out;
-    }
-  }
-  *stopped = false;
-  return out + m.flush();
-}
-
-TEST(StopMatcher, MatchesAcrossPiecesAndCutsTheStop) {
-  bool stopped = false;
-  EXPECT_EQ(run_stops({"END"}, {"hello E", "N", "D world"}, &stopped), "hello ");
-  EXPECT_TRUE(stopped);
-  EXPECT_EQ(run_stops({"\n\n", "ab"}, {"x\n", "\ny"}, &stopped), "x");
-  EXPECT_TRUE(stopped);
-  // A prefix that does not complete is released.
-  EXPECT_EQ(run_stops({"END"}, {"EN", "x", "E"}, &stopped), "ENxE");
-  EXPECT_FALSE(stopped);
-  // The earliest stop wins, whichever is listed first.
-  EXPECT_EQ(run_stops({"cd", "b"}, {"abcd"}, &stopped), "a");
-  EXPECT_TRUE(stopped);
-}
-
-TEST(StopMatcher, HoldsBackOnlyPossiblePrefixes) {
-  StopMatcher m({"stop"});
-  EXPECT_EQ(m.feed("the st").emit, "the ");
-  EXPECT_EQ(m.feed("ory").emit, "story");
-  EXPECT_EQ(m.flush(), "");
-}
 
 TEST(RequestParsing, ValidCompletion) {
   CompletionRequest r;
@@ -120,7 +83,7 @@ TEST(RequestParsing, Chat) {
       R"("max_completion_tokens":3,"logprobs":true,"top_logprobs":2})",
       &r));
   ASSERT_EQ(r.messages.size(), 2u);
-  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_EQ(r.messages[1]["content"], "ab");
   EXPECT_EQ(*r.options.max_tokens, 3);
   EXPECT_EQ(r.options.sampling.top_logprobs, 2);
   ChatRequest bad;
@@ -133,6 +96,43 @@ TEST(RequestParsing, Chat) {
   err = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", &bad);
   ASSERT_TRUE(err);
   EXPECT_EQ(err->param, "top_logprobs");
+}
+
+TEST(RequestParsing, AParameterThatIsNotHonouredIsRefusedByName) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
+  struct Case {
+    std::string body;
+    std::string param;
+  };
+  const std::vector<Case> chat = {
+      {"{" + msgs + R"(,"frobnicate":1})", "frobnicate"},
+      {"{" + msgs + R"(,"store":true})", "store"},
+      {"{" + msgs + R"(,"service_tier":"flex"})", "service_tier"},
+      {"{" + msgs + R"(,"modalities":["text","audio"]})", "modalities"},
+      {"{" + msgs + R"(,"stream":true,"stream_options":{"include_usage":true,"x":1}})", "stream_options.x"},
+      {R"({"messages":[{"role":"user","content":"x","weird":1}]})", "messages[0].weird"},
+  };
+  for (const auto& c : chat) {
+    ChatRequest r;
+    auto err = parse_chat_request(c.body, &r);
+    ASSERT_TRUE(err) << c.body;
+    EXPECT_EQ(err->http_status, 400) << c.body;
+    EXPECT_EQ(err->param, c.param) << c.body;
+  }
+  // Neutral values of such parameters are accepted: Ladder does what they ask.
+  ChatRequest ok;
+  EXPECT_FALSE(parse_chat_request(
+      "{" + msgs + R"(,"store":false,"service_tier":"auto","modalities":["text"],"user":"u","return_token_ids":true})",
+      &ok));
+  EXPECT_TRUE(ok.options.return_token_ids);
+  CompletionRequest c;
+  auto err = parse_completion_request(R"({"prompt":"x","echo":true})", &c);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->param, "echo");
+  err = parse_completion_request(R"({"prompt":"x","messages":[]})", &c);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->param, "messages");
+  EXPECT_EQ(err->code, "unsupported_parameter");
 }
 
 TEST(ApiError, OpenAiShape) {
@@ -212,23 +212,31 @@ TEST(Metrics, PrometheusText) {
   r.ttft_s = 0.003;
   r.e2e_s = 0.2;
   r.itl_s = {0.001, 0.02};
-  r.verified = true;
+  r.finished = true;
   r.slo_met = true;
   m.record(r);
   r.http_status = 429;
   r.slo_met = false;
-  r.verified = false;
+  r.finished = false;
+  r.rejected_early = true;
   r.itl_s.clear();
   r.ttft_s = -1;
   m.record(r);
   GaugeSnapshot g;
   g.state = "ready";
   g.kv_blocks_used = 3;
-  std::string text = m.render(g);
+  std::string text = m.render(g, /*per_tenant=*/true);
   EXPECT_NE(text.find("ladder_requests_total{tenant=\"alpha\",status=\"200\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("ladder_requests_total{tenant=\"alpha\",status=\"429\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("ladder_prefix_cache_hit_tokens_total{tenant=\"alpha\"} 32\n"), std::string::npos);
-  EXPECT_NE(text.find("ladder_goodput_requests_total{tenant=\"alpha\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_slo_met_requests_total{tenant=\"alpha\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("ladder_rejected_early_total{tenant=\"alpha\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("process_cpu_seconds_total "), std::string::npos);
+  // Without the right to see tenants: the same figures, unlabelled.
+  const std::string anon = m.render(g, /*per_tenant=*/false);
+  EXPECT_EQ(anon.find("alpha"), std::string::npos) << anon;
+  EXPECT_NE(anon.find("ladder_requests_total{status=\"200\"} 1\n"), std::string::npos) << anon;
+  EXPECT_NE(anon.find("ladder_slo_met_requests_total 1\n"), std::string::npos) << anon;
   EXPECT_NE(text.find("ladder_kv_blocks_used 3\n"), std::string::npos);
   EXPECT_NE(text.find("ladder_server_state{state=\"ready\"} 1\n"), std::string::npos);
   // 0.003 s falls in the 0.005 bucket and above; one TTFT observation only.

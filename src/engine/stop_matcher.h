@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ladder::server {
+namespace ladder::engine {
 
 class StopMatcher {
  public:
@@ -29,4 +29,4 @@ class StopMatcher {
   bool stopped_ = false;
 };
 
-}  // namespace ladder::server
+}  // namespace ladder::engine

@@ -1,11 +1,11 @@
 // AdmissionController against hand-computed numbers: reserved slots, the
 // shared pool, fair sharing by virtual token counters, queue bounds and the
 // deadline-feasibility estimate.
-#include "server/admission.h"
+#include "engine/admission.h"
 
 #include <gtest/gtest.h>
 
-namespace ladder::server {
+namespace ladder::engine {
 namespace {
 
 using std::chrono::milliseconds;
@@ -160,4 +160,4 @@ TEST(Admission, IdleTenantIsLiftedToActiveCounters) {
 }
 
 }  // namespace
-}  // namespace ladder::server
+}  // namespace ladder::engine

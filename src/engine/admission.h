@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-namespace ladder::server {
+namespace ladder::engine {
 
 using AdmissionClock = std::chrono::steady_clock;
 
@@ -89,6 +89,9 @@ class AdmissionController {
   double service_ms() const { return service_ms_; }
   // Estimated wait of a request of `tenant` joining the queue now.
   double estimated_wait_ms(int tenant) const;
+  // The earliest deadline among waiting tickets (when expire() has work).
+  std::optional<AdmissionClock::time_point> next_deadline() const;
+  size_t n_tenants() const { return budgets_.size(); }
 
  private:
   struct Ticket {
@@ -117,4 +120,4 @@ class AdmissionController {
   double service_ms_;
 };
 
-}  // namespace ladder::server
+}  // namespace ladder::engine

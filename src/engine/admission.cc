@@ -1,4 +1,4 @@
-#include "server/admission.h"
+#include "engine/admission.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "common/check.h"
 
-namespace ladder::server {
+namespace ladder::engine {
 
 AdmissionController::AdmissionController(const AdmissionConfig& config, std::vector<TenantBudget> tenants)
     : config_(config), budgets_(std::move(tenants)), service_ms_(config.initial_service_ms) {
@@ -199,4 +199,15 @@ std::vector<uint64_t> AdmissionController::expire(AdmissionClock::time_point now
   return expired;
 }
 
-}  // namespace ladder::server
+std::optional<AdmissionClock::time_point> AdmissionController::next_deadline() const {
+  std::optional<AdmissionClock::time_point> next;
+  for (const auto& q : queues_) {
+    for (uint64_t id : q) {
+      const Ticket& tk = tickets_.at(id);
+      if (tk.deadline && (!next || *tk.deadline < *next)) next = tk.deadline;
+    }
+  }
+  return next;
+}
+
+}  // namespace ladder::engine

@@ -1,8 +1,8 @@
-#include "server/stop_matcher.h"
+#include "engine/stop_matcher.h"
 
 #include <algorithm>
 
-namespace ladder::server {
+namespace ladder::engine {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops) {
   for (auto& s : stops) {
@@ -46,4 +46,4 @@ std::string StopMatcher::flush() {
   return out;
 }
 
-}  // namespace ladder::server
+}  // namespace ladder::engine

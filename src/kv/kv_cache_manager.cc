@@ -1,0 +1,150 @@
+#include "kv/kv_cache_manager.h"
+
+#include <fmt/format.h>
+
+#include "common/check.h"
+
+namespace ladder::kv {
+namespace {
+
+int64_t blocks_for(int64_t n_tokens, int block_size) { return (n_tokens + block_size - 1) / block_size; }
+
+}  // namespace
+
+KvCacheManager::KvCacheManager(std::unique_ptr<KvStorage> storage, bool prefix_caching)
+    : storage_(std::move(storage)), pool_(storage_->shape().n_blocks, storage_->shape().block_size) {
+  if (prefix_caching) cache_ = std::make_unique<PrefixCache>(pool_);
+}
+
+KvCacheManager::~KvCacheManager() {
+  for (auto& [id, s] : seqs_) s.table.release_all(pool_);
+}
+
+KvCacheManager::SeqKv& KvCacheManager::at(SeqId id) {
+  auto it = seqs_.find(id);
+  LADDER_CHECK(it != seqs_.end(), fmt::format("sequence {} is unknown to the KV cache", id));
+  return it->second;
+}
+
+const KvCacheManager::SeqKv& KvCacheManager::at(SeqId id) const {
+  auto it = seqs_.find(id);
+  LADDER_CHECK(it != seqs_.end(), fmt::format("sequence {} is unknown to the KV cache", id));
+  return it->second;
+}
+
+void KvCacheManager::add(SeqId id, const BlockKey& ns_digest) {
+  auto [it, inserted] = seqs_.try_emplace(id);
+  LADDER_CHECK(inserted, fmt::format("sequence {} is already in the KV cache", id));
+  it->second.ns_digest = ns_digest;
+}
+
+void KvCacheManager::remove(SeqId id) {
+  at(id).table.release_all(pool_);
+  seqs_.erase(id);
+}
+
+int64_t KvCacheManager::acquire_prefix(SeqId id, std::span<const int32_t> tokens) {
+  SeqKv& s = at(id);
+  LADDER_CHECK(s.table.empty(), "prefix hits are taken only by a sequence without blocks");
+  if (cache_ == nullptr || tokens.empty()) return 0;
+  const int bs = block_size();
+  PrefixCache::extend_keys(s.ns_digest, tokens, bs, s.keys);
+  const auto max_blocks = static_cast<size_t>((static_cast<int64_t>(tokens.size()) - 1) / bs);
+  for (BlockId b : cache_->acquire(s.keys, max_blocks)) s.table.append(b);
+  s.n_published = static_cast<int64_t>(s.table.size());
+  return static_cast<int64_t>(s.table.size()) * bs;
+}
+
+int64_t KvCacheManager::blocks_needed(SeqId id, int64_t n_tokens) const {
+  const int64_t need = blocks_for(n_tokens, block_size()) - static_cast<int64_t>(at(id).table.size());
+  return need > 0 ? need : 0;
+}
+
+bool KvCacheManager::allocate(SeqId id, int64_t n_tokens) {
+  const int64_t need = blocks_needed(id, n_tokens);
+  if (need == 0) return true;
+  if (need > pool_.n_free()) return false;
+  SeqKv& s = at(id);
+  for (int64_t i = 0; i < need; ++i) {
+    auto b = pool_.allocate();
+    LADDER_CHECK(b.has_value(), "the pool ran dry below its free count");
+    s.table.append(*b);
+  }
+  return true;
+}
+
+void KvCacheManager::publish(SeqId id, std::span<const int32_t> tokens, int64_t n_computed) {
+  if (cache_ == nullptr) return;
+  SeqKv& s = at(id);
+  const int bs = block_size();
+  const int64_t n_full = std::min<int64_t>(n_computed / bs, static_cast<int64_t>(s.table.size()));
+  if (n_full <= s.n_published) return;
+  PrefixCache::extend_keys(s.ns_digest, tokens.first(static_cast<size_t>(n_full) * bs), bs, s.keys);
+  for (int64_t j = s.n_published; j < n_full; ++j) {
+    cache_->insert(s.keys[static_cast<size_t>(j)], s.table[static_cast<size_t>(j)]);
+  }
+  s.n_published = n_full;
+}
+
+void KvCacheManager::release(SeqId id) {
+  SeqKv& s = at(id);
+  s.table.release_all(pool_);
+  s.n_published = 0;
+}
+
+void KvCacheManager::truncate(SeqId id, int64_t n_tokens) {
+  SeqKv& s = at(id);
+  LADDER_CHECK(n_tokens >= 0, "truncate to a negative length");
+  const int64_t keep = blocks_for(n_tokens, block_size());
+  LADDER_CHECK(n_tokens >= s.n_published * block_size(), "truncate would rewrite a published block");
+  s.table.truncate(static_cast<size_t>(keep), pool_);
+  s.n_published = std::min(s.n_published, keep);
+  // Keys of blocks past the cut describe tokens that may change.
+  if (s.keys.size() > static_cast<size_t>(n_tokens / block_size())) {
+    s.keys.resize(static_cast<size_t>(n_tokens / block_size()));
+  }
+}
+
+bool KvCacheManager::fork(SeqId parent, SeqId child, int64_t n_tokens) {
+  const SeqKv& p = at(parent);
+  const int bs = block_size();
+  LADDER_CHECK(blocks_for(n_tokens, bs) <= static_cast<int64_t>(p.table.size()),
+               "fork of positions the parent does not hold");
+  const int64_t n_full = n_tokens / bs;
+  const bool partial = n_tokens % bs != 0;
+  if (partial && pool_.n_free() < 1) return false;
+  SeqKv c;
+  c.ns_digest = p.ns_digest;
+  for (int64_t j = 0; j < n_full; ++j) {
+    pool_.ref(p.table[static_cast<size_t>(j)]);
+    c.table.append(p.table[static_cast<size_t>(j)]);
+  }
+  if (partial) {
+    auto b = pool_.allocate();
+    LADDER_CHECK(b.has_value(), "the pool ran dry below its free count");
+    storage_->copy_block(p.table[static_cast<size_t>(n_full)], *b);
+    c.table.append(*b);
+  }
+  c.keys.assign(p.keys.begin(), p.keys.begin() + std::min<int64_t>(n_full, static_cast<int64_t>(p.keys.size())));
+  c.n_published = std::min(p.n_published, n_full);
+  auto [it, inserted] = seqs_.emplace(child, std::move(c));
+  LADDER_CHECK(inserted, fmt::format("sequence {} is already in the KV cache", child));
+  return true;
+}
+
+std::span<const BlockId> KvCacheManager::block_table(SeqId id) const { return at(id).table.blocks(); }
+
+KvCacheStats KvCacheManager::stats() const {
+  KvCacheStats st;
+  st.blocks_total = pool_.n_blocks();
+  st.blocks_used = pool_.n_used();
+  st.blocks_free = pool_.n_free();
+  st.blocks_cached = pool_.n_cached_free();
+  if (cache_ != nullptr) {
+    st.prefix_queried_blocks = cache_->queried_blocks();
+    st.prefix_hit_blocks = cache_->hit_blocks();
+  }
+  return st;
+}
+
+}  // namespace ladder::kv

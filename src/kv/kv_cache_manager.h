@@ -1,0 +1,120 @@
+// KvCacheManager: the one thing the scheduler talks to about KV. It owns the
+// block metadata (BlockPool), the prefix cache and the storage, and keeps
+// each sequence's KV state: its block table, the hash chain of its full
+// blocks and how many of them are published. Compare llama.cpp's memory
+// interface and vLLM's KVCacheManager; this one does only what the
+// scheduler needs:
+//   add / remove a sequence;
+//   acquire_prefix: take the cached blocks of a prompt's leading full blocks;
+//   allocate: blocks so a sequence holds positions [0, n), all or nothing;
+//   publish: offer the full blocks computed so far to the prefix cache;
+//   release: drop a sequence's blocks (preemption), keeping its identity;
+//   truncate: forget positions past n (rejected speculative tokens);
+//   fork: a new sequence sharing another's blocks (n > 1 samples);
+//   capacity in blocks and tokens; the model's paged view of the storage.
+//
+// Invariants: a block is referenced once per sequence table holding it; a
+// published block is full, written and never written again (truncate and
+// fork copy rather than overwrite one); every block is free again once every
+// sequence is removed or released.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/block_key.h"
+#include "kv/block_pool.h"
+#include "kv/block_table.h"
+#include "kv/kv_storage.h"
+#include "kv/prefix_cache.h"
+
+namespace ladder::kv {
+
+using SeqId = uint64_t;
+
+struct KvCacheStats {
+  int32_t blocks_total = 0;
+  int32_t blocks_used = 0;    // referenced by a sequence
+  int32_t blocks_free = 0;    // clean + cached-evictable
+  int32_t blocks_cached = 0;  // free blocks still holding a cached prefix
+  int64_t prefix_queried_blocks = 0;
+  int64_t prefix_hit_blocks = 0;
+};
+
+class KvCacheManager {
+ public:
+  // The storage's shape fixes the block count and size. prefix_caching off:
+  // acquire_prefix never hits and publish keeps nothing.
+  KvCacheManager(std::unique_ptr<KvStorage> storage, bool prefix_caching);
+  ~KvCacheManager();
+  KvCacheManager(const KvCacheManager&) = delete;
+  KvCacheManager& operator=(const KvCacheManager&) = delete;
+
+  // ns_digest: namespace_digest() of the tenant scope, model, tokenizer and
+  // format; part of every key of this sequence's blocks.
+  void add(SeqId id, const BlockKey& ns_digest);
+  // Releases the sequence's blocks and forgets it.
+  void remove(SeqId id);
+  bool contains(SeqId id) const { return seqs_.count(id) != 0; }
+
+  // For a sequence holding no blocks: references the cached blocks of the
+  // longest leading run of tokens' full blocks, leaving at least the last
+  // token to compute (its logits are needed). Returns the positions covered.
+  int64_t acquire_prefix(SeqId id, std::span<const int32_t> tokens);
+  // Blocks the sequence lacks to hold positions [0, n_tokens).
+  int64_t blocks_needed(SeqId id, int64_t n_tokens) const;
+  // Allocates them, all or nothing; false when the pool has too few free.
+  bool allocate(SeqId id, int64_t n_tokens);
+  // Publishes the full blocks of tokens[0, n_computed), whose KV is written.
+  void publish(SeqId id, std::span<const int32_t> tokens, int64_t n_computed);
+  // Drops every block of the sequence (preemption); the chain keys stay, the
+  // sequence stays known.
+  void release(SeqId id);
+  // Keeps positions [0, n_tokens) and frees the blocks wholly past them.
+  // Positions past n_tokens in the last kept block will be written again, so
+  // that block must not be published.
+  void truncate(SeqId id, int64_t n_tokens);
+  // A new sequence `child` holding parent's positions [0, n_tokens): full
+  // blocks are shared (one more reference each), a partly filled last block
+  // is copied into a block of its own. False when no block is free for it.
+  bool fork(SeqId parent, SeqId child, int64_t n_tokens);
+
+  std::span<const BlockId> block_table(SeqId id) const;
+
+  int block_size() const { return pool_.block_size(); }
+  int32_t n_blocks() const { return pool_.n_blocks(); }
+  int32_t n_free_blocks() const { return pool_.n_free(); }
+  int64_t capacity_tokens() const { return int64_t{n_blocks()} * block_size(); }
+  int64_t free_tokens() const { return int64_t{n_free_blocks()} * block_size(); }
+  KvCacheStats stats() const;
+
+  const ops::PagedKv& layers() const { return storage_->layers(); }
+  const KvStorage& storage() const { return *storage_; }
+  std::string format_name() const { return storage_->format_name(); }
+  // The pool, read-only (tests check exact block ids and ref counts).
+  const BlockPool& pool() const { return pool_; }
+
+ private:
+  struct SeqKv {
+    BlockKey ns_digest;
+    BlockTable table;
+    // Keys of the sequence's full blocks computed so far (kept across
+    // preemption: its tokens do not change), and how many of the table's
+    // blocks are published (hit blocks count as published).
+    std::vector<BlockKey> keys;
+    int64_t n_published = 0;
+  };
+  SeqKv& at(SeqId id);
+  const SeqKv& at(SeqId id) const;
+
+  std::unique_ptr<KvStorage> storage_;
+  BlockPool pool_;
+  std::unique_ptr<PrefixCache> cache_;  // null: prefix caching off
+  std::unordered_map<SeqId, SeqKv> seqs_;
+};
+
+}  // namespace ladder::kv

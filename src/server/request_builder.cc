@@ -1,0 +1,146 @@
+#include "server/request_builder.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/check.h"
+#include "server/openai_request.h"
+
+namespace ladder::server {
+
+std::string random_response_id(const char* prefix) {
+  unsigned char bytes[12];
+  LADDER_CHECK(RAND_bytes(bytes, sizeof bytes) == 1, "the system random generator failed");
+  static const char* kHex = "0123456789abcdef";
+  std::string id(prefix);
+  for (unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return id;
+}
+
+RequestBuilder::RequestBuilder(Model model) : model_(std::move(model)) {
+  LADDER_CHECK(model_.tokenizer != nullptr && model_.chat_template != nullptr, "a builder needs a tokenizer and template");
+  for (int32_t id = 0; id < model_.tokenizer->n_vocab(); ++id) {
+    max_token_bytes_ = std::max(max_token_bytes_, model_.tokenizer->token_piece(id).size());
+  }
+  reasoning_ = reasoning_markers_of_template(model_.chat_template->source());
+}
+
+std::optional<ApiError> RequestBuilder::check_prompt_bytes(size_t bytes, const char* param) const {
+  const auto limit = static_cast<size_t>(model_.max_input_tokens) * max_token_bytes_;
+  if (model_.max_input_tokens <= 0 || bytes <= limit) return std::nullopt;
+  ApiError e = invalid_field(param, "the prompt has " + std::to_string(bytes) + " bytes, more than " +
+                                        std::to_string(model_.max_input_tokens) + " input tokens can hold");
+  e.code = "context_length_exceeded";
+  return e;
+}
+
+std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& http, int tenant_index,
+                                              const TenantConfig& tenant, GenerationPlan* out) const {
+  const tokenizer::Tokenizer& tok = *model_.tokenizer;
+  GenerationOptions options;
+  GenerationPlan& plan = *out;
+  plan.kind = kind;
+  plan.arrival = http.received;
+  plan.tenant = tenant_index;
+  engine::Request& r = plan.request;
+
+  if (kind == ApiKind::kCompletion) {
+    CompletionRequest c;
+    if (auto err = parse_completion_request(http.body, &c)) return err;
+    options = std::move(c.options);
+    if (c.prompt_tokens) {
+      for (int32_t id : *c.prompt_tokens) {
+        if (id >= tok.n_vocab()) {
+          return invalid_field("prompt", "token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                             std::to_string(tok.n_vocab()));
+        }
+      }
+      r.prompt = std::move(*c.prompt_tokens);
+    } else {
+      if (auto err = check_prompt_bytes(c.prompt.size(), "prompt")) return err;
+      // Completions take raw text: special-token markers in it are parsed as
+      // special tokens, as llama.cpp and vLLM do (a caller writing a prompt
+      // for a base model may want them); chat content never is.
+      r.prompt = tok.encode(c.prompt, tok.add_bos_default(), /*parse_special=*/true);
+    }
+  } else {
+    ChatRequest c;
+    if (auto err = parse_chat_request(http.body, &c)) return err;
+    options = std::move(c.options);
+    size_t content_bytes = 0;
+    for (const auto& m : c.messages) {
+      if (m["content"].is_string()) content_bytes += m["content"].get_ref<const std::string&>().size();
+    }
+    if (auto err = check_prompt_bytes(content_bytes, "messages")) return err;
+    chat::ChatRenderInput in;
+    in.messages = std::move(c.messages);
+    in.add_generation_prompt = c.add_generation_prompt;
+    in.extra = std::move(c.template_kwargs);
+    in.bos_token = tok.bos_text();
+    in.eos_token = tok.eos_text();
+    auto rendered = model_.chat_template->render(in);
+    if (!rendered.is_ok()) return invalid_field("messages", "the chat template failed: " + rendered.status().message());
+    const std::string& text = *rendered;
+    const bool add_bos =
+        tok.add_bos_default() && !(!tok.bos_text().empty() && text.rfind(tok.bos_text(), 0) == 0);
+    r.prompt = tok.encode(text, add_bos, /*parse_special=*/true);
+    if (reasoning_) {
+      plan.reasoning = reasoning_;
+      const size_t last = text.find_last_not_of(" \n\t");
+      const std::string_view trimmed(text.data(), last == std::string::npos ? 0 : last + 1);
+      plan.reasoning_starts_inside = trimmed.size() >= reasoning_->open.size() &&
+                                     trimmed.substr(trimmed.size() - reasoning_->open.size()) == reasoning_->open;
+    }
+  }
+  if (!options.model.empty() && options.model != model_.served_model_name && options.model != model_.model_path) {
+    return not_found_error("the model '" + options.model + "' does not exist; this server serves '" +
+                               model_.served_model_name + "'",
+                           "model_not_found");
+  }
+  if (r.prompt.empty()) return invalid_field(kind == ApiKind::kChat ? "messages" : "prompt", "the prompt is empty");
+
+  r.sampling = options.sampling;
+  r.stop.max_tokens = options.max_tokens.value_or(0);
+  r.stop.stop_strings = options.stop;
+  if (!options.ignore_eos) {
+    for (int32_t id : tok.end_of_generation_ids()) r.stop.stop_token_ids.insert(id);
+  }
+  r.scheduling.priority = tenant.priority;
+  r.scheduling.tenant = tenant_index;
+  r.cache_scope = tenant.cache_scope;
+
+  const std::string deadline = http.header("x-ladder-deadline-ms");
+  if (!deadline.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    const double ms = std::strtod(deadline.c_str(), &end);
+    if (end == deadline.c_str() || *end != '\0' || errno != 0 || !(ms > 0) || ms > 1e9) {
+      return invalid_field("x-ladder-deadline-ms", "header x-ladder-deadline-ms must be a positive number of ms");
+    }
+    r.scheduling.deadline =
+        plan.arrival + std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+  } else if (tenant.slo.ttft_ms > 0) {
+    r.scheduling.deadline = plan.arrival + std::chrono::duration_cast<engine::Clock::duration>(
+                                               std::chrono::duration<double, std::milli>(tenant.slo.ttft_ms));
+  }
+
+  plan.meta.kind = kind;
+  plan.meta.id = random_response_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
+  plan.meta.created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  plan.meta.model = model_.served_model_name;
+  plan.stream = options.stream;
+  plan.shape.logprobs = options.logprobs;
+  plan.shape.token_ids = options.return_token_ids;
+  plan.shape.include_usage = options.include_usage;
+  plan.user = options.user;
+  return std::nullopt;
+}
+
+}  // namespace ladder::server

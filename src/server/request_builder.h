@@ -1,0 +1,70 @@
+// RequestBuilder: an HTTP request's JSON -> an immutable GenerationPlan: the
+// engine request (prompt tokens through the chat template and tokenizer,
+// sampling, stop criteria, the tenant's scheduling class and cache scope),
+// the response's identity and shape. The server checks HTTP and JSON shape
+// here; the engine owns every bound on tokens (Engine::submit).
+//
+// Building tokenizes, which is work: the server runs it off the HTTP io
+// threads. A prompt whose bytes alone prove it is over the input bound (more
+// bytes than max_input_tokens times the longest token) is refused before it
+// is tokenized.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/request.h"
+#include "server/api_error.h"
+#include "server/http_server.h"
+#include "server/openai_response.h"
+#include "server/reasoning_parser.h"
+#include "server/response_writer.h"
+#include "server/tenants.h"
+#include "tokenizer/chat/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ladder::server {
+
+struct GenerationPlan {
+  ApiKind kind = ApiKind::kCompletion;
+  ResponseMeta meta;
+  engine::Request request;
+  bool stream = false;
+  ResponseShape shape;
+  std::optional<ReasoningMarkers> reasoning;  // chat with a thinking template
+  bool reasoning_starts_inside = false;       // the prompt opened it
+  int tenant = 0;
+  std::string user;  // the client's opaque user id, for the access log
+  std::chrono::steady_clock::time_point arrival;
+};
+
+class RequestBuilder {
+ public:
+  struct Model {
+    const tokenizer::Tokenizer* tokenizer = nullptr;
+    const chat::ChatTemplate* chat_template = nullptr;
+    std::string served_model_name;
+    std::string model_path;   // also accepted as the model name
+    int64_t max_input_tokens = 0;  // the engine's bound, for the byte pre-check
+  };
+  explicit RequestBuilder(Model model);
+
+  // nullopt and *out filled, or the error to answer with.
+  std::optional<ApiError> build(ApiKind kind, const HttpRequest& http, int tenant_index, const TenantConfig& tenant,
+                                GenerationPlan* out) const;
+
+ private:
+  std::optional<ApiError> check_prompt_bytes(size_t bytes, const char* param) const;
+
+  Model model_;
+  size_t max_token_bytes_ = 1;  // the longest token piece of the vocabulary
+  std::optional<ReasoningMarkers> reasoning_;
+};
+
+// A response id: prefix + 24 hex digits from a cryptographic RNG (never a
+// counter, so ids reveal nothing about other requests).
+std::string random_response_id(const char* prefix);
+
+}  // namespace ladder::server
