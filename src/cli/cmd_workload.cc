@@ -42,6 +42,9 @@ Status check_applicable(const CLI::App& cmd, const std::string& kind) {
   }
   if (given("--fill") && given("--context-tokens")) return invalid_argument("give --fill or --context-tokens, not both");
   if (given("--context") && given("--endpoint")) return invalid_argument("give --context or --endpoint, not both");
+  if (given("--chars-per-token") && given("--endpoint")) {
+    return invalid_argument("--chars-per-token does not apply with --endpoint: the server counts the tokens");
+  }
   for (const char* name : {"--api-key", "--model", "--insecure"}) {
     if (given(name) && !given("--endpoint")) return invalid_argument(std::string(name) + " applies only with --endpoint");
   }
@@ -88,7 +91,7 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--chat-system", g.chat_system, "System message of chat sessions (\"\" for none)");
   cmd->add_option("--slo", f->slo, "ttft_ms=..,tpot_ms=..,e2e_ms=.. written on every request");
   cmd->add_option("--chars-per-token", f->chars_per_token,
-                  "Characters per token for lengths (default 4; measured from the server with --endpoint)");
+                  "Characters per token for lengths (default 4; with --endpoint the server's count is used)");
   cmd->add_option("--text", f->text, "Prose to draw text from (default: shared war-and-peace.txt)");
   return [f, cmd] {
     auto fail = [](const Status& st) {
@@ -111,6 +114,7 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
       auto ep = harness::parse_endpoint(f->endpoint);
       if (!ep.is_ok()) return fail(ep.status());
       ep->tls_options.insecure = f->insecure;
+      if (Status ready = harness::wait_until_ready(*ep, f->api_key, 120); !ready.is_ok()) return fail(ready);
       harness::ServerInfo info = harness::probe_server(*ep, f->api_key, 30);
       const std::string model = f->model.empty() ? info.model_id : f->model;
       auto context = harness::served_context_length(info, model);
@@ -118,17 +122,15 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
       f->g.context = *context;
       harness::ContextFit fit;
       auto count = [&](const std::string& prompt) { return harness::count_prompt_tokens(*ep, f->api_key, model, prompt); };
-      const bool ratio_given = cmd->get_option("--chars-per-token")->count() > 0;
       reqs = harness::generate_fitted(f->g, *corpus, f->chars_per_token, count, &fit);
       if (reqs.is_ok()) {
+        const double ctx = static_cast<double>(*context);
         std::fprintf(stderr,
-                     "served context %lld tokens (%s): first prompt %lld tokens (target %lld, %.1f%% of the context) "
-                     "at %.3f characters per token%s, %d round%s\n",
-                     static_cast<long long>(*context), model.c_str(), static_cast<long long>(fit.measured_tokens),
-                     static_cast<long long>(fit.target_tokens),
-                     100.0 * static_cast<double>(fit.measured_tokens) / static_cast<double>(*context),
-                     fit.chars_per_token, ratio_given ? " (from --chars-per-token, corrected)" : " (measured)",
-                     fit.rounds, fit.rounds == 1 ? "" : "s");
+                     "served context %lld tokens (%s): prompts of %lld..%lld tokens (mean %.0f = %.1f%% of the context; "
+                     "target %lld) at %.3f characters per token, measured by the server; %d prompts counted\n",
+                     static_cast<long long>(*context), model.c_str(), static_cast<long long>(fit.min_tokens),
+                     static_cast<long long>(fit.max_tokens), fit.mean_tokens, 100.0 * fit.mean_tokens / ctx,
+                     static_cast<long long>(fit.target_tokens), fit.chars_per_token, fit.counted);
       }
     } else {
       harness::TextSynthesizer synth(*corpus, f->chars_per_token);

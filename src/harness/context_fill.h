@@ -23,10 +23,13 @@ Result<int64_t> count_prompt_tokens(const Endpoint& ep, const std::string& api_k
                                     const std::string& prompt);
 
 struct ContextFit {
-  int64_t target_tokens = 0;    // of the first prompt
-  int64_t measured_tokens = 0;  // what the server counted for it
-  double chars_per_token = 0;   // the ratio the workload was generated with
-  int rounds = 0;
+  int64_t target_tokens = 0;  // per prompt
+  int64_t min_tokens = 0;     // what the server counted, over every prompt
+  int64_t max_tokens = 0;
+  double mean_tokens = 0;
+  double chars_per_token = 0;  // the ratio the workload was generated with
+  int rounds = 0;              // generations
+  int counted = 0;             // prompts the server counted (the probe included)
 };
 
 // Generates o with prompts fitted to `count` (a served tokenizer), starting
