@@ -113,11 +113,21 @@ std::string outcome_row(const std::string& name, const GroupSummary& g) {
 
 std::string latency_row(const std::string& name, const GroupSummary& g) {
   std::string h = "<tr>" + cell(name);
-  for (double v : {g.ttft_ms.p50, g.ttft_ms.p90, g.ttft_ms.p99, g.ttfat_ms.p50, g.tpot_ms.p50, g.tpot_ms.p99,
-                   g.e2e_ms.p50, g.e2e_ms.p99, g.verified_e2e_ms.p50, g.verified_e2e_ms.p90, g.verified_e2e_ms.p95,
-                   g.verified_e2e_ms.p99, g.send_lag_ms.max}) {
-    h += "<td>" + num(v) + "</td>";
+  auto col = [&](const Distribution& d, double Distribution::*field) {
+    h += "<td>" + (d.count ? num(d.*field) : std::string("&ndash;")) + "</td>";
+  };
+  col(g.ttft_ms, &Distribution::p50);
+  col(g.ttft_ms, &Distribution::p90);
+  col(g.ttft_ms, &Distribution::p99);
+  col(g.ttfat_ms, &Distribution::p50);
+  col(g.tpot_ms, &Distribution::p50);
+  col(g.tpot_ms, &Distribution::p99);
+  col(g.e2e_ms, &Distribution::p50);
+  col(g.e2e_ms, &Distribution::p99);
+  for (double Distribution::*p : {&Distribution::p50, &Distribution::p90, &Distribution::p95, &Distribution::p99}) {
+    col(g.verified_e2e_ms, p);
   }
+  col(g.send_lag_ms, &Distribution::max);
   return h + "</tr>\n";
 }
 

@@ -17,10 +17,20 @@ std::string outcome_row(const std::string& name, const GroupSummary& g) {
 }
 
 std::string latency_row(const std::string& name, const GroupSummary& g) {
-  return fmt::format("{:<24} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f}\n",
-                     name.substr(0, 24), g.ttft_ms.p50, g.ttft_ms.p99, g.tpot_ms.p50, g.tpot_ms.p99, g.e2e_ms.p50,
-                     g.e2e_ms.p99, g.verified_e2e_ms.p50, g.verified_e2e_ms.p90, g.verified_e2e_ms.p95,
-                     g.verified_e2e_ms.p99);
+  std::string out = fmt::format("{:<24}", name.substr(0, 24));
+  auto col = [&](const Distribution& d, double Distribution::*field) {
+    out += d.count ? fmt::format(" {:>7.1f}", d.*field) : fmt::format(" {:>7}", "-");
+  };
+  col(g.ttft_ms, &Distribution::p50);
+  col(g.ttft_ms, &Distribution::p99);
+  col(g.tpot_ms, &Distribution::p50);
+  col(g.tpot_ms, &Distribution::p99);
+  col(g.e2e_ms, &Distribution::p50);
+  col(g.e2e_ms, &Distribution::p99);
+  for (double Distribution::*p : {&Distribution::p50, &Distribution::p90, &Distribution::p95, &Distribution::p99}) {
+    col(g.verified_e2e_ms, p);
+  }
+  return out + "\n";
 }
 
 std::string opt_num(const std::optional<double>& v, const char* spec = "{:.3g}") {
