@@ -113,21 +113,7 @@ std::string outcome_row(const std::string& name, const GroupSummary& g) {
 
 std::string latency_row(const std::string& name, const GroupSummary& g) {
   std::string h = "<tr>" + cell(name);
-  auto col = [&](const Distribution& d, double Distribution::*field) {
-    h += "<td>" + (d.count ? num(d.*field) : std::string("&ndash;")) + "</td>";
-  };
-  col(g.ttft_ms, &Distribution::p50);
-  col(g.ttft_ms, &Distribution::p90);
-  col(g.ttft_ms, &Distribution::p99);
-  col(g.ttfat_ms, &Distribution::p50);
-  col(g.tpot_ms, &Distribution::p50);
-  col(g.tpot_ms, &Distribution::p99);
-  col(g.e2e_ms, &Distribution::p50);
-  col(g.e2e_ms, &Distribution::p99);
-  for (double Distribution::*p : {&Distribution::p50, &Distribution::p90, &Distribution::p95, &Distribution::p99}) {
-    col(g.verified_e2e_ms, p);
-  }
-  col(g.send_lag_ms, &Distribution::max);
+  for (const auto& c : latency_columns(g)) h += "<td>" + opt_num(c.value, "{:.1f}") + "</td>";
   return h + "</tr>\n";
 }
 
@@ -151,10 +137,9 @@ std::string run_tables(const RunReport& rr) {
   h += "<table><tr><th>group</th><th>requests</th><th>verified</th><th>good</th><th>late</th><th>unverified</th>"
        "<th>rejected early</th><th>expired in queue</th><th>errors</th><th>good (%)</th><th>goodput (req/s)</th></tr>\n";
   h += group_rows(rr.summary, outcome_row) + "</table>\n";
-  h += "<table><tr><th>group (latencies in ms)</th><th>TTFT p50</th><th>TTFT p90</th><th>TTFT p99</th>"
-       "<th>TTFAT p50</th><th>TPOT p50</th><th>TPOT p99</th><th>E2E p50</th><th>E2E p99</th>"
-       "<th>verified E2E p50</th><th>verified E2E p90</th><th>verified E2E p95</th><th>verified E2E p99</th>"
-       "<th>send lag max</th></tr>\n";
+  h += "<table><tr><th>group (latencies in ms)</th>";
+  for (const auto& c : latency_columns(rr.summary.overall)) h += std::string("<th>") + c.long_name + "</th>";
+  h += "</tr>\n";
   h += group_rows(rr.summary, latency_row) + "</table>\n";
   if (!rr.quality.empty()) {
     h += "<h3>Quality against the reference, worst first (KL in nats)</h3>\n<table class=\"quality\"><tr><th>group</th>"

@@ -171,6 +171,27 @@ nlohmann::json SweepVerdict::to_json(double target) const {
           {"statement", statement()}};
 }
 
+std::vector<LatencyColumn> latency_columns(const GroupSummary& g) {
+  std::vector<LatencyColumn> cols;
+  auto add = [&](const char* s, const char* l, const Distribution& d, double Distribution::*field) {
+    cols.push_back({s, l, d.count ? std::optional<double>(d.*field) : std::nullopt});
+  };
+  add("ttft50", "TTFT p50", g.ttft_ms, &Distribution::p50);
+  add("ttft90", "TTFT p90", g.ttft_ms, &Distribution::p90);
+  add("ttft99", "TTFT p99", g.ttft_ms, &Distribution::p99);
+  add("ttfat50", "TTFAT p50", g.ttfat_ms, &Distribution::p50);
+  add("tpot50", "TPOT p50", g.tpot_ms, &Distribution::p50);
+  add("tpot99", "TPOT p99", g.tpot_ms, &Distribution::p99);
+  add("e2e50", "E2E p50", g.e2e_ms, &Distribution::p50);
+  add("e2e99", "E2E p99", g.e2e_ms, &Distribution::p99);
+  add("vE2E50", "verified E2E p50", g.verified_e2e_ms, &Distribution::p50);
+  add("vE2E90", "verified E2E p90", g.verified_e2e_ms, &Distribution::p90);
+  add("vE2E95", "verified E2E p95", g.verified_e2e_ms, &Distribution::p95);
+  add("vE2E99", "verified E2E p99", g.verified_e2e_ms, &Distribution::p99);
+  add("lagmax", "send lag max", g.send_lag_ms, &Distribution::max);
+  return cols;
+}
+
 nlohmann::json to_json(const Distribution& d) {
   return {{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90},
           {"p95", d.p95},     {"p99", d.p99},   {"max", d.max}};

@@ -95,6 +95,16 @@ struct SweepVerdict {
 };
 SweepVerdict find_max_goodput_rate(std::vector<SweepPoint> points, double target);
 
+// The latency columns of the summary tables (terminal and report), in order:
+// TTFT p50/p90/p99, TTFAT p50, TPOT p50/p99, E2E p50/p99, verified E2E
+// p50/p90/p95/p99, send lag max; a value is absent when no request had one.
+struct LatencyColumn {
+  const char* short_name;  // "ttft50"
+  const char* long_name;   // "TTFT p50"
+  std::optional<double> value;
+};
+std::vector<LatencyColumn> latency_columns(const GroupSummary& g);
+
 nlohmann::json to_json(const Distribution& d);
 nlohmann::json to_json(const SpeculativeSummary& s);
 nlohmann::json to_json(const GroupSummary& g);

@@ -34,7 +34,7 @@ std::string burst_workload(const std::string& name, int n, int max_tokens) {
 TEST(HonestReplay, DeadlinesReachTheServerAndEarlyRejectionsAreApart) {
   LadderServer server({"--max-running", "1"});
   ASSERT_FALSE(server.url().empty());
-  const std::string wl = burst_workload("burst.jsonl", 6, 64);
+  const std::string wl = burst_workload("burst.jsonl", 6, 120);  // each holds the slot for 120 tokens
   const std::string dir = ladder::testing::temp_dir();
   auto res = testing::replay(server.url(), wl, dir + "/dl-on", {"--slo", "ttft_ms=2", "--quiet"});
   // Rejections are the server's answer, not errors of the measurement.
