@@ -176,6 +176,17 @@ void judge(QualityCheck& q, const QualityThresholds& t) {
   if (q.compared_by != "token ids") q.reason += " [compared by " + q.compared_by + ": no token ids from the server]";
 }
 
+std::string describe(const QualityThresholds& t) {
+  std::vector<std::string> parts;
+  if (t.min_match) parts.push_back(fmt::format("min_match {}", *t.min_match));
+  if (t.min_divergence) parts.push_back(fmt::format("min_divergence {}", *t.min_divergence));
+  if (t.max_mean_kl) parts.push_back(fmt::format("max_mean_kl {}", *t.max_mean_kl));
+  if (t.max_kl) parts.push_back(fmt::format("max_kl {}", *t.max_kl));
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out.empty() ? "none" : out;
+}
+
 json to_json(const QualityCheck& q) {
   auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
   return {{"mode", verify_mode_name(q.mode)},

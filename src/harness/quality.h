@@ -96,6 +96,9 @@ QualityCheck compare_outputs(VerifyMode mode, const OutputView& reference, const
 // no position to measure it on fails (it cannot be shown to be met).
 void judge(QualityCheck& q, const QualityThresholds& t);
 
+// "min_match 0.9, max_mean_kl 0.05" ("none" when nothing is set).
+std::string describe(const QualityThresholds& t);
+
 nlohmann::json to_json(const QualityCheck& q);
 nlohmann::json to_json(const QualityThresholds& t);
 

@@ -68,14 +68,19 @@ QualityReport summarize_quality(const std::vector<RequestResult>& results, const
 
 std::string quality_note(const QualityReport& q) {
   size_t compared = 0, by_ids = 0;
+  std::string thresholds;
   for (const auto& g : q.slices) {
     compared += g.compared;
     by_ids += g.by_token_ids;
+    if (g.thresholds) thresholds += (thresholds.empty() ? "" : "; ") + g.name + ": " + describe(*g.thresholds);
   }
-  if (by_ids == compared) return "";
-  return std::to_string(compared - by_ids) + " of " + std::to_string(compared) +
-         " compared requests were compared by token texts or text, not token ids (no token ids from the server "
-         "or in the reference)";
+  std::string note = thresholds.empty() ? "" : "thresholds per slice (KL in nats): " + thresholds;
+  if (by_ids != compared) {
+    note += (note.empty() ? "" : "\n") + std::to_string(compared - by_ids) + " of " + std::to_string(compared) +
+            " compared requests were compared by token texts or text, not token ids (no token ids from the server "
+            "or in the reference)";
+  }
+  return note;
 }
 
 json to_json(const QualityGroup& g) {

@@ -46,8 +46,9 @@ struct QualityReport {
 };
 QualityReport summarize_quality(const std::vector<RequestResult>& results, const VerifyPolicy* approx_policy);
 
-// "7 of 16 compared requests were compared by text, not token ids (the
-// server sent none)"; empty when every comparison used ids.
+// The approx thresholds of each slice, and "7 of 16 compared requests were
+// compared by token texts or text, not token ids ..." when some were; empty
+// when there is neither.
 std::string quality_note(const QualityReport& q);
 
 nlohmann::json to_json(const QualityGroup& g);

@@ -147,7 +147,10 @@ std::string run_tables(const RunReport& rr) {
          "<th>task check</th><th>mean match</th><th>min match</th><th>earliest divergence (token)</th>"
          "<th>mean KL</th><th>max KL</th></tr>\n";
     h += quality_rows(rr.quality.slices) + quality_rows(rr.quality.tenants) + "</table>\n";
-    if (std::string note = quality_note(rr.quality); !note.empty()) h += "<p>" + html_escape(note) + "</p>\n";
+    if (std::string note = html_escape(quality_note(rr.quality)); !note.empty()) {
+      for (size_t at = note.find('\n'); at != std::string::npos; at = note.find('\n', at)) note.replace(at, 1, "<br>");
+      h += "<p>" + note + "</p>\n";
+    }
   }
   const SpeculativeSummary& sp = rr.summary.overall.speculative;
   if (sp.requests > 0) {
