@@ -62,7 +62,7 @@ echo "demo: ladder serve is at $URL (pid $SERVER_PID)"
 
 echo "demo: replaying at offered rates $RATES (sessions and requests per second), SLO $SLO"
 "$LADDER" replay --endpoint "$URL" --workload "$OUT/mixed.jsonl" --sweep "$RATES" --arrival poisson \
-  --slo "$SLO" --chars-per-token 1.5 --out "$OUT"
+  --slo "$SLO" --out "$OUT"
 
 echo
 echo "demo: open $OUT/report.html in a browser (it works offline); the record is $OUT/record.json"

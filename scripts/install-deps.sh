@@ -16,6 +16,8 @@ packages=(
   python3 python3-jinja2 python3-numpy curl
   # report rendering test (headless browser)
   chromium
+  # the replay's HTTPS test makes a self-signed certificate
+  openssl
 )
 
 missing=()

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 namespace ladder::harness {
@@ -92,12 +93,42 @@ class Generator {
     }
   }
 
-  void long_context(int unit, std::vector<WorkloadRequest>& out) {
+  // Text of about `tokens` tokens around a fixed suffix: the passage gets
+  // what the suffix leaves.
+  std::string text_around(int64_t tokens, const std::string& suffix) {
+    const size_t total = synth_.chars_for_tokens(tokens);
+    return synth_.passage(rng_(), total > suffix.size() ? total - suffix.size() : 1);
+  }
+
+  void long_context(int unit, int64_t tokens, std::vector<WorkloadRequest>& out) {
     WorkloadRequest r;
     r.t = next_arrival();
     r.tenant = tenant_for(unit);
-    r.prompt = text(o_.context_tokens) + "\n\nIn one sentence, what happened in the passage above?";
+    const std::string question = "\n\nIn one sentence, what happened in the passage above?";
+    r.prompt = text_around(tokens, question) + question;
     r.slice = "long_context";
+    finish(r);
+    out.push_back(std::move(r));
+  }
+
+  void rare(int unit, int64_t tokens, std::vector<WorkloadRequest>& out) {
+    WorkloadRequest r;
+    r.t = next_arrival();
+    r.tenant = tenant_for(unit);
+    const std::string entity = rare_entity(rng_());
+    const std::string intro = " The access code of the vault is " + entity + ". ";
+    const std::string cue = "\n\nRemember: the access code of the vault is " + entity.substr(0, 2);
+    // The filler is cut after stripping, so the prompt keeps its length.
+    const size_t total = synth_.chars_for_tokens(tokens);
+    const size_t filler_chars = total > intro.size() + cue.size() ? total - intro.size() - cue.size() : 1;
+    std::string hay = strip_rare_characters(synth_.passage(rng_(), filler_chars + filler_chars / 8 + 64));
+    hay.resize(std::min(hay.size(), filler_chars));
+    size_t at = std::min(hay.size(), static_cast<size_t>(o_.depth * static_cast<double>(hay.size())));
+    size_t space = hay.find(' ', at);
+    at = space == std::string::npos ? hay.size() : space;
+    r.prompt = hay.substr(0, at) + intro + hay.substr(at) + cue;
+    r.expect = Expectation{Expectation::Kind::kSubstring, entity.substr(2)};
+    r.slice = "rare";
     finish(r);
     out.push_back(std::move(r));
   }
@@ -149,8 +180,15 @@ Result<std::vector<WorkloadRequest>> generate_workload(const GeneratorOptions& o
     while (remaining() > 0) g.chat(unit++, std::min(o.turns, remaining()), out);
   } else if (o.kind == "agent") {
     while (remaining() > 0) g.agent(unit++, std::min(o.agent_calls, remaining()), out);
-  } else if (o.kind == "long-context") {
-    while (remaining() > 0) g.long_context(unit++, out);
+  } else if (o.kind == "long-context" || o.kind == "rare") {
+    LADDER_ASSIGN_OR_RETURN(int64_t tokens, long_prompt_tokens(o));
+    while (remaining() > 0) {
+      if (o.kind == "rare") {
+        g.rare(unit++, tokens, out);
+      } else {
+        g.long_context(unit++, tokens, out);
+      }
+    }
   } else if (o.kind == "needle") {
     while (remaining() > 0) g.needle(unit++, out);
   } else if (o.kind == "mixed") {
@@ -170,12 +208,50 @@ Result<std::vector<WorkloadRequest>> generate_workload(const GeneratorOptions& o
         agent_left -= n;
       }
       if (long_left > 0) {
-        g.long_context(unit++, out);
+        g.long_context(unit++, o.context_tokens, out);
         --long_left;
       }
     }
   } else {
-    return invalid_argument("unknown workload kind '" + o.kind + "' (chat, agent, long-context, needle, mixed)");
+    return invalid_argument("unknown workload kind '" + o.kind + "' (chat, agent, long-context, needle, rare, mixed)");
+  }
+  return out;
+}
+
+Result<int64_t> long_prompt_tokens(const GeneratorOptions& o) {
+  if (o.fill == 0) return int64_t{o.context_tokens};
+  if (!(o.fill > 0 && o.fill <= 1)) return invalid_argument("--fill must be in (0, 1]");
+  if (o.context < 1) return invalid_argument("--fill needs the model's context length (--context or --endpoint)");
+  const auto tokens = static_cast<int64_t>(std::floor(o.fill * static_cast<double>(o.context)));
+  if (tokens < 16) return invalid_argument(fmt::format("--fill {} of a {}-token context is under 16 tokens", o.fill, o.context));
+  if (tokens + o.max_tokens > o.context) {
+    return invalid_argument(fmt::format("--fill {} of a {}-token context ({} tokens) leaves no room for --max-tokens {}",
+                                        o.fill, o.context, tokens, o.max_tokens));
+  }
+  return tokens;
+}
+
+std::string rare_entity(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string digits = kRareDigits, symbols = kRareSymbols;
+  std::shuffle(digits.begin(), digits.end(), rng);
+  std::shuffle(symbols.begin(), symbols.end(), rng);
+  std::string e;
+  for (int i = 0; i < 4; ++i) {
+    e += symbols[static_cast<size_t>(i)];
+    e += digits[static_cast<size_t>(i)];
+  }
+  return e;
+}
+
+std::string strip_rare_characters(const std::string& text) {
+  const std::string rare = std::string(kRareDigits) + kRareSymbols;
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (rare.find(c) != std::string::npos) continue;
+    if (c == ' ' && !out.empty() && out.back() == ' ') continue;
+    out += c;
   }
   return out;
 }

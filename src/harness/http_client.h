@@ -1,26 +1,41 @@
-// A small HTTP/1.1 client (Boost.Beast) for any OpenAI-compatible server:
-// plain http only. Each call owns its connection and io_context, so calls on
-// different threads are independent; every network wait has a timeout.
+// A small HTTP/1.1 client (Boost.Beast) for any OpenAI-compatible server,
+// over plain TCP or TLS (OpenSSL through Asio). Each call owns its
+// connection and io_context, so calls on different threads are independent;
+// every network wait has a timeout.
+//
+// TLS checks the server's certificate against the system CA store (plus an
+// optional CA file) and its name against the endpoint's host (an IP address
+// must be in the certificate's IP SANs); TlsOptions::insecure turns both
+// checks off for self-signed endpoints.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 
 namespace ladder::harness {
 
+struct TlsOptions {
+  bool insecure = false;  // accept any certificate (self-signed, wrong name)
+  std::string ca_file;    // PEM CAs trusted besides the system store
+};
+
 struct Endpoint {
+  bool tls = false;  // https
   std::string host;
   std::string port;
   std::string base_path;  // prefix before "/v1/...", usually empty
+  TlsOptions tls_options;
 
-  std::string url() const { return "http://" + host + ":" + port + base_path; }
+  std::string url() const { return std::string(tls ? "https://" : "http://") + host + ":" + port + base_path; }
 };
 
-// "http://HOST[:PORT][/prefix][/v1]" -> Endpoint (a trailing /v1 is dropped:
-// paths are given with it).
+// "http[s]://HOST[:PORT][/prefix][/v1]" -> Endpoint (a trailing /v1 is
+// dropped: paths are given with it). The default port is 80 or 443.
 Result<Endpoint> parse_endpoint(const std::string& url);
 
 struct HttpResponse {
@@ -34,7 +49,8 @@ struct HttpRequestSpec {
   std::string path;            // "/v1/models"
   std::string api_key;         // sent as "Authorization: Bearer KEY" when set
   std::string body;            // JSON body for POST
-  double timeout_s = 60;       // per network wait (connect, write, each read)
+  std::vector<std::pair<std::string, std::string>> headers;  // extra request headers
+  double timeout_s = 60;       // per network wait (connect, handshake, write, each read)
 };
 
 // Streams the response: on_head once the status line and headers arrived,

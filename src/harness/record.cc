@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <tuple>
 #include <fstream>
 #include <thread>
 
@@ -67,7 +69,9 @@ json result_to_json(const RequestResult& r) {
             {"send_lag_ms", r.send_lag_ms},
             {"cap_wait_ms", r.cap_wait_ms},
             {"http_status", r.http_status},
+            {"outcome", outcome_name(outcome_of(r))},
             {"finish_reason", r.finish_reason},
+            {"deadline_ms", optional_json(r.deadline_ms)},
             {"ttft_ms", optional_json(r.ttft_ms)},
             {"ttfat_ms", optional_json(r.ttfat_ms)},
             {"tpot_ms", optional_json(r.tpot_ms)},
@@ -83,12 +87,27 @@ json result_to_json(const RequestResult& r) {
             {"slo", slo_json(r.slo)},
             {"slo_met", {{"ttft", v.ttft}, {"tpot", v.tpot}, {"e2e", v.e2e}}},
             {"good", is_good(r)},
+            {"key", r.key},
+            {"prompt_sha256", r.prompt_sha256},
             {"text", r.text}};
+  if (r.has_token_ids) j["token_ids"] = r.token_ids;
+  if (!r.logprobs.empty()) j["logprob_positions"] = r.logprobs.size();
+  if (r.quality) j["quality"] = to_json(*r.quality);
+  const SpeculativeUsage& sp = r.speculative;
+  if (sp.proposed || sp.accepted || sp.cycles || sp.accepted_prediction_tokens || sp.rejected_prediction_tokens) {
+    auto opt = [](const std::optional<int64_t>& n) { return n ? json(*n) : json(nullptr); };
+    j["speculative"] = {{"proposed", opt(sp.proposed)},
+                        {"accepted", opt(sp.accepted)},
+                        {"cycles", opt(sp.cycles)},
+                        {"accepted_prediction_tokens", opt(sp.accepted_prediction_tokens)},
+                        {"rejected_prediction_tokens", opt(sp.rejected_prediction_tokens)}};
+  }
   if (!r.session.empty()) {
     j["session"] = r.session;
     j["turn"] = r.turn;
   }
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.error_code.empty()) j["error_code"] = r.error_code;
   if (!r.reasoning_text.empty()) j["reasoning_text"] = r.reasoning_text;
   if (!r.server_timings.is_null()) j["server_timings"] = r.server_timings;
   return j;
@@ -122,8 +141,58 @@ double measured_chars_per_token(const std::vector<RequestResult>& results) {
   return tokens > 0 ? chars / tokens : 0.0;
 }
 
+std::vector<FailureGroup> failure_groups(const std::vector<RequestResult>& results) {
+  std::vector<FailureGroup> groups;
+  std::map<std::tuple<std::string, int, std::string, std::string>, size_t> at;
+  for (const auto& r : results) {
+    const Outcome o = outcome_of(r);
+    if (o != Outcome::kError && o != Outcome::kRejectedEarly && o != Outcome::kExpired) continue;
+    std::string message = r.error.empty() ? r.verify_note : r.error;
+    // A coded error groups by its code (its message may carry numbers that
+    // vary); an uncoded one by its message.
+    auto key = std::make_tuple(std::string(outcome_name(o)), r.http_status, r.error_code,
+                               r.error_code.empty() ? message : std::string());
+    auto it = at.find(key);
+    if (it == at.end()) {
+      at[key] = groups.size();
+      groups.push_back({outcome_name(o), r.http_status, r.error_code, message, 1, r.index, r.source_line});
+    } else {
+      ++groups[it->second].count;
+    }
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const FailureGroup& a, const FailureGroup& b) {
+    return a.outcome != b.outcome ? a.outcome == "error" : a.count > b.count;  // errors first
+  });
+  return groups;
+}
+
+std::map<std::string, std::vector<std::string>> slos_by_slice(const std::vector<RequestResult>& results) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& r : results) {
+    std::vector<std::string> parts;
+    if (r.slo.ttft_ms) parts.push_back(fmt::format("TTFT {} ms", *r.slo.ttft_ms));
+    if (r.slo.tpot_ms) parts.push_back(fmt::format("TPOT {} ms", *r.slo.tpot_ms));
+    if (r.slo.e2e_ms) parts.push_back(fmt::format("E2E {} ms", *r.slo.e2e_ms));
+    std::string text = parts.empty() ? "none" : parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) text += ", " + parts[i];
+    auto& list = out[r.slice];
+    if (std::find(list.begin(), list.end(), text) == list.end()) list.push_back(text);
+  }
+  return out;
+}
+
 json run_to_json(const RunReport& rr) {
   const ReplayRun& run = rr.run;
+  json failures = json::array();
+  for (const auto& f : failure_groups(run.results)) {
+    failures.push_back({{"outcome", f.outcome},
+                        {"http_status", f.http_status},
+                        {"code", f.code},
+                        {"message", f.message},
+                        {"count", f.count},
+                        {"first_index", f.first_index},
+                        {"first_line", f.first_line}});
+  }
   json timeline = json::array();
   for (const auto& s : run.timeline) {
     timeline.push_back({{"t_s", s.t_s}, {"in_flight", s.in_flight}, {"server_queue", optional_json(s.server_queue)}});
@@ -138,6 +207,11 @@ json run_to_json(const RunReport& rr) {
             {"cpu_fraction_of_one_core", run.wall_s > 0 ? run.client_cpu_s / run.wall_s : 0.0},
             {"max_send_lag_ms", run.max_send_lag_ms}}},
           {"summary", to_json(rr.summary)},
+          {"quality", rr.quality.empty() ? json(nullptr) : to_json(rr.quality)},
+          {"cost", to_json(rr.cost)},
+          {"server_process_cpu_seconds",
+           {{"before", optional_json(run.server_cpu_before_s)}, {"after", optional_json(run.server_cpu_after_s)}}},
+          {"failures", failures},
           {"ttft_vs_server", ttft_agreement(run.results)},
           {"measured_chars_per_token", measured_chars_per_token(run.results)},
           {"queue_metric", run.queue_metric},
@@ -151,46 +225,6 @@ std::string iso8601_utc_now() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-namespace {
-
-std::string row(const std::string& name, const GroupSummary& g) {
-  return fmt::format("{:<22} {:>5} {:>5} {:>6.1f}% {:>8.3f} {:>8.1f} {:>8.1f} {:>8.1f} {:>7.1f} {:>7.1f} {:>8.1f} {:>8.1f}\n",
-                     name.substr(0, 22), g.requests, g.good, 100.0 * g.goodput_fraction, g.goodput_rps, g.ttft_ms.p50,
-                     g.ttft_ms.p90, g.ttft_ms.p99, g.tpot_ms.p50, g.tpot_ms.p99, g.e2e_ms.p50, g.e2e_ms.p99);
-}
-
-}  // namespace
-
-std::string format_summary_table(const std::vector<RunReport>& runs) {
-  std::string out;
-  const std::string header = fmt::format("{:<22} {:>5} {:>5} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>8}\n",
-                                         "group", "reqs", "good", "good%", "good/s", "ttft50", "ttft90", "ttft99",
-                                         "tpot50", "tpot99", "e2e50", "e2e99");
-  for (const auto& rr : runs) {
-    out += fmt::format("== {}: offered {:.3f} arrivals/s, window {:.2f}s, client CPU {:.2f}s, max send lag {:.1f} ms{}\n",
-                       rr.label, rr.offered_rate, rr.run.window_s, rr.run.client_cpu_s, rr.run.max_send_lag_ms,
-                       rr.summary.overall.verified < rr.summary.overall.requests
-                           ? fmt::format(", {} not verified", rr.summary.overall.requests - rr.summary.overall.verified)
-                           : "");
-    const json agree = ttft_agreement(rr.run.results);
-    if (agree.contains("client_minus_server_ms")) {
-      out += fmt::format("   client TTFT - server TTFT over {} requests: p50 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms\n",
-                         agree["requests_with_server_ttft"].get<size_t>(), agree["client_minus_server_ms"]["p50"].get<double>(),
-                         agree["client_minus_server_ms"]["p99"].get<double>(),
-                         agree["client_minus_server_ms"]["max"].get<double>());
-    }
-    if (double cpt = measured_chars_per_token(rr.run.results); cpt > 0) {
-      out += fmt::format("   prompt characters per server-counted token: {:.2f}\n", cpt);
-    }
-    out += header;
-    out += row("overall", rr.summary.overall);
-    for (const auto& [k, g] : rr.summary.by_tenant) out += row("tenant " + k, g);
-    for (const auto& [k, g] : rr.summary.by_slice) out += row("slice " + k, g);
-  }
-  out += "(latencies in ms; good = verified and within every SLO)\n";
-  return out;
 }
 
 }  // namespace ladder::harness

@@ -3,18 +3,24 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/cost.h"
+#include "harness/quality_summary.h"
 #include "harness/replay.h"
 #include "harness/stats.h"
 
 namespace ladder::harness {
 
-inline constexpr int kRecordSchemaVersion = 1;
+// 2: outcomes (late / rejected early / expired / errors), quality against a
+// reference, cost per verified task, verified-completion latency, the
+// server's effective configuration in the fingerprint.
+inline constexpr int kRecordSchemaVersion = 2;
 
 struct MachineInfo {
   std::string cpu_model;
@@ -31,7 +37,27 @@ struct RunReport {
   double offered_rate = 0;             // arrival units per second actually offered
   ReplayRun run;
   RunSummary summary;
+  QualityReport quality;  // empty without a reference
+  CostSummary cost;
 };
+
+// Requests that did not get served, grouped by what the server (or the
+// network) said: outcome, HTTP status and error code (the message of the
+// first one stands for the group), or the message when there is no code.
+struct FailureGroup {
+  std::string outcome;  // error | rejected_early | expired
+  int http_status = 0;
+  std::string code;
+  std::string message;
+  size_t count = 0;
+  size_t first_index = 0;  // first request with it (schedule order)
+  int first_line = 0;      // its workload line (0: generated)
+};
+std::vector<FailureGroup> failure_groups(const std::vector<RequestResult>& results);
+
+// The SLOs the requests were measured against, per slice: "ttft 500 ms, e2e 4000 ms"
+// (several when a slice's requests differ); "none" when a slice has none.
+std::map<std::string, std::vector<std::string>> slos_by_slice(const std::vector<RequestResult>& results);
 
 // offered rate of a scheduled workload: units / span (the span of n arrivals
 // drawn at rate R is about n / R, so this recovers R).
@@ -50,8 +76,5 @@ nlohmann::json ttft_agreement(const std::vector<RequestResult>& results);
 double measured_chars_per_token(const std::vector<RequestResult>& results);
 
 std::string iso8601_utc_now();
-
-// A fixed-width table: one row per run overall, then per tenant and per slice.
-std::string format_summary_table(const std::vector<RunReport>& runs);
 
 }  // namespace ladder::harness

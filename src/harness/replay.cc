@@ -9,9 +9,11 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
+#include "harness/reference.h"
 #include "harness/sse_stream.h"
 
 namespace ladder::harness {
@@ -78,23 +80,33 @@ Slo merged_slo(const Slo& base, const Slo& over) {
   return s;
 }
 
-std::string error_from_body(const std::string& body) {
+// An OpenAI-style error body -> (message, code); other bodies -> their start.
+std::pair<std::string, std::string> error_from_body(const std::string& body) {
   json j = json::parse(body, nullptr, false);
   if (!j.is_discarded() && j.is_object() && j.contains("error")) {
     const json& e = j["error"];
-    if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"].get<std::string>();
-    return e.dump();
+    std::string code = e.is_object() && e.contains("code") && e["code"].is_string() ? e["code"].get<std::string>() : "";
+    if (e.is_object() && e.contains("message") && e["message"].is_string()) return {e["message"].get<std::string>(), code};
+    return {e.dump(), code};
   }
-  return body.substr(0, 300);
+  return {body.substr(0, 300), ""};
+}
+
+std::string sent_prompt_digest(const std::vector<ChatMessage>& messages, const std::string& prompt, bool chat) {
+  if (!chat) return sha256_hex(prompt);
+  json msgs = json::array();
+  for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+  return sha256_hex(msgs.dump());
 }
 
 // Runs one arrival unit (an independent request, or a session's turns in order).
 class UnitRunner {
  public:
-  UnitRunner(const std::vector<WorkloadRequest>& reqs, std::vector<RequestResult>& results,
-             const ReplayOptions& opts, const std::string& model, Clock::time_point t0, CapSemaphore& cap,
-             Progress& progress)
-      : reqs_(reqs), results_(results), opts_(opts), model_(model), t0_(t0), cap_(cap), progress_(progress) {}
+  UnitRunner(const std::vector<WorkloadRequest>& reqs, const std::vector<std::string>& keys,
+             std::vector<RequestResult>& results, const ReplayOptions& opts, const std::string& model,
+             Clock::time_point t0, CapSemaphore& cap, Progress& progress)
+      : reqs_(reqs), keys_(keys), results_(results), opts_(opts), model_(model), t0_(t0), cap_(cap),
+        progress_(progress) {}
 
   void run(const std::vector<size_t>& turns) {
     std::vector<ChatMessage> history;
@@ -134,6 +146,8 @@ class UnitRunner {
     r.session = w.session;
     r.turn = w.turn;
     r.slo = merged_slo(w.slo, opts_.slo_override);
+    r.key = keys_[index];
+    r.prompt_sha256 = sent_prompt_digest(messages, prompt, w.is_chat());
     auto before_cap = Clock::now();
     cap_.acquire();
     const auto sent = Clock::now();
@@ -149,8 +163,11 @@ class UnitRunner {
     spec.path = w.is_chat() ? "/v1/chat/completions" : "/v1/completions";
     auto key = opts_.tenant_keys.find(w.tenant);
     spec.api_key = key != opts_.tenant_keys.end() ? key->second : opts_.api_key;
-    spec.body = build_request_body(w, messages, prompt, model_, opts_.ignore_eos).dump();
+    BodyOptions extras{opts_.ignore_eos, opts_.token_ids, opts_.top_logprobs};
+    spec.body = build_request_body(w, messages, prompt, model_, extras).dump();
     spec.timeout_s = opts_.timeout_s;
+    if (opts_.send_deadlines) r.deadline_ms = deadline_ms_of(r.slo);
+    if (r.deadline_ms) spec.headers.emplace_back("x-ladder-deadline-ms", fmt::format("{}", *r.deadline_ms));
 
     progress_.sent.fetch_add(1);
     progress_.in_flight.fetch_add(1);
@@ -181,20 +198,25 @@ class UnitRunner {
     if (!st.is_ok()) {
       r.error = st.message();
     } else if (r.http_status != 200) {
-      r.error = error_from_body(body);
+      std::tie(r.error, r.error_code) = error_from_body(body);
     } else if (!is_sse) {
       acc.on_whole_body(body, end_ms);
     } else if (r.finish_reason.empty() && r.error.empty()) {
       r.error = acc.saw_done() ? "stream finished without a finish_reason" : "stream ended early";
     }
     acc.finish(end_ms);
-    verify_result(r, w.expect);
+    if (opts_.verifier != nullptr) {
+      opts_.verifier->verify(r, w);
+    } else {
+      verify_result(r, w.expect);
+    }
     progress_.finished.fetch_add(1);
     if (is_good(r)) progress_.good.fetch_add(1);
     if (!r.verified) progress_.failed.fetch_add(1);
   }
 
   const std::vector<WorkloadRequest>& reqs_;
+  const std::vector<std::string>& keys_;
   std::vector<RequestResult>& results_;
   const ReplayOptions& opts_;
   const std::string& model_;
@@ -227,8 +249,10 @@ std::vector<std::vector<size_t>> arrival_units(const std::vector<WorkloadRequest
 
 }  // namespace
 
+std::optional<double> deadline_ms_of(const Slo& slo) { return slo.ttft_ms ? slo.ttft_ms : slo.e2e_ms; }
+
 json build_request_body(const WorkloadRequest& r, const std::vector<ChatMessage>& messages, const std::string& prompt,
-                        const std::string& model, bool ignore_eos) {
+                        const std::string& model, const BodyOptions& extras) {
   json body;
   body["model"] = model;
   if (r.is_chat()) {
@@ -242,110 +266,18 @@ json build_request_body(const WorkloadRequest& r, const std::vector<ChatMessage>
   body["temperature"] = 0;
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
-  if (ignore_eos) body["ignore_eos"] = true;
+  if (r.seed) body["seed"] = *r.seed;
+  if (extras.ignore_eos) body["ignore_eos"] = true;
+  if (extras.token_ids) body["return_token_ids"] = true;
+  if (extras.top_logprobs > 0) {
+    if (r.is_chat()) {
+      body["logprobs"] = true;
+      body["top_logprobs"] = extras.top_logprobs;
+    } else {
+      body["logprobs"] = extras.top_logprobs;
+    }
+  }
   return body;
-}
-
-std::map<std::string, double> parse_prometheus_text(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    // "name{labels} value [timestamp]": the value follows the last '}' or the name.
-    size_t brace = line.rfind('}');
-    size_t sep = line.find(' ', brace == std::string::npos ? 0 : brace);
-    if (sep == std::string::npos) continue;
-    std::string series = line.substr(0, sep);
-    std::string rest = line.substr(sep + 1);
-    try {
-      size_t used = 0;
-      double v = std::stod(rest, &used);
-      out[series] = v;
-    } catch (const std::exception&) {
-      // NaN/Inf spelled differently or garbage: not a number we can plot.
-    }
-  }
-  return out;
-}
-
-std::pair<std::string, double> find_queue_depth(const std::map<std::string, double>& samples,
-                                                const std::string& prefer) {
-  auto base_name = [](const std::string& series) { return series.substr(0, series.find('{')); };
-  auto sum_of = [&](const std::string& name) {
-    double s = 0;
-    for (const auto& [series, v] : samples) {
-      if (base_name(series) == name) s += v;
-    }
-    return s;
-  };
-  if (!prefer.empty()) return {prefer, sum_of(prefer)};
-  // Gauges of waiting requests as servers name them (Ladder, vLLM, SGLang, TGI, llama.cpp).
-  static const char* kKnown[] = {"ladder_queue_depth",         "ladder_requests_waiting", "ladder_num_requests_waiting",
-                                 "vllm:num_requests_waiting",  "sglang:num_queue_reqs",   "tgi_queue_size",
-                                 "llamacpp:requests_deferred"};
-  for (const char* k : kKnown) {
-    for (const auto& [series, v] : samples) {
-      if (base_name(series) == k) return {k, sum_of(k)};
-    }
-  }
-  for (const auto& [series, v] : samples) {
-    std::string n = base_name(series);
-    if ((n.find("queue") != std::string::npos || n.find("waiting") != std::string::npos) &&
-        n.find("_total") == std::string::npos && n.find("_bucket") == std::string::npos &&
-        n.find("_sum") == std::string::npos && n.find("_count") == std::string::npos &&
-        n.find("seconds") == std::string::npos) {
-      return {n, sum_of(n)};
-    }
-  }
-  return {"", 0.0};
-}
-
-ServerInfo probe_server(const Endpoint& ep, const std::string& api_key, double timeout_s) {
-  ServerInfo info;
-  HttpRequestSpec spec;
-  spec.path = "/v1/models";
-  spec.api_key = api_key;
-  spec.timeout_s = timeout_s;
-  auto models = http_fetch(ep, spec);
-  if (models.is_ok() && models->status == 200) {
-    json j = json::parse(models->body, nullptr, false);
-    if (!j.is_discarded()) {
-      info.models = j;
-      if (j.contains("data") && j["data"].is_array() && !j["data"].empty() && j["data"][0].contains("id") &&
-          j["data"][0]["id"].is_string()) {
-        info.model_id = j["data"][0]["id"].get<std::string>();
-      }
-    }
-  }
-  spec.path = "/metrics";
-  auto metrics = http_fetch(ep, spec);
-  if (metrics.is_ok() && metrics->status == 200) {
-    info.metrics = parse_prometheus_text(metrics->body);
-    info.metrics_available = true;
-  }
-  return info;
-}
-
-Status wait_until_ready(const Endpoint& ep, const std::string& api_key, double wait_s) {
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
-  std::string last = "no answer";
-  while (true) {
-    HttpRequestSpec spec;
-    spec.path = "/health";
-    spec.api_key = api_key;
-    spec.timeout_s = 5;
-    auto health = http_fetch(ep, spec);
-    if (health.is_ok() && health->status == 404) {
-      spec.path = "/v1/models";
-      health = http_fetch(ep, spec);
-    }
-    if (health.is_ok() && health->status == 200) return Status::ok();
-    last = health.is_ok() ? spec.path + " answered HTTP " + std::to_string(health->status) : health.status().message();
-    if (Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return failed_precondition(fmt::format("server at {} not ready after {} s: {}", ep.url(), wait_s, last));
 }
 
 Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const ReplayOptions& opts) {
@@ -354,6 +286,9 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
   std::string model = !opts.model.empty() ? opts.model : !server.model_id.empty() ? server.model_id : "default";
   ReplayRun run;
   if (server.metrics_available) run.queue_metric = find_queue_depth(server.metrics).first;
+  run.server_cpu_before_s = process_cpu_seconds(server.metrics);
+  const std::vector<std::string> keys = opts.keys.empty() ? request_keys(requests) : opts.keys;
+  LADDER_CHECK(keys.size() == requests.size(), "one key per request");
 
   run.results.resize(requests.size());
   auto units = arrival_units(requests);
@@ -413,7 +348,7 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
     std::this_thread::sleep_until(at_offset(t0, requests[units[u].front()].t) - std::chrono::milliseconds(2));
     reap();
     workers[u] = std::thread([&, u] {
-      UnitRunner runner(requests, run.results, opts, model, t0, cap, progress);
+      UnitRunner runner(requests, keys, run.results, opts, model, t0, cap, progress);
       runner.run(units[u]);
       std::lock_guard lock(finished_mu);
       finished.push_back(u);
@@ -425,6 +360,14 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
   const auto end = Clock::now();
   all_done.store(true);
   sampler.join();
+  if (run.server_cpu_before_s) {
+    HttpRequestSpec spec;
+    spec.path = "/metrics";
+    spec.api_key = opts.api_key;
+    spec.timeout_s = std::min(opts.timeout_s, 10.0);
+    auto m = http_fetch(opts.endpoint, spec);
+    if (m.is_ok() && m->status == 200) run.server_cpu_after_s = process_cpu_seconds(parse_prometheus_text(m->body));
+  }
 
   run.client_cpu_s = cpu_seconds() - cpu_before;
   run.wall_s = ms_between(t0, end) / 1000.0;

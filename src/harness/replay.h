@@ -9,6 +9,12 @@
 // received) ahead of its own messages. An optional concurrency cap bounds
 // requests in flight; time spent waiting for it is part of the send lag and
 // also reported apart (cap_wait_ms).
+//
+// Every request is sent at temperature 0 (with the workload's seed when it
+// has one) and carries its deadline in the x-ladder-deadline-ms header: its
+// TTFT SLO, or its E2E SLO when it has no TTFT one (the first token is due
+// by then at the latest), so a deadline-aware server can reject early what
+// it cannot serve in time. Servers that do not know the header ignore it.
 #pragma once
 
 #include <map>
@@ -20,7 +26,9 @@
 
 #include "common/status.h"
 #include "harness/http_client.h"
+#include "harness/server_probe.h"
 #include "harness/request_result.h"
+#include "harness/verifier.h"
 #include "harness/workload.h"
 
 namespace ladder::harness {
@@ -37,6 +45,11 @@ struct ReplayOptions {
   bool progress = true;                           // a progress line on stderr
   double sample_period_s = 0.25;                  // timeline sampling (in flight, server queue)
   std::string label;                              // printed with progress
+  bool send_deadlines = true;                     // x-ladder-deadline-ms from each request's SLO
+  bool token_ids = false;                         // ask for output token ids ("return_token_ids")
+  int top_logprobs = 0;                           // ask for each position's top-k logprobs (0: none)
+  const Verifier* verifier = nullptr;             // null: finish + expectation only
+  std::vector<std::string> keys;                  // request_keys of the requests; empty: computed
 };
 
 struct TimelineSample {
@@ -53,34 +66,27 @@ struct ReplayRun {
   double max_send_lag_ms = 0;
   std::vector<TimelineSample> timeline;
   std::string queue_metric;            // the /metrics series read as queue depth, if any
+  // The server's process_cpu_seconds_total right before the first request
+  // and right after the last response, when its /metrics exports it.
+  std::optional<double> server_cpu_before_s;
+  std::optional<double> server_cpu_after_s;
 };
 
 // Sends requests (already scheduled: apply_schedule) and measures them.
 Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const ReplayOptions& opts);
 
+// What the request body asks for besides the request itself.
+struct BodyOptions {
+  bool ignore_eos = false;
+  bool token_ids = false;  // "return_token_ids": true (vLLM's name; Ladder serves it)
+  int top_logprobs = 0;    // completions: "logprobs": k; chat: "logprobs": true, "top_logprobs": k
+};
+
 // The request body sent for a request with the given conversation/prompt.
 nlohmann::json build_request_body(const WorkloadRequest& r, const std::vector<ChatMessage>& messages,
-                                  const std::string& prompt, const std::string& model, bool ignore_eos);
+                                  const std::string& prompt, const std::string& model, const BodyOptions& extras);
 
-// Prometheus text exposition -> (series with labels as written -> value).
-std::map<std::string, double> parse_prometheus_text(const std::string& text);
-// The series that looks like a server queue depth (waiting requests), summed
-// over its labels; empty name when none is found.
-std::pair<std::string, double> find_queue_depth(const std::map<std::string, double>& samples,
-                                                const std::string& prefer = "");
-
-// The server as it describes itself: /v1/models and /metrics (what exists).
-struct ServerInfo {
-  nlohmann::json models;  // null when unavailable
-  std::map<std::string, double> metrics;
-  bool metrics_available = false;
-  std::string model_id;  // first model id
-};
-ServerInfo probe_server(const Endpoint& ep, const std::string& api_key, double timeout_s);
-
-// Waits until the server answers GET /health with 200 (or, for servers without
-// /health, GET /v1/models with 200); a refused connection or a 503 (still
-// loading) is retried until wait_s has passed.
-Status wait_until_ready(const Endpoint& ep, const std::string& api_key, double wait_s);
+// The deadline a request is sent with: its TTFT SLO, else its E2E SLO.
+std::optional<double> deadline_ms_of(const Slo& slo);
 
 }  // namespace ladder::harness

@@ -10,7 +10,10 @@
 
 #include "common/build_info.h"
 #include "harness/record.h"
+#include "harness/reference.h"
 #include "harness/report_html.h"
+#include "harness/summary_table.h"
+#include "harness/sweep.h"
 
 namespace ladder::harness {
 
@@ -43,6 +46,163 @@ json slo_to_json(const Slo& s) {
   if (s.tpot_ms) j["tpot_ms"] = *s.tpot_ms;
   if (s.e2e_ms) j["e2e_ms"] = *s.e2e_ms;
   return j;
+}
+
+bool thresholds_given(const QualityThresholds& t) { return t.min_match || t.min_divergence || t.max_mean_kl || t.max_kl; }
+
+// Options that cannot apply to this command line are errors, never silent
+// no-ops (flags only; the workload's own checks come after loading it).
+Status check_flags(const ReplayCommandOptions& o, const Endpoint& ep) {
+  const bool auto_sweep = o.sweep == "auto";
+  const bool redrawn = o.rate || !o.sweep.empty();
+  auto given = [&](const char* name) { return o.given.count(name) > 0; };
+  if (o.rate && !o.sweep.empty() && !auto_sweep) return invalid_argument("give --rate or a --sweep list, not both");
+  for (const char* name : {"arrival", "seed"}) {
+    if (given(name) && !redrawn) {
+      return invalid_argument(fmt::format("--{} applies only when arrivals are re-drawn (--rate or --sweep)", name));
+    }
+  }
+  if (given("time-scale") && redrawn) {
+    return invalid_argument("--time-scale scales the workload's timestamps, which --rate/--sweep replace");
+  }
+  if (given("target") && o.sweep.empty()) return invalid_argument("--target applies only to --sweep");
+  for (const char* name : {"sweep-steps", "sweep-max-rate"}) {
+    if (given(name) && !auto_sweep) return invalid_argument(fmt::format("--{} applies only to --sweep auto", name));
+  }
+  if (!o.verify.empty() && o.reference.empty()) return invalid_argument("--verify needs --reference REF");
+  const bool approx = !o.reference.empty() && o.verify == "approx";
+  if ((!o.policy_path.empty() || thresholds_given(o.threshold_flags)) && !approx) {
+    return invalid_argument("--policy and the threshold flags apply only to --verify approx");
+  }
+  if (!o.save_reference.empty() && !o.reference.empty()) {
+    return invalid_argument("give --save-reference or --reference, not both");
+  }
+  if (!o.save_reference.empty() && !o.sweep.empty()) {
+    return invalid_argument("--save-reference records one run; it cannot be combined with --sweep");
+  }
+  if ((o.insecure || !o.ca_cert.empty()) && !ep.tls) {
+    return invalid_argument("--insecure and --ca-cert apply only to https:// endpoints");
+  }
+  if (o.insecure && !o.ca_cert.empty()) return invalid_argument("give --insecure or --ca-cert, not both");
+  if (o.token_ids != "auto" && o.token_ids != "on" && o.token_ids != "off") {
+    return invalid_argument("--token-ids is auto, on or off");
+  }
+  for (const auto& p : {o.price_in, o.price_out}) {
+    if (p && !(*p >= 0)) return invalid_argument("--price-in/--price-out must be >= 0");
+  }
+  if (!(o.target > 0 && o.target <= 1)) return invalid_argument("--target must be in (0, 1]");
+  if (!(o.length_scale > 0)) return invalid_argument("--length-scale must be > 0");
+  if (o.concurrency < 0) return invalid_argument("--concurrency must be >= 0");
+  return Status::ok();
+}
+
+Status check_workload(const ReplayCommandOptions& o, const Workload& w, const std::map<std::string, std::string>& keys) {
+  size_t chat = 0, synthesized = 0;
+  std::set<std::string> tenants;
+  for (const auto& r : w.requests) {
+    chat += r.is_chat() ? 1 : 0;
+    synthesized += r.input_tokens >= 0 ? 1 : 0;
+    tenants.insert(r.tenant);
+  }
+  if (o.max_input_tokens > 0 && chat > 0) {
+    return invalid_argument(fmt::format("--max-input-tokens cannot cut chat messages, and {} of the {} requests in {} "
+                                        "are chat requests; remove the flag or cap the workload itself",
+                                        chat, w.requests.size(), o.workload_path));
+  }
+  for (const char* name : {"chars-per-token", "text"}) {
+    if (o.given.count(name) > 0 && synthesized == 0) {
+      return invalid_argument(fmt::format("--{} applies only to prompts synthesized from token lengths, and {} has none",
+                                          name, o.workload_path));
+    }
+  }
+  for (const auto& [tenant, key] : keys) {
+    if (tenants.count(tenant) == 0) {
+      return invalid_argument("--tenant-key names tenant '" + tenant + "', which no request of the workload has");
+    }
+  }
+  return Status::ok();
+}
+
+struct Verification {
+  VerifyMode mode = VerifyMode::kNone;
+  std::optional<Reference> reference;
+  VerifyPolicy policy = VerifyPolicy::built_in();
+};
+
+Result<Verification> load_verification(const ReplayCommandOptions& o) {
+  Verification v;
+  if (o.reference.empty()) return v;
+  LADDER_ASSIGN_OR_RETURN(v.mode, parse_verify_mode(o.verify.empty() ? "exact" : o.verify));
+  LADDER_ASSIGN_OR_RETURN(v.reference, load_reference(o.reference));
+  if (!o.policy_path.empty()) {
+    LADDER_ASSIGN_OR_RETURN(v.policy, load_verify_policy(o.policy_path));
+  }
+  if (thresholds_given(o.threshold_flags)) {
+    v.policy.defaults = overlay(v.policy.defaults, o.threshold_flags);
+    v.policy.source += " + flags";
+  }
+  return v;
+}
+
+// What the run was measured under, and its fingerprints (DESIGN.md
+// "Record"): the server's part is its whole /v1/models entry for the model
+// -- identity and, from a Ladder server, its effective configuration
+// (ladder.config) -- and the whole fingerprint adds the client settings
+// that change what each request asks or how it is paced (not the endpoint
+// address or the offered load, which the record states apart).
+json configuration_of(const ReplayCommandOptions& o, const Endpoint& ep, const ReplayOptions& ropts, const Slo& slo,
+                      const ServerInfo& server, const Verification& ver) {
+  const json entry = server.model_entry(ropts.model);
+  const json ladder = entry.is_object() ? entry.value("ladder", json(nullptr)) : json(nullptr);
+  auto served_field = [&](const char* key) {
+    return ladder.is_object() && ladder.contains(key) && ladder[key].is_string() ? ladder[key].get<std::string>()
+                                                                                  : std::string("unknown");
+  };
+  json client = {{"model", ropts.model},
+                 {"concurrency_cap", o.concurrency},
+                 {"slo_override", slo_to_json(slo)},
+                 {"deadlines_sent", o.send_deadlines},
+                 {"length_scale", o.length_scale},
+                 {"max_input_tokens", o.max_input_tokens},
+                 {"max_output_tokens", o.max_output_tokens},
+                 {"ignore_eos", o.ignore_eos},
+                 {"token_ids_requested", ropts.token_ids},
+                 {"top_logprobs_requested", ropts.top_logprobs}};
+  json config = client;
+  config["endpoint"] = ep.url();
+  config["arrival"] = o.rate || !o.sweep.empty() ? json(o.arrival) : json("trace timestamps");
+  config["seed"] = o.seed;
+  config["time_scale"] = o.time_scale;
+  config["timeout_s"] = o.timeout_s;
+  config["model_digest"] = served_field("model_digest");
+  config["tokenizer_digest"] = served_field("tokenizer_digest");
+  config["kv_dtype"] = served_field("kv_dtype");
+  config["engine_revision"] = served_field("revision");
+  config["harness_revision"] = git_revision();
+  config["server_config"] = ladder.is_object() && ladder.contains("config") ? ladder["config"] : json(nullptr);
+  config["server_config_note"] = config["server_config"].is_null()
+                                     ? "the server publishes no effective configuration (ladder.config in /v1/models)"
+                                     : "the server's effective configuration, as published in /v1/models";
+  config["server_fingerprint_sha256"] = sha256_hex(entry.dump());
+  config["fingerprint_sha256"] = sha256_hex(json{{"server", entry}, {"client", client}}.dump());
+  config["fingerprint_covers"] =
+      "the server's /v1/models entry for the model (model and tokenizer digests, KV format, revision and, when "
+      "published, its effective configuration) and the client settings that change what is asked: model, "
+      "concurrency cap, SLO override, deadlines, length scale and caps, ignore_eos, token ids and logprobs requested";
+  json verification = {{"mode", verify_mode_name(ver.mode)}};
+  if (ver.reference) {
+    verification["reference"] = o.reference;
+    verification["reference_fingerprint_sha256"] = ver.reference->fingerprint_sha256;
+    verification["reference_server_fingerprint_sha256"] = ver.reference->server_fingerprint_sha256;
+    verification["same_server_as_reference"] =
+        ver.reference->server_fingerprint_sha256 == config["server_fingerprint_sha256"].get<std::string>();
+    verification["reference_requests"] = ver.reference->entries.size();
+    verification["reference_with_token_ids"] = ver.reference->with_token_ids();
+    if (ver.mode == VerifyMode::kApprox) verification["policy"] = ver.policy.to_json();
+  }
+  if (!o.save_reference.empty()) verification["saved_reference"] = o.save_reference;
+  config["verification"] = verification;
+  return config;
 }
 
 }  // namespace
@@ -83,17 +243,16 @@ Result<std::vector<double>> parse_rates(const std::string& text) {
   return rates;
 }
 
-Status run_replay_command(const ReplayCommandOptions& o) {
+Result<int> run_replay_command(const ReplayCommandOptions& o) {
   if (o.out_dir.empty()) return invalid_argument("--out DIR is required");
-  if (!(o.target > 0 && o.target <= 1)) return invalid_argument("--target must be in (0, 1]");
-  if (!(o.length_scale > 0)) return invalid_argument("--length-scale must be > 0");
-  if (o.concurrency < 0) return invalid_argument("--concurrency must be >= 0");
-  if (o.rate && !o.sweep.empty()) return invalid_argument("give --rate or --sweep, not both");
   LADDER_ASSIGN_OR_RETURN(Endpoint endpoint, parse_endpoint(o.endpoint));
+  endpoint.tls_options = {o.insecure, o.ca_cert};
+  LADDER_RETURN_IF_ERROR(check_flags(o, endpoint));
   LADDER_ASSIGN_OR_RETURN(Slo slo, parse_slo(o.slo));
   LADDER_ASSIGN_OR_RETURN(ArrivalProcess arrival, parse_arrival(o.arrival));
+  const bool auto_sweep = o.sweep == "auto";
   std::vector<double> sweep_rates;
-  if (!o.sweep.empty()) {
+  if (!o.sweep.empty() && !auto_sweep) {
     LADDER_ASSIGN_OR_RETURN(sweep_rates, parse_rates(o.sweep));
   }
   std::map<std::string, std::string> tenant_keys;
@@ -102,6 +261,12 @@ Status run_replay_command(const ReplayCommandOptions& o) {
     if (eq == std::string::npos || eq == 0) return invalid_argument("--tenant-key is TENANT=KEY (got '" + tk + "')");
     tenant_keys[tk.substr(0, eq)] = tk.substr(eq + 1);
   }
+  std::optional<AutoSweep> sweeper;
+  if (auto_sweep) {
+    LADDER_ASSIGN_OR_RETURN(sweeper, AutoSweep::create({o.rate.value_or(1.0), o.target, o.sweep_steps,
+                                                        o.sweep_max_rate, 6}));
+  }
+  LADDER_ASSIGN_OR_RETURN(Verification ver, load_verification(o));
 
   LADDER_ASSIGN_OR_RETURN(TextSynthesizer synth, TextSynthesizer::from_file(o.text_path, o.chars_per_token));
   LoadOptions load;
@@ -115,6 +280,15 @@ Status run_replay_command(const ReplayCommandOptions& o) {
     std::fprintf(stderr, "warning: %s line %d skipped: %s\n", o.workload_path.c_str(), e.line, e.message.c_str());
   }
   if (base.requests.empty()) return invalid_argument("no usable requests in " + o.workload_path);
+  LADDER_RETURN_IF_ERROR(check_workload(o, base, tenant_keys));
+  if (ver.reference) {
+    size_t known = 0;
+    for (const auto& k : request_keys(base.requests)) known += ver.reference->entries.count(k);
+    if (known == 0) {
+      return invalid_argument("the reference " + o.reference + " holds none of this workload's requests (made from " +
+                              ver.reference->workload_source + ")");
+    }
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(o.out_dir, ec);
@@ -130,39 +304,44 @@ Status run_replay_command(const ReplayCommandOptions& o) {
   ropts.slo_override = slo;
   ropts.ignore_eos = o.ignore_eos;
   ropts.progress = !o.quiet;
+  ropts.send_deadlines = o.send_deadlines;
 
   if (o.wait_ready_s > 0) LADDER_RETURN_IF_ERROR(wait_until_ready(endpoint, o.api_key, o.wait_ready_s));
   const ServerInfo server_before = probe_server(endpoint, o.api_key, 10);
   if (ropts.model.empty()) ropts.model = server_before.model_id.empty() ? "default" : server_before.model_id;
+  const bool checking = !o.save_reference.empty() || ver.mode != VerifyMode::kNone;
+  const json entry = server_before.model_entry(ropts.model);
+  // Token ids are an extension: asked of servers known to serve them (Ladder,
+  // vLLM) unless --token-ids says otherwise; a strict hosted API may reject
+  // an unknown field.
+  const bool known_ids = entry.is_object() && (entry.contains("ladder") || entry.value("owned_by", "") == "vllm");
+  ropts.token_ids = o.token_ids == "on" || (o.token_ids == "auto" && checking && known_ids);
+  ropts.top_logprobs = !o.save_reference.empty() || ver.mode == VerifyMode::kApprox ? kReferenceTopK : 0;
+  Verifier verifier = ver.reference ? Verifier(ver.mode, &*ver.reference, ver.policy) : Verifier();
+  ropts.verifier = &verifier;
+  const Prices prices{o.price_in, o.price_out};
 
-  // One schedule per run: the workload's timestamps, one --rate, or each sweep rate.
-  std::vector<std::optional<double>> run_rates;
-  if (!sweep_rates.empty()) {
-    for (double r : sweep_rates) run_rates.push_back(r);
-  } else {
-    run_rates.push_back(o.rate);
-  }
   std::vector<RunReport> reports;
   std::vector<std::string> notes;
   size_t scheduled_requests = 0, units = 0;
-  for (size_t i = 0; i < run_rates.size(); ++i) {
+  auto measure = [&](std::optional<double> rate) -> Status {
     Workload w = base;
     ScheduleOptions so;
     so.time_scale = o.time_scale;
-    so.rate = run_rates[i];
+    so.rate = rate;
     so.arrival = arrival;
     so.seed = o.seed;
     so.duration_s = o.duration_s;
     so.max_requests = o.max_requests;
     LADDER_RETURN_IF_ERROR(apply_schedule(w, so));
     if (w.requests.empty()) return invalid_argument("the window (--duration/--requests) left no requests");
-    if (i == 0) {
+    if (reports.empty()) {
       notes = w.notes;
-      if (!sweep_rates.empty()) {
+      if (!o.sweep.empty()) {
         for (auto& n : notes) {
           if (n.rfind("arrivals re-drawn", 0) == 0) {
             n = fmt::format("arrivals re-drawn: {} at each sweep rate ({}) per second (seed {}), trace timestamps ignored",
-                            arrival.to_string(), o.sweep, o.seed);
+                            arrival.to_string(), auto_sweep ? "auto" : o.sweep, o.seed);
           }
         }
       }
@@ -170,13 +349,26 @@ Status run_replay_command(const ReplayCommandOptions& o) {
       units = arrival_unit_count(w.requests);
     }
     RunReport rr;
-    rr.nominal_rate = run_rates[i];
-    rr.offered_rate = run_rates[i] ? *run_rates[i] : offered_rate_of(w.requests);
-    rr.label = run_rates[i] ? fmt::format("rate {}", *run_rates[i]) : "trace timing";
+    rr.nominal_rate = rate;
+    rr.offered_rate = rate ? *rate : offered_rate_of(w.requests);
+    rr.label = rate ? fmt::format("rate {:g}", *rate) : "trace timing";
     ropts.label = rr.label;
     LADDER_ASSIGN_OR_RETURN(rr.run, run_replay(w.requests, ropts));
     rr.summary = summarize_run(rr.run.results, rr.run.window_s);
+    rr.quality = summarize_quality(rr.run.results, ver.mode == VerifyMode::kApprox ? &ver.policy : nullptr);
+    rr.cost = summarize_cost(rr.run, rr.summary.overall, prices);
     reports.push_back(std::move(rr));
+    return Status::ok();
+  };
+  if (sweeper) {
+    while (auto rate = sweeper->next()) {
+      LADDER_RETURN_IF_ERROR(measure(*rate));
+      sweeper->record(*rate, reports.back().summary.overall.goodput_fraction);
+    }
+  } else if (!sweep_rates.empty()) {
+    for (double r : sweep_rates) LADDER_RETURN_IF_ERROR(measure(r));
+  } else {
+    LADDER_RETURN_IF_ERROR(measure(o.rate));
   }
   const ServerInfo server_after = probe_server(endpoint, o.api_key, 10);
 
@@ -200,43 +392,11 @@ Status run_replay_command(const ReplayCommandOptions& o) {
                         {"skipped", skipped},
                         {"scaling", notes},
                         {"chars_per_token_stated", o.chars_per_token}};
-  json config = {{"endpoint", endpoint.url()},
-                 {"model", ropts.model},
-                 {"concurrency_cap", o.concurrency},
-                 {"slo_override", slo_to_json(slo)},
-                 {"arrival", o.rate || !sweep_rates.empty() ? arrival.to_string() : "trace timestamps"},
-                 {"seed", o.seed},
-                 {"time_scale", o.time_scale},
-                 {"length_scale", o.length_scale},
-                 {"max_input_tokens", o.max_input_tokens},
-                 {"max_output_tokens", o.max_output_tokens},
-                 {"ignore_eos", o.ignore_eos},
-                 {"timeout_s", o.timeout_s}};
-  // The engine's identity as a Ladder server states it in /v1/models (model
-  // and tokenizer digests, KV format, revision); "unknown" from other servers.
-  json served = json::object();
-  if (server_before.models.contains("data") && server_before.models["data"].is_array()) {
-    for (const json& mdl : server_before.models["data"]) {
-      if (mdl.is_object() && mdl.contains("ladder") && mdl["ladder"].is_object() &&
-          (ropts.model.empty() || mdl.value("id", "") == ropts.model || served.empty())) {
-        served = mdl["ladder"];
-      }
-    }
-  }
-  auto served_field = [&](const char* key) {
-    return served.contains(key) && served[key].is_string() ? served[key].get<std::string>() : std::string("unknown");
-  };
-  config["model_digest"] = served_field("model_digest");
-  config["tokenizer_digest"] = served_field("tokenizer_digest");
-  config["kv_dtype"] = served_field("kv_dtype");
-  config["engine_revision"] = served_field("revision");
-  config["harness_revision"] = git_revision();
-  // What this run was measured under, as far as an HTTP client can see it.
-  config["fingerprint_sha256"] = sha256_hex(json{{"config", config}, {"server_models", server_before.models}}.dump());
-  config["fingerprint_covers"] =
-      "replay configuration, model and tokenizer digests, KV format, engine and harness revisions, and the "
-      "server's whole /v1/models answer";
-  record["configuration"] = config;
+  record["configuration"] = configuration_of(o, endpoint, ropts, slo, server_before, ver);
+  record["slos"] = {{"override", slo_to_json(slo)},
+                    {"per_slice", slos_by_slice(reports.front().run.results)},
+                    {"units", "ms"},
+                    {"deadline_header", o.send_deadlines ? "x-ladder-deadline-ms = TTFT SLO, else E2E SLO" : "not sent"}};
   record["server"] = {{"models", server_before.models},
                       {"metrics_available", server_before.metrics_available},
                       {"metrics_before", server_before.metrics},
@@ -245,7 +405,8 @@ Status run_replay_command(const ReplayCommandOptions& o) {
                        {"hostname", m.hostname}};
   record["runs"] = json::array();
   for (const auto& rr : reports) record["runs"].push_back(run_to_json(rr));
-  if (!sweep_rates.empty()) {
+  std::optional<SweepVerdict> verdict;
+  if (!o.sweep.empty()) {
     std::vector<SweepPoint> points;
     json jp = json::array();
     for (const auto& rr : reports) {
@@ -254,15 +415,32 @@ Status run_replay_command(const ReplayCommandOptions& o) {
                     {"attainment", rr.summary.overall.goodput_fraction},
                     {"goodput_rps", rr.summary.overall.goodput_rps}});
     }
-    SweepVerdict v = find_max_goodput_rate(points, o.target);
-    record["sweep"] = {{"target", o.target},
-                       {"points", jp},
-                       {"max_goodput_rate", v.max_rate ? json(*v.max_rate) : json(nullptr)},
-                       {"interpolated_rate", v.interpolated_rate ? json(*v.interpolated_rate) : json(nullptr)}};
+    verdict = find_max_goodput_rate(points, o.target);
+    record["sweep"] = verdict->to_json(o.target);
+    record["sweep"]["mode"] = auto_sweep ? "auto (doubling, then bisection)" : "list";
+    record["sweep"]["points"] = jp;
   }
 
   const std::filesystem::path dir(o.out_dir);
-  LADDER_RETURN_IF_ERROR(write_file(dir / "record.json", record.dump(2) + "\n"));
+  if (!o.save_reference.empty()) {
+    Reference ref;
+    ref.created = record["timestamp"];
+    ref.fingerprint_sha256 = record["configuration"]["fingerprint_sha256"];
+    ref.server_fingerprint_sha256 = record["configuration"]["server_fingerprint_sha256"];
+    ref.configuration = record["configuration"];
+    ref.workload_source = base.source;
+    ref.workload_digest = base.digest_sha256;
+    ref.add_results(reports.front().run.results);
+    LADDER_RETURN_IF_ERROR(save_reference(o.save_reference, ref));
+    record["configuration"]["verification"]["saved_reference_requests"] = ref.entries.size();
+    record["configuration"]["verification"]["saved_reference_with_token_ids"] = ref.with_token_ids();
+    if (ref.with_token_ids() < ref.entries.size()) {
+      notes.push_back(fmt::format("{} of {} reference entries have no token ids (the server sent none): exact checks "
+                                  "against them compare text",
+                                  ref.entries.size() - ref.with_token_ids(), ref.entries.size()));
+    }
+  }
+  LADDER_RETURN_IF_ERROR(write_file(dir / "record.json", record.dump(2, ' ', false, json::error_handler_t::replace) + "\n"));
   std::string lines;
   for (const auto& rr : reports) {
     for (const auto& r : rr.run.results) {
@@ -277,13 +455,33 @@ Status run_replay_command(const ReplayCommandOptions& o) {
   std::string table = format_summary_table(reports);
   std::fputs(table.c_str(), stdout);
   for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
-  if (record.contains("sweep")) {
-    std::printf("max goodput rate at %.0f%% attainment: %s arrivals/s (interpolated %s)\n", 100.0 * o.target,
-                record["sweep"]["max_goodput_rate"].dump().c_str(), record["sweep"]["interpolated_rate"].dump().c_str());
-  }
+  std::printf("verification: %s%s\n", verify_mode_name(ver.mode),
+              ver.reference ? (" against " + o.reference + " (fingerprint " +
+                               ver.reference->fingerprint_sha256.substr(0, 12) + ")").c_str()
+                            : "");
+  std::printf("configuration fingerprint: %s\n",
+              record["configuration"]["fingerprint_sha256"].get<std::string>().c_str());
+  if (verdict) std::printf("max goodput rate at %.0f%% attainment: %s\n", 100.0 * o.target, verdict->statement().c_str());
+  if (!o.save_reference.empty()) std::printf("reference: %s\n", o.save_reference.c_str());
   std::printf("record: %s\nreport: %s\n", (dir / "record.json").string().c_str(), (dir / "report.html").string().c_str());
   std::fflush(stdout);
-  return Status::ok();
+
+  size_t errors = 0, verified = 0;
+  for (const auto& rr : reports) {
+    errors += rr.summary.overall.errors;
+    verified += rr.summary.overall.verified;
+  }
+  int code = kExitOk;
+  if (errors > 0 && !o.allow_errors) {
+    std::fprintf(stderr, "error: %zu requests failed (listed under 'not served' above and in the report); "
+                 "--allow-errors accepts them\n", errors);
+    code = kExitRunFailed;
+  }
+  if (verified == 0) {
+    std::fprintf(stderr, "error: no request verified\n");
+    code = kExitRunFailed;
+  }
+  return code;
 }
 
 }  // namespace ladder::harness

@@ -88,13 +88,117 @@ json chart_data(const std::vector<RunReport>& runs, const json& record) {
   return data;
 }
 
-std::string group_rows(const std::string& name, const GroupSummary& g) {
-  return fmt::format(
-      "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{:.3f}</td><td>{:.1f}</td><td>{:.1f}</td>"
-      "<td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td></tr>\n",
-      html_escape(name), g.requests, g.verified, g.good, 100.0 * g.goodput_fraction, g.goodput_rps, g.ttft_ms.mean,
-      g.ttft_ms.p50, g.ttft_ms.p90, g.ttft_ms.p99, g.tpot_ms.p50, g.tpot_ms.p99, g.e2e_ms.p50, g.e2e_ms.p99,
-      g.send_lag_ms.max);
+std::string cell(const std::string& text) { return "<td>" + html_escape(text) + "</td>"; }
+
+std::string num(double v, const char* spec = "{:.1f}") { return fmt::format(fmt::runtime(spec), v); }
+
+std::string opt_num(const std::optional<double>& v, const char* spec = "{:.3g}") {
+  return v ? num(*v, spec) : std::string("&ndash;");
+}
+
+template <typename Row>
+std::string group_rows(const RunSummary& s, Row row) {
+  std::string h = row("overall", s.overall);
+  for (const auto& [k, g] : s.by_tenant) h += row("tenant " + k, g);
+  for (const auto& [k, g] : s.by_slice) h += row("slice " + k, g);
+  return h;
+}
+
+std::string outcome_row(const std::string& name, const GroupSummary& g) {
+  return fmt::format("<tr>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                     "<td>{:.1f}</td><td>{:.3f}</td></tr>\n",
+                     cell(name), g.requests, g.verified, g.good, g.late, g.unverified, g.rejected_early, g.expired,
+                     g.errors, 100.0 * g.goodput_fraction, g.goodput_rps);
+}
+
+std::string latency_row(const std::string& name, const GroupSummary& g) {
+  std::string h = "<tr>" + cell(name);
+  for (const auto& c : latency_columns(g)) h += "<td>" + opt_num(c.value, "{:.1f}") + "</td>";
+  return h + "</tr>\n";
+}
+
+std::string quality_rows(const std::vector<QualityGroup>& groups) {
+  std::string h;
+  for (const auto& g : groups) {
+    h += fmt::format("<tr>{}<td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td>"
+                     "<td>{:.3f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     cell(g.kind + " " + g.name), g.requests, g.compared, g.passed, 100.0 * g.pass_fraction(), g.exact,
+                     g.by_token_ids, g.task_checked ? fmt::format("{}/{}", g.task_passed, g.task_checked) : "&ndash;",
+                     g.mean_match, g.compared ? num(g.min_match, "{:.3f}") : "&ndash;",
+                     g.earliest_divergence ? std::to_string(*g.earliest_divergence) : "&ndash;", opt_num(g.mean_kl),
+                     opt_num(g.max_kl));
+  }
+  return h;
+}
+
+// Outcomes, latency, quality, speculative decoding, cost and failures of one run.
+std::string run_tables(const RunReport& rr) {
+  std::string h;
+  h += "<table><tr><th>group</th><th>requests</th><th>verified</th><th>good</th><th>late</th><th>unverified</th>"
+       "<th>rejected early</th><th>expired in queue</th><th>errors</th><th>good (%)</th><th>goodput (req/s)</th></tr>\n";
+  h += group_rows(rr.summary, outcome_row) + "</table>\n";
+  h += "<table><tr><th>group (latencies in ms)</th>";
+  for (const auto& c : latency_columns(rr.summary.overall)) h += std::string("<th>") + c.long_name + "</th>";
+  h += "</tr>\n";
+  h += group_rows(rr.summary, latency_row) + "</table>\n";
+  if (!rr.quality.empty()) {
+    h += "<h3>Quality against the reference, worst first (KL in nats)</h3>\n<table class=\"quality\"><tr><th>group</th>"
+         "<th>requests</th><th>compared</th><th>passed</th><th>passed (%)</th><th>exact</th><th>by token ids</th>"
+         "<th>task check</th><th>mean match</th><th>min match</th><th>earliest divergence (token)</th>"
+         "<th>mean KL</th><th>max KL</th></tr>\n";
+    h += quality_rows(rr.quality.slices) + quality_rows(rr.quality.tenants) + "</table>\n";
+    if (std::string note = html_escape(quality_note(rr.quality)); !note.empty()) {
+      for (size_t at = note.find('\n'); at != std::string::npos; at = note.find('\n', at)) note.replace(at, 1, "<br>");
+      h += "<p>" + note + "</p>\n";
+    }
+  }
+  const SpeculativeSummary& sp = rr.summary.overall.speculative;
+  if (sp.requests > 0) {
+    h += fmt::format("<p>speculative decoding: {} requests, {} of {} draft tokens accepted (rate {}), {} tokens per "
+                     "verify cycle</p>\n",
+                     sp.requests, sp.accepted, sp.proposed, opt_num(sp.accepted_rate, "{:.3f}"),
+                     opt_num(sp.tokens_per_cycle, "{:.3f}"));
+  }
+  h += "<p>" + html_escape(cost_line(rr.cost)) + "</p>\n";
+  const auto failures = failure_groups(rr.run.results);
+  if (!failures.empty()) {
+    h += "<h3>Not served (errors first)</h3>\n<table class=\"failures\"><tr><th>outcome</th><th>requests</th>"
+         "<th>HTTP status</th><th>code</th><th>message</th><th>first request</th><th>workload line</th></tr>\n";
+    for (const auto& f : failures) {
+      h += fmt::format("<tr>{}<td>{}</td><td>{}</td>{}{}<td>{}</td><td>{}</td></tr>\n", cell(f.outcome), f.count,
+                       f.http_status, cell(f.code.empty() ? "-" : f.code), cell(f.message), f.first_index, f.first_line);
+    }
+    h += "</table>\n";
+  }
+  return h;
+}
+
+// What the numbers mean: the SLOs, the units and the verification.
+std::string slo_section(const json& record) {
+  std::string h = "<h2>SLOs, units and verification</h2>\n<table class=\"slos\"><tr><th>slice</th><th>SLOs</th></tr>\n";
+  const json per_slice = record.value("/slos/per_slice"_json_pointer, json::object());
+  for (const auto& [slice, slos] : per_slice.items()) {
+    std::string text;
+    for (const auto& s : slos) text += (text.empty() ? "" : " | ") + s.get<std::string>();
+    h += "<tr>" + cell(slice) + cell(text) + "</tr>\n";
+  }
+  h += "</table>\n";
+  h += "<p>Units: latencies (TTFT, TTFAT, TPOT, E2E, send lag) in milliseconds; rates in arrivals per second "
+       "(requests or sessions); goodput in good requests per second; KL divergence in nats; CPU in core-seconds. "
+       "Good = verified and within every SLO; late = verified but an SLO missed; rejected early = HTTP 429 at "
+       "admission; expired = dropped from the server's queue at its deadline.</p>\n";
+  h += "<p>Deadlines sent: " + html_escape(record.value("/slos/deadline_header"_json_pointer, std::string("?"))) +
+       "</p>\n";
+  const json v = record.value("/configuration/verification"_json_pointer, json::object());
+  h += "<p>Verification: <b>" + html_escape(v.value("mode", std::string("none"))) + "</b>";
+  if (v.contains("reference")) {
+    h += " against " + html_escape(v["reference"].get<std::string>()) + " (reference fingerprint " +
+         html_escape(v.value("reference_fingerprint_sha256", std::string())) + ")";
+  }
+  h += "; configuration fingerprint " +
+       html_escape(record.value("/configuration/fingerprint_sha256"_json_pointer, std::string())) + "; " +
+       html_escape(record.value("/configuration/server_config_note"_json_pointer, std::string())) + "</p>\n";
+  return h;
 }
 
 // The drawing code: a small canvas plotter (axes with round ticks, lines,
@@ -280,11 +384,12 @@ std::string make_report_html(const json& record, const std::vector<RunReport>& r
     for (const auto& n : record["workload"]["scaling"]) h += "<li>" + html_escape(n.get<std::string>()) + "</li>\n";
     h += "</ul>\n";
   }
-  if (record.contains("/sweep/max_goodput_rate"_json_pointer)) {
+  if (record.contains("/sweep/statement"_json_pointer)) {
     const json& s = record["sweep"];
-    h += fmt::format("<p><b>max goodput rate</b> (attainment &ge; {:.0f}%): {} arrivals/s measured, {} interpolated</p>\n",
-                     100.0 * s.value("target", 0.9), s["max_goodput_rate"].dump(), s["interpolated_rate"].dump());
+    h += fmt::format("<p id=\"max-goodput\"><b>max goodput rate</b> (SLO attainment &ge; {:.0f}%): {}</p>\n",
+                     100.0 * s.value("target", 0.9), html_escape(s["statement"].get<std::string>()));
   }
+  h += slo_section(record);
   for (const auto& rr : runs) {
     h += fmt::format("<h2>{} &mdash; offered {:.3f} arrivals/s, window {:.2f} s, client CPU {:.2f} s, max send lag {:.1f} ms</h2>\n",
                      html_escape(rr.label), rr.offered_rate, rr.run.window_s, rr.run.client_cpu_s, rr.run.max_send_lag_ms);
@@ -298,13 +403,7 @@ std::string make_report_html(const json& record, const std::vector<RunReport>& r
     if (double cpt = measured_chars_per_token(rr.run.results); cpt > 0) {
       h += fmt::format("<p>prompt characters per server-counted token: {:.2f}</p>\n", cpt);
     }
-    h += "<table><tr><th>group</th><th>requests</th><th>verified</th><th>good</th><th>good %</th><th>good/s</th>"
-         "<th>TTFT mean</th><th>TTFT p50</th><th>TTFT p90</th><th>TTFT p99</th><th>TPOT p50</th><th>TPOT p99</th>"
-         "<th>E2E p50</th><th>E2E p99</th><th>send lag max</th></tr>\n";
-    h += group_rows("overall", rr.summary.overall);
-    for (const auto& [k, g] : rr.summary.by_tenant) h += group_rows("tenant " + k, g);
-    for (const auto& [k, g] : rr.summary.by_slice) h += group_rows("slice " + k, g);
-    h += "</table>\n";
+    h += run_tables(rr);
   }
   h += "<h2>Latency CDFs</h2><div class=\"grid\">\n";
   for (const char* id : {"cdf-ttft", "cdf-tpot", "cdf-e2e"}) {

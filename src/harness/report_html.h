@@ -1,5 +1,12 @@
 // report.html: one self-contained page (no network: data and drawing code are
-// inline) with the replay's tables and charts drawn on <canvas>:
+// inline). Tables: the SLOs per slice, the units and the verification mode
+// (with the reference's fingerprint); per run the outcomes (good, late,
+// unverified, rejected early, expired, errors), latency percentiles with
+// verified-completion latency, quality against the reference per slice and
+// per tenant (worst first), speculative decoding, cost per verified task, and
+// every request not served with its HTTP status, code and message; the max
+// goodput rate as the sweep found it ("not reached below X" when every rate
+// met the target). Charts drawn on <canvas>:
 //   latency CDFs (TTFT, TPOT, E2E; one line per run),
 //   goodput and SLO attainment vs offered rate (the sweep),
 //   per run, a timeline of TTFT at send time with requests in flight and the

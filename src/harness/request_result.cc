@@ -13,6 +13,11 @@ std::string trim_ws(const std::string& s) {
 
 }  // namespace
 
+bool expectation_met(const std::string& text, const Expectation& expect) {
+  if (expect.kind == Expectation::Kind::kExact) return trim_ws(text) == trim_ws(expect.text);
+  return text.find(expect.text) != std::string::npos;
+}
+
 void verify_result(RequestResult& r, const std::optional<Expectation>& expect) {
   r.verified = false;
   if (r.http_status != 200) {
@@ -28,19 +33,12 @@ void verify_result(RequestResult& r, const std::optional<Expectation>& expect) {
     return;
   }
   if (expect) {
-    if (expect->kind == Expectation::Kind::kExact) {
-      if (trim_ws(r.text) != trim_ws(expect->text)) {
-        r.verify_note = "exact expectation not met";
-        return;
-      }
-      r.verify_note = "exact match";
-    } else {
-      if (r.text.find(expect->text) == std::string::npos) {
-        r.verify_note = "substring not found";
-        return;
-      }
-      r.verify_note = "substring found";
+    const bool exact = expect->kind == Expectation::Kind::kExact;
+    if (!expectation_met(r.text, *expect)) {
+      r.verify_note = exact ? "exact expectation not met" : "substring not found";
+      return;
     }
+    r.verify_note = exact ? "exact match" : "substring found";
   } else {
     r.verify_note = "finished (" + r.finish_reason + ")";
   }
@@ -54,6 +52,25 @@ SloVerdict check_slo(const RequestResult& r) {
   if (r.slo.tpot_ms) v.tpot = r.tpot_ms ? *r.tpot_ms <= *r.slo.tpot_ms : (r.output_tokens >= 0 && r.output_tokens <= 1);
   if (r.slo.e2e_ms) v.e2e = r.http_status != 0 && r.e2e_ms <= *r.slo.e2e_ms;
   return v;
+}
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kGood: return "good";
+    case Outcome::kLate: return "late";
+    case Outcome::kUnverified: return "unverified";
+    case Outcome::kRejectedEarly: return "rejected_early";
+    case Outcome::kExpired: return "expired";
+    case Outcome::kError: return "error";
+  }
+  return "?";
+}
+
+Outcome outcome_of(const RequestResult& r) {
+  if (r.http_status == 429) return r.error_code == "deadline_exceeded" ? Outcome::kExpired : Outcome::kRejectedEarly;
+  if (r.http_status != 200 || !r.error.empty()) return Outcome::kError;
+  if (!r.verified) return Outcome::kUnverified;
+  return check_slo(r).all() ? Outcome::kGood : Outcome::kLate;
 }
 
 }  // namespace ladder::harness

@@ -1,5 +1,7 @@
 #include "harness/sse_stream.h"
 
+#include <optional>
+
 namespace ladder::harness {
 
 using nlohmann::json;
@@ -48,6 +50,38 @@ std::string string_or_empty(const json& obj, const char* key) {
   return it->get<std::string>();
 }
 
+std::optional<int64_t> integer_at(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+void take_usage(const json& u, RequestResult& r) {
+  if (auto c = integer_at(u, "completion_tokens")) r.output_tokens = *c;
+  if (auto p = integer_at(u, "prompt_tokens")) r.prompt_tokens = *p;
+  SpeculativeUsage& s = r.speculative;
+  if (auto d = u.find("completion_tokens_details"); d != u.end() && d->is_object()) {
+    if (auto v = integer_at(*d, "accepted_prediction_tokens")) s.accepted_prediction_tokens = v;
+    if (auto v = integer_at(*d, "rejected_prediction_tokens")) s.rejected_prediction_tokens = v;
+  }
+  if (auto l = u.find("ladder_speculative"); l != u.end() && l->is_object()) {
+    if (auto v = integer_at(*l, "proposed")) s.proposed = v;
+    if (auto v = integer_at(*l, "accepted")) s.accepted = v;
+    if (auto v = integer_at(*l, "cycles")) s.cycles = v;
+  }
+}
+
+// Appends a choice's token_ids (return_token_ids); true when it carried any.
+bool take_token_ids(const json& choice, RequestResult& r) {
+  auto ids = choice.find("token_ids");
+  if (ids == choice.end() || !ids->is_array()) return false;
+  r.has_token_ids = true;
+  for (const json& id : *ids) {
+    if (id.is_number_integer()) r.token_ids.push_back(id.get<int64_t>());
+  }
+  return !ids->empty();
+}
+
 }  // namespace
 
 void StreamAccumulator::take_chunk(const json& j, double t_ms) {
@@ -55,15 +89,9 @@ void StreamAccumulator::take_chunk(const json& j, double t_ms) {
   if (auto e = j.find("error"); e != j.end() && !e->is_null()) {
     r_.error = e->is_object() ? string_or_empty(*e, "message") : e->dump();
     if (r_.error.empty()) r_.error = e->dump();
+    if (e->is_object()) r_.error_code = string_or_empty(*e, "code");
   }
-  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-    if (auto c = u->find("completion_tokens"); c != u->end() && c->is_number_integer()) {
-      r_.output_tokens = c->get<int64_t>();
-    }
-    if (auto p = u->find("prompt_tokens"); p != u->end() && p->is_number_integer()) {
-      r_.prompt_tokens = p->get<int64_t>();
-    }
-  }
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) take_usage(*u, r_);
   if (auto l = j.find("ladder"); l != j.end() && l->is_object()) {
     if (!r_.server_timings.is_object()) r_.server_timings = json::object();
     r_.server_timings.update(*l);
@@ -84,7 +112,10 @@ void StreamAccumulator::take_chunk(const json& j, double t_ms) {
     answer = string_or_empty(c, "text");
   }
   if (auto f = c.find("finish_reason"); f != c.end() && f->is_string()) r_.finish_reason = f->get<std::string>();
-  if (answer.empty() && reasoning.empty()) return;
+  const bool ids = take_token_ids(c, r_);
+  if (auto lp = c.find("logprobs"); lp != c.end() && !lp->is_null()) append_logprobs(*lp, r_.logprobs);
+  // A chunk may carry ids but no text yet (a character split across tokens).
+  if (answer.empty() && reasoning.empty() && !ids) return;
   ++r_.token_chunks;
   if (!r_.ttft_ms) r_.ttft_ms = t_ms;
   if (!answer.empty() && !r_.ttfat_ms) r_.ttfat_ms = t_ms;

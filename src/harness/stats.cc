@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include <fmt/format.h>
+
 namespace ladder::harness {
 
 double percentile_sorted(const std::vector<double>& sorted, double p) {
@@ -31,12 +33,49 @@ Distribution summarize(std::vector<double> values) {
   return d;
 }
 
+namespace {
+
+// Ladder's extension counts proposals and cycles; the OpenAI fields only
+// accepted and rejected predictions (proposed = their sum, cycles unknown).
+void add_speculative(const RequestResult& r, SpeculativeSummary& s) {
+  const SpeculativeUsage& u = r.speculative;
+  if (u.proposed && u.accepted) {
+    ++s.requests;
+    s.proposed += *u.proposed;
+    s.accepted += *u.accepted;
+    if (u.cycles) {
+      s.cycles += *u.cycles;
+      s.accepted_in_cycles += *u.accepted;
+    }
+  } else if (u.accepted_prediction_tokens && u.rejected_prediction_tokens) {
+    ++s.requests;
+    s.proposed += *u.accepted_prediction_tokens + *u.rejected_prediction_tokens;
+    s.accepted += *u.accepted_prediction_tokens;
+  }
+}
+
+}  // namespace
+
 GroupSummary summarize_group(const std::vector<const RequestResult*>& results, double window_s) {
   LADDER_CHECK(window_s > 0, "summary window must be positive");
   GroupSummary g;
   g.requests = results.size();
-  std::vector<double> ttft, ttfat, tpot, itl, e2e, lag;
+  std::vector<double> ttft, ttfat, tpot, itl, e2e, lag, verified_e2e;
   for (const RequestResult* r : results) {
+    switch (outcome_of(*r)) {
+      case Outcome::kGood: break;
+      case Outcome::kLate: ++g.late; break;
+      case Outcome::kUnverified: ++g.unverified; break;
+      case Outcome::kRejectedEarly: ++g.rejected_early; break;
+      case Outcome::kExpired: ++g.expired; break;
+      case Outcome::kError: ++g.errors; break;
+    }
+    add_speculative(*r, g.speculative);
+    if (r->verified) {
+      verified_e2e.push_back(r->e2e_ms);
+      if (r->output_tokens > 0) g.verified_output_tokens += r->output_tokens;
+    }
+    if (r->prompt_tokens > 0) g.prompt_tokens += r->prompt_tokens;
     const bool completed = r->http_status == 200 && r->error.empty() && !r->finish_reason.empty();
     if (completed) {
       ++g.completed;
@@ -62,6 +101,12 @@ GroupSummary summarize_group(const std::vector<const RequestResult*>& results, d
   g.itl_ms = summarize(std::move(itl));
   g.e2e_ms = summarize(std::move(e2e));
   g.send_lag_ms = summarize(std::move(lag));
+  g.verified_e2e_ms = summarize(std::move(verified_e2e));
+  SpeculativeSummary& sp = g.speculative;
+  if (sp.proposed > 0) sp.accepted_rate = static_cast<double>(sp.accepted) / static_cast<double>(sp.proposed);
+  if (sp.cycles > 0) {
+    sp.tokens_per_cycle = static_cast<double>(sp.accepted_in_cycles + sp.cycles) / static_cast<double>(sp.cycles);
+  }
   return g;
 }
 
@@ -85,8 +130,13 @@ SweepVerdict find_max_goodput_rate(std::vector<SweepPoint> points, double target
   std::sort(points.begin(), points.end(),
             [](const SweepPoint& a, const SweepPoint& b) { return a.offered_rate < b.offered_rate; });
   SweepVerdict v;
+  if (!points.empty()) {
+    v.lowest_rate = points.front().offered_rate;
+    v.highest_rate = points.back().offered_rate;
+  }
   for (size_t i = 0; i < points.size(); ++i) {
     if (points[i].attainment < target) {
+      v.limit_found = v.max_rate.has_value();
       if (i > 0) {
         const SweepPoint& a = points[i - 1];
         const SweepPoint& b = points[i];
@@ -98,13 +148,60 @@ SweepVerdict find_max_goodput_rate(std::vector<SweepPoint> points, double target
     }
     v.max_rate = points[i].offered_rate;
   }
-  v.interpolated_rate = v.max_rate;  // never failed: nothing to interpolate toward
-  return v;
+  return v;  // never failed: the limit lies above the highest rate
+}
+
+std::string SweepVerdict::statement() const {
+  if (!max_rate) return fmt::format("not met at any swept rate (lowest {} arrivals/s)", lowest_rate);
+  if (!limit_found) {
+    return fmt::format("not reached below {} arrivals/s (the highest swept rate still met the target)", *max_rate);
+  }
+  return fmt::format("{:.3g} arrivals/s (measured {}, interpolated {:.3g})", *interpolated_rate, *max_rate,
+                     *interpolated_rate);
+}
+
+nlohmann::json SweepVerdict::to_json(double target) const {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"target", target},
+          {"max_goodput_rate", opt(max_rate)},
+          {"interpolated_rate", opt(interpolated_rate)},
+          {"limit_found", limit_found},
+          {"highest_rate", highest_rate},
+          {"lowest_rate", lowest_rate},
+          {"statement", statement()}};
+}
+
+std::vector<LatencyColumn> latency_columns(const GroupSummary& g) {
+  std::vector<LatencyColumn> cols;
+  auto add = [&](const char* s, const char* l, const Distribution& d, double Distribution::*field) {
+    cols.push_back({s, l, d.count ? std::optional<double>(d.*field) : std::nullopt});
+  };
+  add("ttft50", "TTFT p50", g.ttft_ms, &Distribution::p50);
+  add("ttft90", "TTFT p90", g.ttft_ms, &Distribution::p90);
+  add("ttft99", "TTFT p99", g.ttft_ms, &Distribution::p99);
+  add("ttfat50", "TTFAT p50", g.ttfat_ms, &Distribution::p50);
+  add("tpot50", "TPOT p50", g.tpot_ms, &Distribution::p50);
+  add("tpot99", "TPOT p99", g.tpot_ms, &Distribution::p99);
+  add("e2e50", "E2E p50", g.e2e_ms, &Distribution::p50);
+  add("e2e99", "E2E p99", g.e2e_ms, &Distribution::p99);
+  add("vE2E50", "verified E2E p50", g.verified_e2e_ms, &Distribution::p50);
+  add("vE2E90", "verified E2E p90", g.verified_e2e_ms, &Distribution::p90);
+  add("vE2E95", "verified E2E p95", g.verified_e2e_ms, &Distribution::p95);
+  add("vE2E99", "verified E2E p99", g.verified_e2e_ms, &Distribution::p99);
+  add("lagmax", "send lag max", g.send_lag_ms, &Distribution::max);
+  return cols;
 }
 
 nlohmann::json to_json(const Distribution& d) {
   return {{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90},
           {"p95", d.p95},     {"p99", d.p99},   {"max", d.max}};
+}
+
+nlohmann::json to_json(const SpeculativeSummary& s) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"requests", s.requests},           {"proposed", s.proposed},
+          {"accepted", s.accepted},           {"cycles", s.cycles},
+          {"accepted_rate", opt(s.accepted_rate)}, {"tokens_per_cycle", opt(s.tokens_per_cycle)}};
 }
 
 nlohmann::json to_json(const GroupSummary& g) {
@@ -113,6 +210,17 @@ nlohmann::json to_json(const GroupSummary& g) {
           {"verified", g.verified},
           {"slo_met", g.slo_met},
           {"good", g.good},
+          {"outcomes",
+           {{"good", g.good},
+            {"late", g.late},
+            {"unverified", g.unverified},
+            {"rejected_early", g.rejected_early},
+            {"expired", g.expired},
+            {"errors", g.errors}}},
+          {"verified_output_tokens", g.verified_output_tokens},
+          {"prompt_tokens", g.prompt_tokens},
+          {"verified_e2e_ms", to_json(g.verified_e2e_ms)},
+          {"speculative", to_json(g.speculative)},
           {"goodput_rps", g.goodput_rps},
           {"goodput_fraction", g.goodput_fraction},
           {"output_tokens", g.output_tokens},

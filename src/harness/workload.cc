@@ -60,6 +60,7 @@ json request_to_json(const WorkloadRequest& r) {
     j["slo"] = std::move(slo);
   }
   j["slice"] = r.slice;
+  if (r.seed) j["seed"] = *r.seed;
   if (r.expect) {
     j["expect"] = {{r.expect->kind == Expectation::Kind::kExact ? "exact" : "substring", r.expect->text}};
   }
@@ -113,6 +114,10 @@ Result<WorkloadRequest> request_from_json(const json& j) {
     LADDER_ASSIGN_OR_RETURN(r.slo.ttft_ms, optional_positive(s, "ttft_ms"));
     LADDER_ASSIGN_OR_RETURN(r.slo.tpot_ms, optional_positive(s, "tpot_ms"));
     LADDER_ASSIGN_OR_RETURN(r.slo.e2e_ms, optional_positive(s, "e2e_ms"));
+  }
+  if (j.contains("seed")) {
+    if (!j["seed"].is_number_unsigned()) return invalid_argument("'seed' must be an integer >= 0");
+    r.seed = j["seed"].get<uint64_t>();
   }
   if (j.contains("expect")) {
     const json& e = j["expect"];

@@ -5,7 +5,7 @@
 //    "messages": [{"role": "user", "content": "..."}]   (or "prompt": "...",
 //                                                         or "input_tokens": N + "hash_ids": [...])
 //    "max_tokens": 32, "slo": {"ttft_ms": 500, "tpot_ms": 50, "e2e_ms": 4000},
-//    "slice": "chat", "expect": {"substring": "..."} | {"exact": "..."}}
+//    "slice": "chat", "expect": {"substring": "..."} | {"exact": "..."}, "seed": 7}
 //
 // Only one of prompt / messages / input_tokens is allowed. A request in a
 // session is a closed-loop turn: it is sent when the session's previous turn
@@ -61,6 +61,7 @@ struct WorkloadRequest {
   Slo slo;
   std::string slice = "default";
   std::optional<Expectation> expect;
+  std::optional<uint64_t> seed;  // sent as the request's "seed" (sampling is at temperature 0 anyway)
 
   int source_line = 0;  // 1-based line in the file it came from (0: generated)
 

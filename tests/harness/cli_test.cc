@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/record.h"
+#include "harness/summary_table.h"
 #include "harness/workload.h"
 #include "test_support.h"
 
@@ -48,8 +49,11 @@ TEST(ReplayCli, MalformedLinesWarnOrFailWithLineNumbers) {
   auto lenient = ladder::testing::run_command({ladder::testing::ladder_bin(), "replay", "--endpoint",
                                                "http://127.0.0.1:1", "--workload", wl, "--out", dir + "/l",
                                                "--wait-ready", "0", "--quiet", "--timeout", "2"});
-  ASSERT_EQ(lenient.exit_code, 0) << lenient.err;
+  // Measured and written, but nothing answered: a failing exit, with why.
+  ASSERT_EQ(lenient.exit_code, 2) << lenient.err;
   EXPECT_NE(lenient.err.find("line 2 skipped"), std::string::npos) << lenient.err;
+  EXPECT_NE(lenient.err.find("2 requests failed"), std::string::npos) << lenient.err;
+  EXPECT_NE(lenient.err.find("no request verified"), std::string::npos) << lenient.err;
   json record = json::parse(ladder::testing::read_file(dir + "/l/record.json"));
   EXPECT_EQ(record["workload"]["requests"], 2);
   EXPECT_EQ(record["workload"]["skipped_lines"], 1);

@@ -19,7 +19,13 @@ TEST(Endpoint, Parses) {
   ASSERT_TRUE(b.is_ok());
   EXPECT_EQ(b->port, "80");
   EXPECT_EQ(b->base_path, "/proxy");
-  EXPECT_FALSE(parse_endpoint("https://x").is_ok());
+  auto c = parse_endpoint("https://api.example.com/v1");
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_TRUE(c->tls);
+  EXPECT_EQ(c->port, "443");
+  EXPECT_EQ(c->url(), "https://api.example.com:443");
+  EXPECT_FALSE(a->tls);
+  EXPECT_FALSE(parse_endpoint("ftp://x").is_ok());
   EXPECT_FALSE(parse_endpoint("127.0.0.1:8080").is_ok());
   EXPECT_FALSE(parse_endpoint("http://:80").is_ok());
   EXPECT_FALSE(parse_endpoint("http://h:8o").is_ok());
@@ -66,17 +72,60 @@ TEST(ReplayFlags, SloAndRates) {
 TEST(RequestBody, StreamsWithUsage) {
   WorkloadRequest r;
   r.max_tokens = 7;
-  auto body = build_request_body(r, {}, "hello", "m", false);
+  auto body = build_request_body(r, {}, "hello", "m", BodyOptions{});
   EXPECT_EQ(body["prompt"], "hello");
   EXPECT_EQ(body["max_tokens"], 7);
   EXPECT_EQ(body["stream"], true);
   EXPECT_EQ(body["stream_options"]["include_usage"], true);
+  EXPECT_EQ(body["temperature"], 0);
   EXPECT_FALSE(body.contains("ignore_eos"));
+  EXPECT_FALSE(body.contains("seed"));
+  EXPECT_FALSE(body.contains("logprobs"));
+  EXPECT_FALSE(body.contains("return_token_ids"));
   r.messages = {{"user", "x"}};
-  auto chat = build_request_body(r, {{"user", "a"}, {"assistant", "b"}, {"user", "x"}}, "", "m", true);
+  auto chat = build_request_body(r, {{"user", "a"}, {"assistant", "b"}, {"user", "x"}}, "", "m", BodyOptions{true});
   EXPECT_EQ(chat["messages"].size(), 3u);
   EXPECT_FALSE(chat.contains("prompt"));
   EXPECT_EQ(chat["ignore_eos"], true);
+}
+
+// Reference runs ask for token ids and top-5 logprobs in each API's own form,
+// with the workload's seed.
+TEST(RequestBody, AsksForTokenIdsAndTopLogprobs) {
+  WorkloadRequest r;
+  r.seed = 42;
+  BodyOptions extras;
+  extras.token_ids = true;
+  extras.top_logprobs = 5;
+  auto completion = build_request_body(r, {}, "p", "m", extras);
+  EXPECT_EQ(completion["return_token_ids"], true);
+  EXPECT_EQ(completion["logprobs"], 5);
+  EXPECT_FALSE(completion.contains("top_logprobs"));
+  EXPECT_EQ(completion["seed"], 42);
+  r.messages = {{"user", "x"}};
+  auto chat = build_request_body(r, r.messages, "", "m", extras);
+  EXPECT_EQ(chat["logprobs"], true);
+  EXPECT_EQ(chat["top_logprobs"], 5);
+  EXPECT_EQ(chat["return_token_ids"], true);
+}
+
+// The deadline sent is the TTFT SLO, else the E2E one; none without either.
+TEST(RequestBody, DeadlineComesFromTheSlo) {
+  Slo s;
+  EXPECT_FALSE(deadline_ms_of(s).has_value());
+  s.tpot_ms = 50;
+  EXPECT_FALSE(deadline_ms_of(s).has_value());
+  s.e2e_ms = 4000;
+  EXPECT_DOUBLE_EQ(*deadline_ms_of(s), 4000);
+  s.ttft_ms = 300;
+  EXPECT_DOUBLE_EQ(*deadline_ms_of(s), 300);
+}
+
+TEST(Prometheus, ProcessCpuSeconds) {
+  auto m = parse_prometheus_text("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12.5\n");
+  ASSERT_TRUE(process_cpu_seconds(m).has_value());
+  EXPECT_DOUBLE_EQ(*process_cpu_seconds(m), 12.5);
+  EXPECT_FALSE(process_cpu_seconds(parse_prometheus_text("ladder_queue_depth 3\n")).has_value());
 }
 
 }  // namespace

@@ -3,19 +3,15 @@
 // from usage, verification and every SLO gate goodput, per-tenant numbers add
 // up, sessions carry their history, and a sweep writes its verdict.
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "harness/workload.h"
+#include "ladder_server.h"
 #include "test_support.h"
 
 namespace ladder::harness {
@@ -28,100 +24,31 @@ using nlohmann::json;
 // loopback; on a shared 2-core machine we allow this much.
 constexpr double kTtftToleranceMs = 250.0;
 
-// `ladder serve --port 0` on the tiny real model, stopped at scope exit.
-class Server {
- public:
-  Server() {
-    int out[2];
-    if (pipe(out) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      close(out[0]);
-      close(out[1]);
-      std::string bin = ladder::testing::ladder_bin();
-      std::string model = ladder::testing::shared_dir() + "/models/stories260K.gguf";
-      execl(bin.c_str(), bin.c_str(), "--log-level", "warn", "serve", "-m", model.c_str(), "--port", "0",
-            "--threads", "1", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    std::string seen;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{out[0], POLLIN, 0};
-      if (poll(&p, 1, 500) <= 0) continue;
-      char buf[512];
-      ssize_t n = read(out[0], buf, sizeof(buf));
-      if (n <= 0) break;
-      seen.append(buf, static_cast<size_t>(n));
-      size_t at = seen.find("listening on http://");
-      size_t eol = at == std::string::npos ? at : seen.find('\n', at);
-      if (eol != std::string::npos) {
-        url_ = seen.substr(at + 13, eol - at - 13);
-        break;
-      }
-    }
-    close(out[0]);
-  }
-  ~Server() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int st = 0;
-      waitpid(pid_, &st, 0);
-    }
-  }
-  const std::string& url() const { return url_; }
+using testing::LadderServer;
+using testing::read_jsonl;
+using testing::write_workload;
 
- private:
-  pid_t pid_ = -1;
-  std::string url_;
-};
-
-std::vector<json> read_jsonl(const std::string& path) {
-  std::vector<json> out;
-  std::istringstream in(ladder::testing::read_file(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out.push_back(json::parse(line));
-  }
-  return out;
-}
-
-std::string write_workload(const std::string& name, const std::vector<WorkloadRequest>& reqs) {
-  std::string path = ladder::testing::temp_dir() + "/" + name;
-  std::ofstream(path) << write_native_workload(reqs);
-  return path;
-}
-
-WorkloadRequest completion(double t, const std::string& tenant, const std::string& expect) {
-  WorkloadRequest r;
-  r.t = t;
-  r.tenant = tenant;
-  r.prompt = "Once upon a time";
-  r.max_tokens = 16;
-  r.slice = "story";
+// "Once upon a time" with a substring expectation, in slice "story".
+WorkloadRequest story(double t, const std::string& tenant, const std::string& expect) {
+  WorkloadRequest r = testing::completion(t, tenant, "Once upon a time", 16, "story");
   r.expect = Expectation{Expectation::Kind::kSubstring, expect};
   return r;
 }
 
-testing::CommandResult replay(const Server& s, const std::string& workload, const std::string& out,
-                              std::vector<std::string> extra) {
-  std::vector<std::string> argv = {ladder::testing::ladder_bin(), "replay", "--endpoint", s.url(), "--workload",
-                                   workload, "--out", out};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  return ladder::testing::run_command(argv);
+ladder::testing::CommandResult replay(const LadderServer& s, const std::string& workload, const std::string& out,
+                                      std::vector<std::string> extra) {
+  return testing::replay(s.url(), workload, out, std::move(extra));
 }
 
 TEST(ReplayE2E, MeasuresARealServer) {
-  Server server;
+  LadderServer server;
   ASSERT_FALSE(server.url().empty()) << "ladder serve did not report its address";
   // The model's golden greedy continuation of "Once upon a time" (models/README.md)
   // contains "there was a little girl named Lily"; "purple elephant" it never says.
   std::vector<WorkloadRequest> reqs;
-  for (int i = 0; i < 6; ++i) reqs.push_back(completion(0.05 * i, i % 2 ? "b" : "a", "there was a little girl named Lily"));
-  reqs.push_back(completion(0.4, "a", "purple elephant"));
-  reqs.push_back(completion(0.45, "b", "purple elephant"));
+  for (int i = 0; i < 6; ++i) reqs.push_back(story(0.05 * i, i % 2 ? "b" : "a", "there was a little girl named Lily"));
+  reqs.push_back(story(0.4, "a", "purple elephant"));
+  reqs.push_back(story(0.45, "b", "purple elephant"));
   // A two-turn chat session: turn 1 is sent with turn 0 and its reply ahead of it.
   WorkloadRequest c0;
   c0.t = 0.1;
@@ -190,7 +117,7 @@ TEST(ReplayE2E, MeasuresARealServer) {
   EXPECT_GE(turn1["sent_s"].get<double>(), turn0["sent_s"].get<double>() + turn0["e2e_ms"].get<double>() / 1000 + 0.05 - 1e-3);
 
   json record = json::parse(ladder::testing::read_file(out + "/record.json"));
-  EXPECT_EQ(record["schema_version"], 1);
+  EXPECT_EQ(record["schema_version"], 2);
   EXPECT_EQ(record["workload"]["digest_sha256"], sha256_hex(ladder::testing::read_file(wl)));
   EXPECT_GT(record["machine"]["cores"].get<int>(), 0);
   EXPECT_EQ(record["server"]["models"]["data"][0]["id"], "stories260K");
@@ -226,10 +153,10 @@ TEST(ReplayE2E, MeasuresARealServer) {
 }
 
 TEST(ReplayE2E, SweepFindsAMaxGoodputRate) {
-  Server server;
+  LadderServer server;
   ASSERT_FALSE(server.url().empty());
   std::vector<WorkloadRequest> reqs;
-  for (int i = 0; i < 6; ++i) reqs.push_back(completion(0, "a", "Lily"));
+  for (int i = 0; i < 6; ++i) reqs.push_back(story(0, "a", "Lily"));
   const std::string wl = write_workload("sweep.jsonl", reqs);
   const std::string out = ladder::testing::temp_dir() + "/sweep-out";
   auto res = replay(server, wl, out, {"--sweep", "4,8", "--arrival", "constant", "--slo", "e2e_ms=20000", "--quiet"});
@@ -239,15 +166,18 @@ TEST(ReplayE2E, SweepFindsAMaxGoodputRate) {
   EXPECT_EQ(record["runs"][0]["nominal_rate"], 4.0);
   EXPECT_EQ(record["sweep"]["points"].size(), 2u);
   // Every request verifies and 20 s is far above the tiny model's latency.
+  // Every rate met the target, so the limit was not found: it lies above 8.
   EXPECT_EQ(record["sweep"]["max_goodput_rate"], 8.0);
-  EXPECT_NE(res.out.find("max goodput rate"), std::string::npos);
+  EXPECT_EQ(record["sweep"]["limit_found"], false);
+  EXPECT_NE(res.out.find("max goodput rate at 90% attainment: not reached below 8 arrivals/s"), std::string::npos)
+      << res.out;
 }
 
 TEST(ReplayE2E, ConcurrencyCapHoldsRequestsBack) {
-  Server server;
+  LadderServer server;
   ASSERT_FALSE(server.url().empty());
   std::vector<WorkloadRequest> reqs;
-  for (int i = 0; i < 5; ++i) reqs.push_back(completion(0, "a", "Lily"));  // all due at once
+  for (int i = 0; i < 5; ++i) reqs.push_back(story(0, "a", "Lily"));  // all due at once
   const std::string wl = write_workload("cap.jsonl", reqs);
   const std::string out = ladder::testing::temp_dir() + "/cap-out";
   auto res = replay(server, wl, out, {"--concurrency", "1", "--quiet"});
@@ -274,7 +204,7 @@ TEST(ReplayE2E, ConcurrencyCapHoldsRequestsBack) {
 // prefixes, so the server's prefix cache hits on them (its per-request
 // cached_tokens); the same lengths with distinct ids never hit.
 TEST(ReplayE2E, TraceHashIdsExercisePrefixCaching) {
-  Server server;
+  LadderServer server;
   ASSERT_FALSE(server.url().empty());
   auto run = [&](const std::string& workload, const std::string& name) {
     const std::string out = ladder::testing::temp_dir() + "/" + name;
@@ -309,14 +239,17 @@ TEST(ReplayE2E, TraceHashIdsExercisePrefixCaching) {
 }
 
 TEST(ReplayE2E, UnreachableServerIsReportedNotHidden) {
-  std::vector<WorkloadRequest> reqs{completion(0, "a", "x")};
+  std::vector<WorkloadRequest> reqs{story(0, "a", "x")};
   const std::string wl = write_workload("dead.jsonl", reqs);
   const std::string out = ladder::testing::temp_dir() + "/dead-out";
   // Port 1 on loopback: nothing listens there.
   auto res = ladder::testing::run_command({ladder::testing::ladder_bin(), "replay", "--endpoint", "http://127.0.0.1:1",
                                            "--workload", wl, "--out", out, "--quiet", "--timeout", "5",
                                            "--wait-ready", "0"});
-  ASSERT_EQ(res.exit_code, 0) << res.err;
+  // Everything is written, and the exit says the run failed.
+  ASSERT_EQ(res.exit_code, 2) << res.err;
+  EXPECT_NE(res.err.find("1 requests failed"), std::string::npos) << res.err;
+  EXPECT_NE(res.out.find("error          x1    HTTP 0"), std::string::npos) << res.out;
   auto results = read_jsonl(out + "/requests.jsonl");
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0]["http_status"], 0);

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "harness/quality_summary.h"
+
 #include "test_support.h"
 
 namespace ladder::harness {
@@ -60,6 +62,7 @@ json make_record() {
 }
 
 struct Rendered {
+  std::string dom;     // the page after its scripts ran
   json counts;         // canvas id -> coloured pixels in its plot area
   std::string errors;  // what the page caught
   std::string console; // chromium's log lines about console errors / uncaught exceptions
@@ -78,6 +81,7 @@ Rendered render(const std::string& html, const std::string& name) {
   auto res = ladder::testing::run_command(argv);
   EXPECT_EQ(res.exit_code, 0) << res.err;
   Rendered out;
+  out.dom = res.out;
   auto grab = [&](const std::string& id) {
     const std::string open = "<pre id=\"" + id + "\">";
     size_t b = res.out.find(open);
@@ -140,6 +144,72 @@ TEST(ReportHtml, ChecksCanFail) {
   Rendered broken = render(html, "broken");
   EXPECT_NE(broken.errors.find("cdf_missing"), std::string::npos) << broken.errors;
   EXPECT_NE(broken.console, "");
+}
+
+// What the reader must see: failures with their HTTP status and message,
+// the SLOs, the units, quality worst slice first, and a max goodput rate that
+// says when the limit was not reached.
+TEST(ReportHtml, ShowsFailuresSlosAndUnits) {
+  RunReport rr = make_run("rate 2", 2, 6, 20);
+  RequestResult err;
+  err.index = 6;
+  err.source_line = 7;
+  err.slice = "chat";
+  err.http_status = 500;
+  err.error = "engine exploded <badly>";
+  RequestResult rejected;
+  rejected.index = 7;
+  rejected.slice = "chat";
+  rejected.http_status = 429;
+  rejected.error = "the deadline cannot be met";
+  rejected.error_code = "deadline_infeasible";
+  for (auto* r : {&err, &rejected}) {
+    r->slo.ttft_ms = 500;
+    verify_result(*r, std::nullopt);
+    rr.run.results.push_back(*r);
+  }
+  QualityCheck worse;
+  worse.compared_by = "token ids";
+  worse.match_fraction = 0.25;
+  worse.first_divergence = 3;
+  worse.kl_mean = 0.125;
+  worse.kl_max = 0.5;
+  rr.run.results[0].quality = worse;
+  rr.run.results[0].slice = "rare";
+  QualityCheck fine;
+  fine.compared_by = "token ids";
+  fine.pass = fine.exact_match = true;
+  fine.match_fraction = 1.0;
+  for (size_t i = 1; i < 6; ++i) rr.run.results[i].quality = fine;
+  rr.summary = summarize_run(rr.run.results, rr.run.window_s);
+  rr.quality = summarize_quality(rr.run.results, nullptr);
+  json record = make_record();
+  record["sweep"] = {{"target", 0.9},
+                     {"statement", "not reached below 8 arrivals/s (the highest swept rate still met the target)"}};
+  record["slos"] = {{"per_slice", slos_by_slice(rr.run.results)}, {"deadline_header", "x-ladder-deadline-ms = TTFT SLO"}};
+  record["configuration"]["verification"] = {{"mode", "exact"}, {"reference", "ref.json"},
+                                             {"reference_fingerprint_sha256", "abc123"}};
+  Rendered r = render(make_report_html(record, {rr}), "failures");
+  EXPECT_EQ(r.errors, "");
+  EXPECT_EQ(r.console, "");
+  const std::string& dom = r.dom;
+  auto has = [&](const std::string& text) { EXPECT_NE(dom.find(text), std::string::npos) << text; };
+  has("Not served (errors first)");
+  has("<td>error</td><td>1</td><td>500</td>");
+  has("engine exploded &lt;badly&gt;");  // escaped, not markup
+  has("<td>rejected_early</td><td>1</td><td>429</td><td>deadline_infeasible</td>");
+  has("SLOs, units and verification");
+  has("<tr><td>chat</td><td>TTFT 60 ms | TTFT 500 ms</td></tr>");
+  has("latencies (TTFT, TTFAT, TPOT, E2E, send lag) in milliseconds");
+  has("group (latencies in ms)");
+  has("verified E2E p99");
+  has("rejected early");
+  has("not reached below 8 arrivals/s");
+  has("reference fingerprint abc123");
+  // Quality: the slice that suffered comes first.
+  const size_t quality = dom.find("Quality against the reference");
+  ASSERT_NE(quality, std::string::npos);
+  EXPECT_LT(dom.find("slice rare", quality), dom.find("slice chat", quality));
 }
 
 }  // namespace

@@ -80,5 +80,53 @@ TEST(Sse, ErrorsAndCompletionsChunks) {
   EXPECT_FALSE(r.tpot_ms.has_value());  // no usage: no TPOT
 }
 
+// return_token_ids, top-5 logprobs and speculative usage as a Ladder (or
+// vLLM) stream carries them; an id-only chunk (a character split across
+// tokens) is a token arrival too.
+TEST(Sse, TokenIdsLogprobsAndSpeculativeUsage) {
+  RequestResult r;
+  r.http_status = 200;
+  StreamAccumulator acc(r);
+  acc.on_event(R"({"choices":[{"text":"Hel","token_ids":[7,8],"logprobs":{"tokens":["He","l"],)"
+               R"("token_logprobs":[-0.1,-0.2],"top_logprobs":[{"He":-0.1,"X":-3},{"l":-0.2}],"text_offset":[0,2]}}]})",
+               10);
+  acc.on_event(R"({"choices":[{"text":"","token_ids":[9],"logprobs":null}]})", 20);
+  acc.on_event(R"({"choices":[{"text":"lo","token_ids":[10],"finish_reason":"length"}]})", 30);
+  acc.on_event(R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,)"
+               R"("completion_tokens_details":{"accepted_prediction_tokens":5,"rejected_prediction_tokens":3},)"
+               R"("ladder_speculative":{"proposed":8,"accepted":5,"cycles":2}}})",
+               31);
+  acc.finish(40);
+  EXPECT_TRUE(r.has_token_ids);
+  EXPECT_EQ(r.token_ids, (std::vector<int64_t>{7, 8, 9, 10}));
+  EXPECT_EQ(r.text, "Hello");
+  EXPECT_EQ(r.token_chunks, 3);
+  EXPECT_EQ(r.itl_ms, (std::vector<double>{10, 10}));
+  ASSERT_EQ(r.logprobs.size(), 2u);
+  EXPECT_EQ(r.logprobs[0].top.size(), 2u);
+  EXPECT_EQ(r.speculative.accepted_prediction_tokens, 5);
+  EXPECT_EQ(r.speculative.rejected_prediction_tokens, 3);
+  EXPECT_EQ(r.speculative.proposed, 8);
+  EXPECT_EQ(r.speculative.cycles, 2);
+}
+
+TEST(Sse, ErrorCodeAndNoIdsWhenNotSent) {
+  RequestResult r;
+  StreamAccumulator acc(r);
+  acc.on_event(R"({"choices":[{"delta":{"content":"a"}}]})", 1);
+  acc.on_event(R"({"error":{"message":"late","type":"rate_limit_error","code":"deadline_exceeded"}})", 2);
+  EXPECT_FALSE(r.has_token_ids);
+  EXPECT_EQ(r.error_code, "deadline_exceeded");
+  // A whole (non-streamed) chat answer with ids and reasoning.
+  RequestResult w;
+  StreamAccumulator whole(w);
+  whole.on_whole_body(R"({"choices":[{"message":{"content":"42","reasoning_content":"think"},"token_ids":[4,2],)"
+                      R"("finish_reason":"stop"}],"usage":{"completion_tokens":2}})",
+                      50);
+  EXPECT_EQ(w.token_ids, (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(w.reasoning_text, "think");
+  EXPECT_DOUBLE_EQ(*w.ttfat_ms, 50);
+}
+
 }  // namespace
 }  // namespace ladder::harness

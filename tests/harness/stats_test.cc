@@ -134,8 +134,16 @@ TEST(Stats, SweepFindsTheHighestRateThatHoldsTheTarget) {
   SweepVerdict none = find_max_goodput_rate({{1, 0.5, 0}, {2, 0.4, 0}}, 0.9);
   EXPECT_FALSE(none.max_rate.has_value());
   EXPECT_FALSE(none.interpolated_rate.has_value());
+  EXPECT_TRUE(v.limit_found);
+  EXPECT_NE(v.statement().find("measured 2"), std::string::npos) << v.statement();
+  EXPECT_FALSE(none.limit_found);
+  EXPECT_NE(none.statement().find("not met at any swept rate (lowest 1"), std::string::npos) << none.statement();
+  // Every rate met the target: the limit is above the highest, not at it.
   SweepVerdict all = find_max_goodput_rate({{1, 1, 0}, {3, 0.9, 0}}, 0.9);
   EXPECT_DOUBLE_EQ(*all.max_rate, 3);
+  EXPECT_FALSE(all.limit_found);
+  EXPECT_FALSE(all.interpolated_rate.has_value());
+  EXPECT_EQ(all.statement(), "not reached below 3 arrivals/s (the highest swept rate still met the target)");
 }
 
 }  // namespace
