@@ -1,6 +1,7 @@
 # Ladder: the two-command quick start is `make demo` and `make test`.
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
+TSAN_DIR  ?= build-tsan
 FUZZ_DIR  ?= build-fuzz
 JOBS      ?= $(shell nproc)
 FUZZ_SECONDS ?= 600
@@ -8,7 +9,15 @@ SHARED    ?= $(abspath ../shared)
 
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps configure build test test-asan demo bench fuzz format tidy clean
+.PHONY: deps configure build test test-asan test-tsan soak demo bench fuzz format tidy clean
+
+# The suites the sanitizer builds run. The chaos test is shorter there.
+ASAN_SUITES := gguf tokenizer ops model kv engine server harness chaos
+TSAN_SUITES := engine server harness chaos
+SANITIZER_CHAOS_SECONDS ?= 20
+SOAK_SECONDS ?= 600
+suite_targets = ladder $(foreach s,$(1),ladder_$(s)_tests)
+suite_regex = ^($(subst $(eval) ,|,$(strip $(1))))$$
 
 deps:
 	@bash scripts/install-deps.sh
@@ -19,21 +28,34 @@ configure:
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# Everything: dependencies, the Release build and every test, then the
-# sanitizer build of the parsers (fed truncated and corrupted files), the
-# kernels, the model and the engine.
+# Everything: dependencies, the Release build and every test, then an
+# ASan/UBSan build (parsers fed truncated and corrupted files, kernels, model,
+# KV, engine, server, harness, chaos) and a ThreadSanitizer build (engine,
+# server, harness, chaos), whose servers are the sanitized `ladder` binaries.
 test: deps build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1200
 	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-tsan
 
 test-asan:
-	@cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLADDER_SANITIZE=ON \
+	@cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLADDER_SANITIZE=address \
 	  -DLADDER_BUILD_BENCH=OFF > /dev/null
-	@cmake --build $(ASAN_DIR) -j $(JOBS) --target ladder_gguf_tests ladder_tokenizer_tests ladder_ops_tests \
-	  ladder_model_tests ladder_kv_tests ladder_engine_tests
-	@# The CLI cases drive the release binary's commands; they ran in the release suite.
-	@cd $(ASAN_DIR) && GTEST_FILTER='-CliTokenize.*:Cli.*' ctest --output-on-failure -j $(JOBS) \
-	  -R '^(gguf|tokenizer|ops|model|kv|engine)$$'
+	@cmake --build $(ASAN_DIR) -j $(JOBS) --target $(call suite_targets,$(ASAN_SUITES))
+	@# The CLI cases drive the binary's commands; they ran in the release suite.
+	@cd $(ASAN_DIR) && GTEST_FILTER='-CliTokenize.*:Cli.*' LADDER_CHAOS_SECONDS=$(SANITIZER_CHAOS_SECONDS) \
+	  ctest --output-on-failure -j $(JOBS) --timeout 1800 -R '$(call suite_regex,$(ASAN_SUITES))'
+
+test-tsan:
+	@cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLADDER_SANITIZE=thread \
+	  -DLADDER_BUILD_BENCH=OFF > /dev/null
+	@cmake --build $(TSAN_DIR) -j $(JOBS) --target $(call suite_targets,$(TSAN_SUITES))
+	@cd $(TSAN_DIR) && TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1' \
+	  LADDER_CHAOS_SECONDS=$(SANITIZER_CHAOS_SECONDS) \
+	  ctest --output-on-failure -j $(JOBS) --timeout 1800 -R '$(call suite_regex,$(TSAN_SUITES))'
+
+# The chaos test of the release build, for as long as asked: make soak SOAK_SECONDS=3600
+soak: deps build
+	@cd $(BUILD_DIR) && LADDER_CHAOS_SECONDS=$(SOAK_SECONDS) ctest --output-on-failure --timeout 0 -R '^chaos$$'
 
 demo: deps build
 	@bash scripts/demo.sh $(BUILD_DIR)/src/cli/ladder
@@ -54,4 +76,4 @@ tidy: configure
 	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
 
 clean:
-	@rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
+	@rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)

@@ -173,6 +173,7 @@ Status ApiServer::start() {
         },
         error_page);
     LADDER_RETURN_IF_ERROR(s.metrics_http->start());
+    spdlog::info("metrics listener on http://{}:{}/metrics", mc.host, s.metrics_http->port());
   }
   s.http->on_shutdown_signal([this](int sig) {
     spdlog::info("signal {}: draining", sig);
@@ -262,10 +263,14 @@ void ApiServer::drain() {
 
 void ApiServer::wait() {
   State& s = *state_;
+  std::vector<std::shared_ptr<Exchange>> unsettled;
   {
     std::unique_lock lock(s.mu);
     s.cv.wait(lock, [&] { return s.finished; });
+    for (const auto& [key, x] : s.exchanges) unsettled.push_back(x);
   }
+  for (auto& x : unsettled) x->abandon();
+  unsettled.clear();
   s.http->stop();
   s.http->wait();
   if (s.metrics_http) {
@@ -273,9 +278,19 @@ void ApiServer::wait() {
     s.metrics_http->wait();
   }
   s.prepare->stop();
+  std::string summary;
+  for (const auto& [status, n] : s.metrics.requests_by_status()) {
+    summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " x " + std::to_string(status);
+  }
   if (s.served) {
     s.served->pump->stop();
     s.served->engine->shutdown();
+    const engine::EngineMetrics m = s.served->engine->metrics();
+    spdlog::info("stopped: requests {}; KV blocks in use {} of {}, running {}, queued {}",
+                 summary.empty() ? "none" : summary, m.kv_blocks_used, m.kv_blocks_total, m.running,
+                 m.queue_depth + m.admission_queued);
+  } else {
+    spdlog::info("stopped: requests {}", summary.empty() ? "none" : summary);
   }
 }
 

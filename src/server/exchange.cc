@@ -56,6 +56,20 @@ void Exchange::start() {
   });
 }
 
+void Exchange::abandon() {
+  {
+    std::lock_guard lock(mu_);
+    if (!delivery_) delivery_ = Delivery::kClientGone;
+    if (!record_) {
+      RequestRecord rec;
+      rec.tenant = services_.tenants->tenant(plan_.tenant).name;
+      rec.http_status = 503;
+      record_ = std::move(rec);
+    }
+  }
+  settle_if_done();
+}
+
 void Exchange::on_delivery(Delivery how) {
   std::optional<engine::RequestId> cancel;
   {

@@ -47,6 +47,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   // Watches the delivery, submits to the engine and streams its events.
   // A refusal by the engine is answered at once.
   void start();
+  // The server stops before this exchange settled (its response could not be
+  // delivered within the drain's bounds): recorded as not delivered.
+  void abandon();
 
  private:
   void on_event(const engine::StreamEvent& event);

@@ -77,6 +77,15 @@ void ServerMetrics::record(const RequestRecord& r) {
   for (double gap : r.itl_s) itl_.observe(gap);
 }
 
+std::map<int, uint64_t> ServerMetrics::requests_by_status() const {
+  std::lock_guard lock(mu_);
+  std::map<int, uint64_t> out;
+  for (const auto& [tenant, c] : tenants_) {
+    for (const auto& [status, n] : c.by_status) out[status] += n;
+  }
+  return out;
+}
+
 namespace {
 
 // The server process's CPU time (user + system), as Prometheus' standard

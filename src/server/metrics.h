@@ -64,6 +64,8 @@ class ServerMetrics {
  public:
   ServerMetrics();
   void record(const RequestRecord& r);
+  // Requests recorded so far by HTTP status, all tenants.
+  std::map<int, uint64_t> requests_by_status() const;
   // per_tenant: include the tenant-labelled series (tenant names are private:
   // only for an admin or a separate metrics listener).
   std::string render(const GaugeSnapshot& gauges, bool per_tenant) const;

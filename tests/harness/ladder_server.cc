@@ -15,48 +15,10 @@ namespace ladder::harness::testing {
 using nlohmann::json;
 
 LadderServer::LadderServer(std::vector<std::string> extra_flags, std::string model) {
-  int out[2];
-  if (pipe(out) != 0) return;
-  std::vector<std::string> argv = {ladder::testing::ladder_bin(), "--log-level", "warn", "serve", "-m", model,
-                                   "--port", "0", "--threads", "1"};
-  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-  pid_ = fork();
-  if (pid_ == 0) {
-    dup2(out[1], 1);
-    close(out[0]);
-    close(out[1]);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  std::string seen;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{out[0], POLLIN, 0};
-    if (poll(&p, 1, 500) <= 0) continue;
-    char buf[512];
-    ssize_t n = read(out[0], buf, sizeof(buf));
-    if (n <= 0) break;
-    seen.append(buf, static_cast<size_t>(n));
-    size_t at = seen.find("listening on http://");
-    size_t eol = at == std::string::npos ? at : seen.find('\n', at);
-    if (eol != std::string::npos) {
-      url_ = seen.substr(at + 13, eol - at - 13);
-      break;
-    }
-  }
-  close(out[0]);
-}
-
-LadderServer::~LadderServer() {
-  if (pid_ > 0) {
-    kill(pid_, SIGTERM);
-    int st = 0;
-    waitpid(pid_, &st, 0);
-  }
+  std::vector<std::string> args = {"-m", model, "--threads", "1"};
+  args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  server_ = std::make_unique<ladder::testing::ServerProcess>(args);
+  if (server_->ok()) url_ = "http://127.0.0.1:" + std::to_string(server_->port());
 }
 
 std::string LadderServer::host_port() const { return url_.substr(url_.find("://") + 3); }

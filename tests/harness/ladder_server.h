@@ -6,31 +6,31 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/workload.h"
+#include "http_test_client.h"
 #include "test_support.h"
 
 namespace ladder::harness::testing {
 
+// A ServerProcess (one op thread) addressed by URL, as replay takes it.
 class LadderServer {
  public:
   explicit LadderServer(std::vector<std::string> extra_flags = {},
                         std::string model = ladder::testing::shared_dir() + "/models/stories260K.gguf");
-  ~LadderServer();
-  LadderServer(const LadderServer&) = delete;
-  LadderServer& operator=(const LadderServer&) = delete;
 
   const std::string& url() const { return url_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return server_->pid(); }
   // "127.0.0.1:PORT"
   std::string host_port() const;
 
  private:
-  pid_t pid_ = -1;
+  std::unique_ptr<ladder::testing::ServerProcess> server_;
   std::string url_;
 };
 

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <thread>
 
-#include "server/http_test_client.h"
+#include "http_test_client.h"
 #include "test_support.h"
 
 namespace ladder::testing {

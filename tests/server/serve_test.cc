@@ -10,7 +10,7 @@
 #include <fstream>
 #include <thread>
 
-#include "server/http_test_client.h"
+#include "http_test_client.h"
 #include "test_support.h"
 
 namespace ladder::testing {
@@ -561,6 +561,102 @@ TEST(Serve, MalformedBarrageLeavesServerHealthy) {
   slow.join();
   EXPECT_EQ(http_request(p, "GET", "/health").status, 200);
   EXPECT_GT(n, 200);
+}
+
+TEST(Serve, DrainDeliversOrEndsWithAnErrorAndCountsWhich) {
+  // Six streams: three read at full speed, three slowly (but fast enough to
+  // take delivery within the bounds). SIGTERM with a 2 s grace: streams that
+  // finish in time arrive whole; the rest are cancelled and end with an error
+  // event. Each stream is one or the other, and the server's final account
+  // says how many of each.
+  ServerProcess srv({"-m", slow_model(), "--threads", "1", "--drain-grace-s", "2"});
+  ASSERT_TRUE(srv.ok());
+  const int p = srv.port();
+  std::vector<int> fds;
+  for (int i = 0; i < 6; ++i) {
+    const int max_tokens = i % 2 == 0 ? 20 : 900;  // short ones finish, long ones outlast the grace
+    fds.push_back(open_stream(
+        p, json{{"prompt", "Once upon a time"}, {"max_tokens", max_tokens}, {"stream", true}, {"ignore_eos", true}}.dump()));
+  }
+  ASSERT_TRUE(wait_for_bytes(fds[0], "data: ", Ms(20000)));
+  kill(srv.pid(), SIGTERM);
+  std::vector<std::string> bodies(fds.size());
+  std::vector<std::thread> readers;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    readers.emplace_back([&, i] {
+      const bool slow = i >= 3;
+      std::string got;
+      char buf[4096];
+      for (;;) {
+        const ssize_t n = recv(fds[i], buf, slow ? 512 : sizeof buf, 0);
+        if (n <= 0) break;
+        got.append(buf, static_cast<size_t>(n));
+        if (slow) std::this_thread::sleep_for(Ms(5));
+      }
+      bodies[i] = std::move(got);
+    });
+  }
+  for (auto& t : readers) t.join();
+  for (int fd : fds) close(fd);
+  ASSERT_EQ(srv.terminate(Ms(30000)), 0) << srv.log();
+  int whole = 0;
+  int errored = 0;
+  for (const std::string& b : bodies) {
+    ASSERT_NE(b.find("data: [DONE]"), std::string::npos) << "every stream ends with [DONE]: " << b.substr(0, 300);
+    const bool finished = b.find("\"finish_reason\":\"length\"") != std::string::npos;
+    const bool error = b.find("\"server_draining\"") != std::string::npos;
+    EXPECT_NE(finished, error) << "a stream either completes or ends with an error event";
+    whole += finished ? 1 : 0;
+    errored += error ? 1 : 0;
+  }
+  EXPECT_EQ(whole, 3);
+  EXPECT_EQ(errored, 3);
+  // The account: the three cut short are errors (503), never successes.
+  const std::string log = srv.log();
+  EXPECT_NE(log.find("stopped: requests 3 x 200, 3 x 503;"), std::string::npos) << log;
+}
+
+TEST(Serve, MetricsShowTenantsOnlyToAnAdminOrTheMetricsListener) {
+  ServerProcess srv({"-m", stories(), "--tenants", write_file("private.toml", kTenants), "--metrics-port", "0"});
+  ASSERT_TRUE(srv.ok());
+  const int p = srv.port();
+  json req = {{"prompt", "Once upon a time"}, {"max_tokens", 2}};
+  post_json(p, "/v1/completions", req, {{"Authorization", "Bearer key-alpha"}});
+  post_json(p, "/v1/completions", req, {{"Authorization", "Bearer key-beta"}});
+  wait_metric(p, "ladder_requests_total{tenant=\"beta\",status=\"200\"}", 1);  // both settled
+  // A tenant's own key, or none: totals only, no tenant names.
+  for (const std::string& auth : {std::string(), std::string("Bearer key-alpha")}) {
+    const std::string text =
+        auth.empty() ? http_request(p, "GET", "/metrics").body
+                     : http_request(p, "GET", "/metrics", "", {{"Authorization", auth}}).body;
+    EXPECT_EQ(text.find("alpha"), std::string::npos) << text;
+    EXPECT_EQ(text.find("beta"), std::string::npos) << text;
+    EXPECT_EQ(text.find("tenant="), std::string::npos) << text;
+    EXPECT_EQ(metric_value(text, "ladder_requests_total{status=\"200\"}"), 2) << text;
+  }
+  // The admin key sees them.
+  EXPECT_EQ(metric_value(metrics(p), "ladder_requests_total{tenant=\"alpha\",status=\"200\"}"), 1);
+  // So does the separate metrics listener (on a private network), which
+  // serves nothing else.
+  // Its port (0 = any free one) is in the log, written before the model loads.
+  const std::string log = srv.log();
+  const std::string mark = "metrics listener on http://";
+  const size_t at = log.find(mark);
+  ASSERT_NE(at, std::string::npos) << log;
+  const int metrics_port = std::atoi(log.c_str() + log.find(':', at + mark.size()) + 1);
+  ASSERT_GT(metrics_port, 0) << log;
+  EXPECT_EQ(metric_value(http_request(metrics_port, "GET", "/metrics").body,
+                         "ladder_requests_total{tenant=\"beta\",status=\"200\"}"),
+            1);
+  EXPECT_EQ(http_request(metrics_port, "POST", "/v1/completions", req.dump()).status, 404);
+  // Response ids are random: nothing in one tells how many came before.
+  json a = post_json(p, "/v1/completions", req, {{"Authorization", "Bearer key-alpha"}});
+  json b = post_json(p, "/v1/completions", req, {{"Authorization", "Bearer key-alpha"}});
+  const std::string ida = a["id"], idb = b["id"];
+  ASSERT_EQ(ida.size(), std::string("cmpl-").size() + 24);
+  int differing = 0;
+  for (size_t i = 5; i < ida.size(); ++i) differing += ida[i] != idb[i];
+  EXPECT_GT(differing, 12) << ida << " " << idb;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "server/http_test_client.h"
+#include "http_test_client.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
