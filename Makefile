@@ -66,8 +66,9 @@ bench: deps build
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DLADDER_FUZZ=ON -DLADDER_BUILD_TESTS=OFF -DLADDER_BUILD_BENCH=OFF > /dev/null
-	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_gguf
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_gguf fuzz_http
 	@bash scripts/fuzz.sh $(FUZZ_DIR)/fuzz/fuzz_gguf $(FUZZ_SECONDS) $(SHARED)
+	@LADDER_SHARED_DIR=$(SHARED) bash scripts/fuzz.sh $(FUZZ_DIR)/fuzz/fuzz_http $(FUZZ_SECONDS) $(SHARED)
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i

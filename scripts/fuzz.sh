@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Runs the GGUF libFuzzer target.
+# Runs one libFuzzer target (fuzz_gguf or fuzz_http) with a seed corpus.
 #   scripts/fuzz.sh BINARY SECONDS SHARED_DIR
-# Seeds: every GGUF under SHARED_DIR/models and SHARED_DIR/tokenizers, cut to
-# 64 KiB (the header and metadata are where the parser's decisions are), plus
-# two small valid files written here byte by byte (every metadata type,
-# nested arrays, quantized tensors), so that the "parses" path is covered
-# from the start. Crash inputs are kept under BINARY's folder in artifacts/.
-# Exits non-zero when the fuzzer finds a crash, leak, timeout or OOM.
+# fuzz_gguf seeds: every GGUF under SHARED_DIR/models and SHARED_DIR/tokenizers,
+# cut to 64 KiB (the header and metadata are where the parser's decisions
+# are), plus two small valid files written here byte by byte (every metadata
+# type, nested arrays, quantized tensors), so that the "parses" path is
+# covered from the start.
+# fuzz_http seeds: whole HTTP requests for both endpoints (streaming, chat
+# with several roles, token-id prompts, chunked bodies, stop strings), so the
+# request builder is reached from the start.
+# Crash inputs are kept under BINARY's folder in artifacts/. Exits non-zero
+# when the fuzzer finds a crash, leak, timeout or OOM.
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -26,6 +30,8 @@ artifacts="$(cd "$(dirname "$bin")" && pwd)/artifacts"
 mkdir -p "$artifacts"
 
 n_seeds=0
+case "$(basename "$bin")" in
+fuzz_gguf)
 for f in "$shared"/models/*.gguf "$shared"/tokenizers/*.gguf; do
   [[ -f "$f" ]] || continue
   head -c 65536 "$f" > "$corpus/$(basename "$f").seed"
@@ -72,6 +78,43 @@ open(out + "/crafted-align64.seed", "wb").write(
     gguf([kv("general.alignment", 4, struct.pack("<I", 64))], [tensor("w", [8], 0, 0)], [b"\1" * 32], align=64))
 PY
 n_seeds=$((n_seeds + 2))
+  ;;
+fuzz_http)
+  python3 - "$corpus" <<'PY'
+import json, sys
+out = sys.argv[1]
+def req(path, body, extra=""):
+    b = json.dumps(body).encode()
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{extra}"
+            f"Content-Length: {len(b)}\r\n\r\n").encode() + b
+seeds = {
+    "completion": req("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}),
+    "completion-stream": req("/v1/completions", {"prompt": "a", "stream": True, "stream_options": {"include_usage": True},
+                                                "stop": ["x", "\n"], "logprobs": 2, "seed": 3}),
+    "token-ids": req("/v1/completions", {"prompt": [1, 403, 407], "max_tokens": 2, "return_token_ids": True}),
+    "chat": req("/v1/chat/completions", {"messages": [{"role": "system", "content": "s"},
+                                                      {"role": "user", "content": [{"type": "text", "text": "hi</s>"}]},
+                                                      {"role": "assistant", "content": "yo"},
+                                                      {"role": "user", "content": "<|im_start|>system"}],
+                                         "max_completion_tokens": 4, "logprobs": True, "top_logprobs": 2},
+                "x-ladder-deadline-ms: 500\r\n"),
+    "chat-kwargs": req("/v1/chat/completions", {"messages": [{"role": "user", "content": "q"}],
+                                                "chat_template_kwargs": {"enable_thinking": False},
+                                                "add_generation_prompt": False}),
+}
+body = b'{"prompt":"chunked","max_tokens":1}'
+seeds["chunked"] = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
+for name, data in seeds.items():
+    open(f"{out}/{name}.seed", "wb").write(data)
+PY
+  n_seeds=6
+  ;;
+*)
+  echo "fuzz.sh: no seeds known for $(basename "$bin")" >&2
+  exit 2
+  ;;
+esac
 echo "fuzz.sh: $n_seeds seeds, running $bin for ${seconds}s"
 
 log="$work/fuzz.log"

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "common/file_io.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/chat/chat_template.h"
 
@@ -26,19 +27,11 @@ struct ChatTemplateOptions {
   bool no_generation_prompt = false;
 };
 
-Result<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found("cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A JSON argument given inline, or as @FILE.
 Result<nlohmann::ordered_json> parse_json_arg(const std::string& what, const std::string& arg) {
   std::string text = arg;
   if (!arg.empty() && arg[0] == '@') {
-    LADDER_ASSIGN_OR_RETURN(text, read_text_file(arg.substr(1)));
+    LADDER_ASSIGN_OR_RETURN(text, read_file(arg.substr(1)));
   }
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument(what + " is not valid JSON");
@@ -77,7 +70,7 @@ Status run(const ChatTemplateOptions& opts) {
 
   std::unique_ptr<chat::ChatTemplate> tmpl;
   if (!opts.template_path.empty()) {
-    LADDER_ASSIGN_OR_RETURN(std::string source, read_text_file(opts.template_path));
+    LADDER_ASSIGN_OR_RETURN(std::string source, read_file(opts.template_path));
     LADDER_ASSIGN_OR_RETURN(chat::ChatTemplate t, chat::ChatTemplate::parse(std::move(source)));
     tmpl = std::make_unique<chat::ChatTemplate>(std::move(t));
   } else {

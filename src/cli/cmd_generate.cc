@@ -1,5 +1,4 @@
 // `ladder generate`: run prompts through the engine and stream the text.
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "common/sha256.h"
 #include "model/dense_kv.h"
 #include "model/model_bundle.h"
 #include "engine/engine.h"
@@ -43,16 +43,7 @@ double ms_between(engine::Clock::time_point a, engine::Clock::time_point b) {
 }
 
 std::string sha256_hex_of_floats(const std::vector<float>& v) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(v.data(), v.size() * sizeof(float), md, &len, EVP_sha256(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len && i < 8; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
+  return to_hex(sha256(std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float))), 8);
 }
 
 // sha256 prefix of the logits after the last of `tokens`, so numeric drift

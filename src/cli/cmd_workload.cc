@@ -105,7 +105,7 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
     f->g.slo = *slo;
     f->g.completions = f->api == "completions";
     std::string text = f->text.empty() ? ladder::shared_dir(LADDER_DEFAULT_SHARED_DIR) + "/text/war-and-peace.txt" : f->text;
-    auto corpus = harness::read_text_file(text);
+    auto corpus = read_file(text);
     if (!corpus.is_ok()) return fail(corpus.status());
     if (!(f->chars_per_token > 0)) return fail(invalid_argument("--chars-per-token must be > 0"));
 

@@ -1,8 +1,9 @@
 #include "gguf/gguf_file.h"
 
+#include "common/sha256.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -227,19 +228,7 @@ Result<std::string> GgufFile::get_string_or(std::string_view key, std::string fa
 const std::string& GgufFile::digest() const {
   LADDER_CHECK(digest_once_ != nullptr, "digest() on a moved-from GgufFile");
   std::call_once(*digest_once_, [this] {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int md_len = 0;
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    LADDER_CHECK(ctx != nullptr, "EVP_MD_CTX_new failed");
-    const bool ok = EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
-                    EVP_DigestUpdate(ctx, bytes_.data(), bytes_.size()) == 1 &&
-                    EVP_DigestFinal_ex(ctx, md, &md_len) == 1;
-    EVP_MD_CTX_free(ctx);
-    LADDER_CHECK(ok, "sha256 over the GGUF bytes failed");
-    std::string hex;
-    hex.reserve(md_len * 2);
-    for (unsigned int i = 0; i < md_len; ++i) hex += fmt::format("{:02x}", md[i]);
-    digest_ = std::move(hex);
+    digest_ = sha256_hex(std::string_view(reinterpret_cast<const char*>(bytes_.data()), bytes_.size()));
   });
   return digest_;
 }

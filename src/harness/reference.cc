@@ -132,7 +132,7 @@ Status save_reference(const std::string& path, const Reference& ref) {
 }
 
 Result<Reference> load_reference(const std::string& path) {
-  LADDER_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return invalid_argument(path + ": not valid JSON");
   return reference_from_json(j, path);

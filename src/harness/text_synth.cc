@@ -33,7 +33,7 @@ TextSynthesizer::TextSynthesizer(const std::string& corpus, double chars_per_tok
 
 Result<TextSynthesizer> TextSynthesizer::from_file(const std::string& path, double chars_per_token) {
   if (!(chars_per_token > 0)) return invalid_argument("chars per token must be > 0");
-  LADDER_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
   if (text.empty()) return invalid_argument("text corpus " + path + " is empty");
   return TextSynthesizer(text, chars_per_token);
 }

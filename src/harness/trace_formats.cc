@@ -285,7 +285,7 @@ void synthesize_prompts(std::vector<WorkloadRequest>& requests, int64_t block_to
 }
 
 Result<Workload> load_workload(const std::string& path, const LoadOptions& opts, const TextSynthesizer& synth) {
-  LADDER_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
   std::string format = opts.format;
   if (format.empty() || format == "auto") {
     std::string head = text.substr(0, 200);

@@ -112,7 +112,7 @@ Result<VerifyPolicy> parse_verify_policy(const std::string& text, const std::str
 }
 
 Result<VerifyPolicy> load_verify_policy(const std::string& path) {
-  LADDER_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
   return parse_verify_policy(text, path);
 }
 

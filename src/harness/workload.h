@@ -21,6 +21,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/file_io.h"
+#include "common/sha256.h"
 #include "common/status.h"
 
 namespace ladder::harness {
@@ -94,11 +96,5 @@ Result<Workload> parse_native_workload(const std::string& text, bool strict);
 
 // Writes native JSONL (one request a line, trailing newline).
 std::string write_native_workload(const std::vector<WorkloadRequest>& requests);
-
-// Hex sha256 of bytes.
-std::string sha256_hex(const std::string& bytes);
-
-// Reads a whole file.
-Result<std::string> read_text_file(const std::string& path);
 
 }  // namespace ladder::harness

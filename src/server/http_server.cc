@@ -74,7 +74,67 @@ std::string chunk(const std::string& data) {
   return std::string(size) + data + "\r\n";
 }
 
+using RequestParser = http::request_parser<http::string_body>;
+
+void configure(RequestParser& parser, const HttpServerConfig& config) {
+  parser.body_limit(config.max_body_bytes);
+  parser.header_limit(static_cast<uint32_t>(config.max_header_bytes));
+}
+
+HttpRequest to_request(http::request<http::string_body>& msg) {
+  HttpRequest req;
+  req.method = std::string(msg.method_string());
+  req.target = std::string(msg.target());
+  for (const auto& field : msg) {
+    std::string name(field.name_string());
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    req.headers[name] = std::string(field.value());
+  }
+  req.body = std::move(msg.body());
+  req.received = std::chrono::steady_clock::now();
+  return req;
+}
+
+// The answer to a request that could not be parsed: (status, message).
+std::pair<int, std::string> parse_error(beast::error_code ec, const HttpServerConfig& config) {
+  if (ec == http::error::body_limit) {
+    return {413, "request body is larger than the limit of " + std::to_string(config.max_body_bytes) + " bytes"};
+  }
+  if (ec == http::error::header_limit) {
+    return {400, "request headers are larger than the limit of " + std::to_string(config.max_header_bytes) + " bytes"};
+  }
+  return {400, "malformed HTTP request: " + ec.message()};
+}
+
 }  // namespace
+
+ParsedRequest parse_http_request(std::string_view bytes, const HttpServerConfig& limits) {
+  ParsedRequest out;
+  RequestParser parser;
+  configure(parser, limits);
+  parser.eager(true);
+  beast::error_code ec;
+  size_t used = 0;
+  while (used < bytes.size() && !parser.is_done()) {
+    const size_t n = parser.put(net::buffer(bytes.data() + used, bytes.size() - used), ec);
+    if (ec == http::error::need_more) {
+      ec = {};
+      break;
+    }
+    if (ec) break;
+    if (n == 0) break;
+    used += n;
+  }
+  if (!ec && !parser.is_done() && used == bytes.size() && parser.need_eof()) parser.put_eof(ec);
+  if (ec) {
+    auto [status, message] = parse_error(ec, limits);
+    out.error_status = status;
+    out.error_message = std::move(message);
+    return out;
+  }
+  if (parser.is_done()) out.request = to_request(parser.get());
+  return out;
+}
 
 class Session;
 
@@ -164,8 +224,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_request() {
     ++request_seq_;
     parser_.emplace();
-    parser_->body_limit(server_.config.max_body_bytes);
-    parser_->header_limit(static_cast<uint32_t>(server_.config.max_header_bytes));
+    configure(*parser_, server_.config);
     response_started_ = false;
     response_done_ = false;
     ended_ = false;
@@ -185,36 +244,15 @@ class Session : public std::enable_shared_from_this<Session> {
       // mid-request (or an idle keep-alive client) is simply cut off.
       return close();
     }
-    if (ec == http::error::body_limit) {
-      keep_alive_ = false;
-      write_full(server_.error_page(413, "request body is larger than the limit of " +
-                                             std::to_string(server_.config.max_body_bytes) + " bytes"));
-      return;
-    }
-    if (ec == http::error::header_limit) {
-      keep_alive_ = false;
-      write_full(server_.error_page(400, "request headers are larger than the limit of " +
-                                             std::to_string(server_.config.max_header_bytes) + " bytes"));
-      return;
-    }
     if (ec) {
       keep_alive_ = false;
-      write_full(server_.error_page(400, "malformed HTTP request: " + ec.message()));
+      auto [status, message] = parse_error(ec, server_.config);
+      write_full(server_.error_page(status, message));
       return;
     }
     stream_.expires_never();
-    auto& msg = parser_->get();
-    keep_alive_ = msg.keep_alive();
-    HttpRequest req;
-    req.method = std::string(msg.method_string());
-    req.target = std::string(msg.target());
-    for (const auto& field : msg) {
-      std::string name(field.name_string());
-      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-      req.headers[name] = std::string(field.value());
-    }
-    req.body = std::move(msg.body());
-    req.received = std::chrono::steady_clock::now();
+    keep_alive_ = parser_->get().keep_alive();
+    HttpRequest req = to_request(parser_->get());
     watch_disconnect();
     server_.handler(std::move(req), make_channel());
   }
@@ -320,7 +358,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::deque<std::string> out_;
   size_t pending_bytes_ = 0;
   bool writing_ = false;

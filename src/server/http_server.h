@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <memory>
 #include <string>
 #include <utility>
@@ -93,6 +95,17 @@ struct HttpServerConfig {
   size_t max_pending_write_bytes = size_t{16} << 20;
   int64_t max_connections = 20000;
 };
+
+// Parses one request from `bytes` as a connection does, under the same
+// bounds (body and header limits): the request, or the status and message
+// the server would answer with (413 or 400). For fuzzing and tests; the
+// connections parse incrementally with the same parser settings.
+struct ParsedRequest {
+  std::optional<HttpRequest> request;
+  int error_status = 0;  // when no request: 400, 413, or 0 (the bytes end before a whole request)
+  std::string error_message;
+};
+ParsedRequest parse_http_request(std::string_view bytes, const HttpServerConfig& limits);
 
 class HttpServer {
  public:

@@ -1,12 +1,14 @@
 #include "server/tenants.h"
 
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
 
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <toml++/toml.h>
+
+#include "common/file_io.h"
+#include "common/sha256.h"
 
 namespace ladder::server {
 
@@ -41,11 +43,7 @@ bool TenantRegistry::is_admin(std::string_view api_key) const {
 
 void TenantRegistry::add_admin_key(const std::string& api_key) { admin_keys_.push_back(digest(api_key)); }
 
-TenantRegistry::Digest TenantRegistry::digest(std::string_view key) {
-  Digest d{};
-  SHA256(reinterpret_cast<const unsigned char*>(key.data()), key.size(), d.data());
-  return d;
-}
+TenantRegistry::Digest TenantRegistry::digest(std::string_view key) { return sha256(key); }
 
 int TenantRegistry::authenticate(std::string_view api_key) const {
   if (!requires_key_) return 0;
@@ -85,11 +83,9 @@ Status read_number(const toml::table& t, const char* key, const std::string& whe
 }  // namespace
 
 Result<TenantRegistry> TenantRegistry::from_toml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot read tenants file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return from_toml_string(ss.str(), path);
+  auto text = read_file(path);
+  if (!text.is_ok()) return Status(text.status().code(), "tenants file: " + text.status().message());
+  return from_toml_string(*text, path);
 }
 
 Result<TenantRegistry> TenantRegistry::from_toml_string(std::string_view text, const std::string& source) {

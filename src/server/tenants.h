@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/sha256.h"
 #include "common/status.h"
 
 namespace ladder::server {
@@ -70,7 +71,7 @@ class TenantRegistry {
   size_t size() const { return tenants_.size(); }
 
  private:
-  using Digest = std::array<unsigned char, 32>;
+  using Digest = Sha256Digest;
   static Digest digest(std::string_view key);
 
   std::vector<TenantConfig> tenants_;

@@ -1,12 +1,12 @@
 #include "tokenizer/tokenizer.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
+#include "common/sha256.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/flat_string_map.h"
 
@@ -52,31 +52,6 @@ std::string unescape_spaces(std::string_view text) {
   return out;
 }
 
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void bytes(const void* p, size_t n) { EVP_DigestUpdate(ctx_, p, n); }
-  void u64(uint64_t v) { bytes(&v, sizeof(v)); }
-  // Length-prefixed so that concatenations cannot collide.
-  void str(std::string_view s) {
-    u64(s.size());
-    bytes(s.data(), s.size());
-  }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx_, md, &len);
-    std::string out;
-    for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", md[i]);
-    return out;
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
 
 }  // namespace
 
@@ -160,25 +135,25 @@ Status Tokenizer::init() {
   if (vocab_.special.eos != kNoToken) eos_text_ = vocab_.tokens[static_cast<size_t>(vocab_.special.eos)];
 
   Sha256 h;
-  h.str("ladder-tokenizer-v1");
-  h.str(vocab_.model_name);
-  h.str(vocab_.pre);
-  h.u64(n);
+  h.update_str("ladder-tokenizer-v1");
+  h.update_str(vocab_.model_name);
+  h.update_str(vocab_.pre);
+  h.update_u64(n);
   for (size_t i = 0; i < n; ++i) {
-    h.str(vocab_.tokens[i]);
+    h.update_str(vocab_.tokens[i]);
     uint32_t score_bits = 0;
     std::memcpy(&score_bits, &vocab_.scores[i], sizeof(score_bits));
-    h.u64(score_bits);
-    h.u64(static_cast<uint64_t>(vocab_.types[i]));
+    h.update_u64(score_bits);
+    h.update_u64(static_cast<uint64_t>(vocab_.types[i]));
   }
-  h.u64(vocab_.merges.size());
-  for (const std::string& m : vocab_.merges) h.str(m);
+  h.update_u64(vocab_.merges.size());
+  for (const std::string& m : vocab_.merges) h.update_str(m);
   const SpecialIds& s = vocab_.special;
   for (int32_t id : {s.bos, s.eos, s.unknown, s.separator, s.padding, s.eot, s.eom}) {
-    h.u64(static_cast<uint64_t>(static_cast<int64_t>(id)));
+    h.update_u64(static_cast<uint64_t>(static_cast<int64_t>(id)));
   }
-  h.u64((vocab_.add_bos ? 1u : 0u) | (vocab_.add_eos ? 2u : 0u) | (vocab_.add_space_prefix ? 4u : 0u));
-  digest_ = h.hex();
+  h.update_u64((vocab_.add_bos ? 1u : 0u) | (vocab_.add_eos ? 2u : 0u) | (vocab_.add_space_prefix ? 4u : 0u));
+  digest_ = to_hex(h.finish());
   return Status::ok();
 }
 
