@@ -85,15 +85,14 @@ int run_quantize(const QuantizeArgs& a) {
 CommandRegistrar reg{"quantize", 52, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<QuantizeArgs>();
   auto* cmd = app.add_subcommand(
-      "quantize",
-      "Convert a GGUF model's weight matrices to another type (metadata, tokenizer, norms and other tensors copied). "
-      "output.weight follows llama.cpp: Q6_K for 4- to 6-bit types when its rows fit 256-element blocks, else Q8_0");
+      "quantize", "Convert a GGUF model's weight matrices to another type, copying its metadata and tokenizer");
   cmd->add_option("input", a->in, "The .gguf model to read")->required();
   cmd->add_option("output", a->out, "The .gguf file to write")->required();
   cmd->add_option("--dtype", a->dtype, "Type of the weight matrices: q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k f16 bf16 f32")
       ->required();
   cmd->add_option("--output-dtype", a->output_dtype,
-                  "Type of output.weight (token_embd.weight when tied); default: llama.cpp's rule above");
+                  "Type of output.weight (token_embd.weight when tied); default, as llama.cpp: Q6_K for the 4- to "
+                  "6-bit types when its rows fit 256-element blocks, else Q8_0; --dtype for q8_0 and the float types");
   cmd->add_option("--embd-dtype", a->embd_dtype, "Type of token_embd.weight when untied; default: --dtype");
   cmd->add_option("--fallback", a->fallback,
                   "For a matrix whose rows are not a multiple of the type's block size: refuse (an error), auto "

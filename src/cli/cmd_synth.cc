@@ -96,9 +96,8 @@ int run_synth(const SynthArgs& a) {
 CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<SynthArgs>();
   auto* cmd = app.add_subcommand("synth",
-                                 "Write a GGUF of a real Llama architecture and a real tokenizer, with random N(0, "
-                                 "0.02) weights (benchmarks at realistic sizes) or, with --preset retrieval, weights "
-                                 "set by construction so that it retrieves (checks of KV approximations)");
+                                 "Write a GGUF of a real Llama architecture: random weights (benchmarks) or, with "
+                                 "--preset retrieval, weights set by construction that retrieve (KV checks)");
   cmd->add_option("-o,--output", a->out, "Output GGUF path")->required();
   cmd->add_option("--preset", a->preset,
                   "Shapes: tiny (dim 128), 110m (dim 768, 12 layers, FFN 2048, vocab 32000), 1b (Llama-3.2-1B-like), "

@@ -11,6 +11,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "gguf/quant.h"
+#include "gguf/quantize.h"
 
 namespace ladder::gguf {
 namespace {
@@ -210,7 +211,7 @@ Result<RequantizeStats> requantize_file(const GgufFile& in, const std::string& o
           std::vector<float> f32(n_in);
           for (uint64_t r = r0 + a; r < r0 + b; ++r) {
             LADDER_RETURN_IF_ERROR(dequantize_row(p.from, t.data + r * rb_in, f32.data(), n_in));
-            LADDER_RETURN_IF_ERROR(quantize_row(p.to, f32.data(), bytes.data() + r * rb_out, n_in));
+            LADDER_RETURN_IF_ERROR(quantize_row_fitted(p.to, f32.data(), bytes.data() + r * rb_out, n_in));
           }
           return Status::ok();
         };

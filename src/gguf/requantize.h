@@ -1,5 +1,5 @@
 // Requantizing a GGUF model: every 2-D weight matrix is converted to a target
-// type (through F32, with the reference row conversions of quant.h); the
+// type through F32 (quant.h's dequantizers, quantize.h's quantizers); the
 // metadata, the tokenizer and every other tensor (norms, biases, RoPE
 // factors) are copied unchanged. Which type each tensor gets follows
 // llama.cpp's conventions unless told otherwise, so the file loads there too.
