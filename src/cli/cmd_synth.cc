@@ -79,7 +79,7 @@ int run_synth(const SynthArgs& a) {
     if (done == total) std::fprintf(stderr, "\n");
   });
   if (!st.is_ok()) {
-    std::fprintf(stderr, "\nerror: %s\n", st.message().c_str());
+    std::fprintf(stderr, "%serror: %s\n", tty ? "\n" : "", st.message().c_str());
     return 1;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

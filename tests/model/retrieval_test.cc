@@ -310,7 +310,7 @@ TEST_P(RareEvidence, ReproducedAcrossTheContextAndLostWhenTheWindowDropsIt) {
 
 INSTANTIATE_TEST_SUITE_P(Prompts, RareEvidence,
                          ::testing::Values(RareCase{"stories260K", 4096}, RareCase{"llama2", 4096},
-                                           RareCase{"stories260K", 8192}),
+                                           RareCase{"stories260K", 8192}, RareCase{"stories260K", 16384}),
                          [](const auto& p) { return p.param.vocab + "_" + std::to_string(p.param.context); });
 
 }  // namespace
