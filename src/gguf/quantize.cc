@@ -116,7 +116,8 @@ void fit_k_super_block(const float* x, int nmax, uint16_t& d_bits, uint16_t& dmi
   }
 }
 
-// The 12-byte 6-bit scale/min packing of Q4_K and Q5_K (common/tensor_type.h).
+// The 12-byte 6-bit scale/min packing of Q4_K and Q5_K (common/tensor_type.h);
+// the level packing below mirrors quant.cc's reference quantizers.
 void pack_scales(const int* sc, const int* m, uint8_t* out) {
   for (int j = 0; j < 4; ++j) {
     out[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));

@@ -35,20 +35,25 @@ struct Threshold {
   double max_kl;    // mean KL divergence in nats
 };
 
+// `src` requantized with `options` into a temporary file named by `tag`.
+std::string requantize(const std::string& src, const gguf::RequantizeOptions& options, const std::string& tag) {
+  auto in = gguf::GgufFile::open(src);
+  EXPECT_TRUE(in.is_ok());
+  if (!in.is_ok()) return "";
+  const std::string path = temp_dir() + "/" + tag + "_" + std::string(tensor_type_name(options.dtype)) + ".gguf";
+  auto st = gguf::requantize_file(*in, path, options);
+  EXPECT_TRUE(st.is_ok()) << st.status().to_string();
+  return path;
+}
+
 // stories260K with every matrix whose rows fit the block size converted to
 // `type` (output head included), the others kept in F32.
-std::string requantize_stories(TensorType type, const std::string& tag) {
-  auto src = gguf::GgufFile::open(shared_path("models/stories260K.gguf"));
-  EXPECT_TRUE(src.is_ok());
-  if (!src.is_ok()) return "";
+std::string requantize_stories(TensorType type) {
   gguf::RequantizeOptions o;
   o.dtype = type;
   o.output_dtype = type;
   o.fallback = {gguf::Fallback::Kind::kType, TensorType::kF32};
-  const std::string path = temp_dir() + "/stories_" + tag + "_" + std::string(tensor_type_name(type)) + ".gguf";
-  auto st = gguf::requantize_file(*src, path, o);
-  EXPECT_TRUE(st.is_ok()) << st.status().to_string();
-  return path;
+  return requantize(shared_path("models/stories260K.gguf"), o, "stories_fit");
 }
 
 std::string write_model(TensorType type) {
@@ -109,7 +114,7 @@ TEST_P(QuantQuality, AgreesWithF32) {
   const Threshold th = GetParam();
   ops::ThreadPool pool(2);
   auto ref = load_model(th.real_model ? shared_path("models/stories260K.gguf") : write_model(TensorType::kF32));
-  auto q = load_model(th.real_model ? requantize_stories(th.type, "fit") : write_model(th.type));
+  auto q = load_model(th.real_model ? requantize_stories(th.type) : write_model(th.type));
   ASSERT_TRUE(ref.model && q.model);
   const Agreement ag = agreement(*ref.model, *q.model, th.real_model, pool);
   std::printf("%-5s top-1 agreement %.3f (min %.2f), mean KL %.5f (max %.4f)\n",
@@ -142,17 +147,12 @@ struct DefaultsCase {
   double synth_max_kl;                      // the synthetic model (top-1 is a weak signal there)
 };
 
+// What `ladder quantize --dtype type --fallback auto` writes.
 std::string requantize_defaults(const std::string& src, TensorType type, const std::string& tag) {
-  auto in = gguf::GgufFile::open(src);
-  EXPECT_TRUE(in.is_ok());
-  if (!in.is_ok()) return "";
   gguf::RequantizeOptions o;
   o.dtype = type;
   o.fallback = {gguf::Fallback::Kind::kAuto, TensorType::kF16};
-  const std::string path = temp_dir() + "/" + tag + "_defaults_" + std::string(tensor_type_name(type)) + ".gguf";
-  auto st = gguf::requantize_file(*in, path, o);
-  EXPECT_TRUE(st.is_ok()) << st.status().to_string();
-  return path;
+  return requantize(src, o, tag + "_defaults");
 }
 
 TEST(QuantizeDefaults, PerTypeTable) {
