@@ -99,7 +99,56 @@ TEST(Retrieval, PresetHasTheStatedShapes) {
   EXPECT_EQ(c.n_vocab, 512);
   EXPECT_FALSE(c.tied_output);
   EXPECT_EQ(m.file->get_string("ladder.synth.weights").value(), "retrieval");
-  EXPECT_GE(model::retrieval_previous_token_gap(model::kRetrievalMaxContext), 23.9);
+}
+
+// The previous-token head's score as a function of the offset, computed here
+// from the file's weights (embedding -> RMSNorm -> q, k of head 0 -> RoPE in
+// double): it peaks at offset 1, by at least 24 logits over every other
+// offset up to 16384, whatever the token.
+TEST(Retrieval, PreviousTokenHeadPeaksAtOffsetOneAcrossTheContext) {
+  auto m = load_model(write_retrieval(stories_vocab()));
+  ASSERT_TRUE(m.model);
+  const auto& c = m.model->config();
+  auto f32 = [&](const char* name) {
+    const gguf::TensorInfo* t = m.file->find_tensor(name);
+    EXPECT_TRUE(t != nullptr && t->type == TensorType::kF32) << name;
+    return reinterpret_cast<const float*>(t->data);
+  };
+  const float* embd = f32("token_embd.weight");
+  const float* norm = f32("blk.0.attn_norm.weight");
+  const float* wq = f32("blk.0.attn_q.weight");
+  const float* wk = f32("blk.0.attn_k.weight");
+  const double base = m.file->get_float("llama.rope.freq_base").value();
+  for (int32_t token : {5, 300}) {
+    const float* x = embd + token * c.dim;
+    double ss = 0;
+    for (int64_t i = 0; i < c.dim; ++i) ss += double(x[i]) * x[i];
+    const double inv_rms = 1.0 / std::sqrt(ss / c.dim + c.rms_eps);
+    std::vector<double> q(c.head_dim), k(c.head_dim);
+    for (int64_t r = 0; r < c.head_dim; ++r) {
+      for (int64_t i = 0; i < c.dim; ++i) {
+        q[r] += wq[r * c.dim + i] * x[i] * inv_rms * norm[i];
+        k[r] += wk[r * c.dim + i] * x[i] * inv_rms * norm[i];
+      }
+    }
+    // A query rotated by p_q * w and a key by p_k * w meet at R(p_q w)q . R(p_k w)k
+    // = q . R(-offset * w)k, pair by pair; divided by sqrt(head_dim).
+    auto score = [&](int64_t offset) {
+      double s = 0;
+      for (int64_t i = 0; i < c.head_dim / 2; ++i) {
+        const double a = offset * std::pow(base, -2.0 * i / c.head_dim), ca = std::cos(a), sa = std::sin(a);
+        s += q[2 * i] * (ca * k[2 * i] + sa * k[2 * i + 1]) + q[2 * i + 1] * (-sa * k[2 * i] + ca * k[2 * i + 1]);
+      }
+      return s / std::sqrt(static_cast<double>(c.head_dim));
+    };
+    const double peak = score(1);
+    double runner_up = -1e30;
+    for (int64_t d = 0; d < model::kRetrievalMaxContext; ++d) {
+      if (d != 1) runner_up = std::max(runner_up, score(d));
+    }
+    std::printf("token %d: score at offset 1 %.2f, best other offset %.2f\n", token, peak, runner_up);
+    EXPECT_GE(peak - runner_up, 23.9) << "token " << token;
+  }
 }
 
 TEST(Retrieval, RejectsWhatTheConstructionCannotHonour) {
