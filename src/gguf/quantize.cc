@@ -19,7 +19,9 @@ int nearest(float v, int lo, int hi) {
   return static_cast<int>(std::nearbyint(v));
 }
 
-float ratio_or_zero(float a, float b) { return b != 0.0f ? a / b : 0.0f; }
+float ratio_or_zero(float a, float b) {
+  return b != 0.0f ? a / b : 0.0f;
+}
 
 // x ~ scale * q + offset.
 struct Affine {
@@ -97,7 +99,8 @@ float search_symmetric(const float* x, int n) {
 
 // Q4_K / Q5_K: 8 sub-blocks of 32, x ~ d*sc*q - dmin*m with 6-bit sc and m.
 // Fills d, dmin, sc, m and the levels q[256].
-void fit_k_super_block(const float* x, int nmax, uint16_t& d_bits, uint16_t& dmin_bits, int* sc, int* m, int* q) {
+void fit_k_super_block(const float* x, int nmax, uint16_t& d_bits, uint16_t& dmin_bits, int* sc, int* m,
+                       int* q) {
   Affine sub[8];
   float max_scale = 0.0f, max_min = 0.0f;
   for (int s = 0; s < 8; ++s) {
@@ -131,7 +134,8 @@ void fit_q4_k(const float* x, BlockQ4_K& b) {
   fit_k_super_block(x, 15, b.d, b.dmin, sc, m, q);
   pack_scales(sc, m, b.scales);
   for (int j = 0; j < 4; ++j) {
-    for (int l = 0; l < 32; ++l) b.qs[32 * j + l] = static_cast<uint8_t>(q[64 * j + l] | (q[64 * j + 32 + l] << 4));
+    for (int l = 0; l < 32; ++l)
+      b.qs[32 * j + l] = static_cast<uint8_t>(q[64 * j + l] | (q[64 * j + 32 + l] << 4));
   }
 }
 

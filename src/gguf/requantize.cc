@@ -33,9 +33,13 @@ std::string target_names() {
   return s;
 }
 
-bool fits(TensorType type, uint64_t row_length) { return row_length % traits_of(type).block_elems == 0; }
+bool fits(TensorType type, uint64_t row_length) {
+  return row_length % traits_of(type).block_elems == 0;
+}
 
-bool is_quantized(TensorType type) { return traits_of(type).block_elems > 1; }
+bool is_quantized(TensorType type) {
+  return traits_of(type).block_elems > 1;
+}
 
 // llama.cpp's general.file_type (enum llama_ftype) for a model mostly of `type`.
 uint32_t llama_file_type(TensorType type) {
@@ -62,7 +66,8 @@ uint32_t llama_file_type(TensorType type) {
 bool is_weight_matrix(const TensorInfo& t) {
   const std::string& n = t.name;
   const std::string suffix = ".weight";
-  return t.shape.size() == 2 && n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+  return t.shape.size() == 2 && n.size() > suffix.size() &&
+         n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0 &&
          n.find("_norm.weight") == std::string::npos && n.find("ffn_gate_inp.weight") == std::string::npos;
 }
 
@@ -116,14 +121,17 @@ Result<Fallback> parse_fallback(std::string_view value) {
   if (value == "refuse") return Fallback{};
   if (value == "auto") return Fallback{Fallback::Kind::kAuto, TensorType::kF16};
   auto t = parse_requantize_target(value);
-  if (!t.is_ok()) return invalid_argument(fmt::format("--fallback '{}': refuse, auto or a type ({})", value, target_names()));
+  if (!t.is_ok())
+    return invalid_argument(
+        fmt::format("--fallback '{}': refuse, auto or a type ({})", value, target_names()));
   return Fallback{Fallback::Kind::kType, *t};
 }
 
 Result<std::vector<TensorPlan>> plan_requantize(const GgufFile& in, const RequantizeOptions& o) {
   for (auto t : {std::optional<TensorType>(o.dtype), o.output_dtype, o.embd_dtype}) {
     if (t && !is_requantize_target(*t)) {
-      return invalid_argument(fmt::format("cannot requantize to {} (choose one of {})", tensor_type_name(*t), target_names()));
+      return invalid_argument(
+          fmt::format("cannot requantize to {} (choose one of {})", tensor_type_name(*t), target_names()));
     }
   }
   if (o.fallback.kind == Fallback::Kind::kType && !is_requantize_target(o.fallback.type)) {
@@ -149,17 +157,18 @@ Result<std::vector<TensorPlan>> plan_requantize(const GgufFile& in, const Requan
       const auto& wt = traits_of(want);
       switch (o.fallback.kind) {
         case Fallback::Kind::kRefuse:
-          return invalid_argument(fmt::format(
-              "tensor '{}' has rows of {} elements, not a multiple of the {} block size {}; pass --fallback auto "
-              "(or a type) to store such tensors in a type that fits",
-              t.name, row, wt.name, wt.block_elems));
+          return invalid_argument(
+              fmt::format("tensor '{}' has rows of {} elements, not a multiple of the {} block size {}; "
+                          "pass --fallback auto (or a type) to store such tensors in a type that fits",
+                          t.name, row, wt.name, wt.block_elems));
         case Fallback::Kind::kAuto: want = auto_fallback(want, row); break;
         case Fallback::Kind::kType:
           if (!fits(o.fallback.type, row)) {
-            return invalid_argument(fmt::format("tensor '{}' has rows of {} elements, which fit neither {} nor the "
-                                                "fallback {} (block size {})",
-                                                t.name, row, wt.name, tensor_type_name(o.fallback.type),
-                                                traits_of(o.fallback.type).block_elems));
+            return invalid_argument(
+                fmt::format("tensor '{}' has rows of {} elements, which fit neither {} nor the fallback {} "
+                            "(block size {})",
+                            t.name, row, wt.name, tensor_type_name(o.fallback.type),
+                            traits_of(o.fallback.type).block_elems));
           }
           want = o.fallback.type;
           break;
@@ -176,8 +185,8 @@ Result<std::vector<TensorPlan>> plan_requantize(const GgufFile& in, const Requan
   return plan;
 }
 
-Result<RequantizeStats> requantize_file(const GgufFile& in, const std::string& out_path, const RequantizeOptions& o,
-                                        const RequantizeProgress& progress) {
+Result<RequantizeStats> requantize_file(const GgufFile& in, const std::string& out_path,
+                                        const RequantizeOptions& o, const RequantizeProgress& progress) {
   std::error_code ec;
   if (std::filesystem::exists(out_path, ec) && std::filesystem::equivalent(out_path, in.path(), ec)) {
     return invalid_argument(fmt::format("{}: the output would overwrite the input", out_path));
@@ -189,7 +198,8 @@ Result<RequantizeStats> requantize_file(const GgufFile& in, const std::string& o
   w.set("general.file_type", Value::make_uint(ValueType::kUint32, llama_file_type(o.dtype)));
   if (is_quantized(o.dtype)) w.set("general.quantization_version", Value::make_uint(ValueType::kUint32, 2));
 
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads =
+      o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   uint64_t total = 0, done = 0;
   for (const TensorPlan& p : plan) total += in.find_tensor(p.name)->n_elements;
   RequantizeStats stats;
@@ -197,7 +207,8 @@ Result<RequantizeStats> requantize_file(const GgufFile& in, const std::string& o
     const TensorInfo& t = *in.find_tensor(p.name);
     stats.bytes_in += t.n_bytes;
     if (p.to == p.from) {
-      LADDER_RETURN_IF_ERROR(w.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes)));
+      LADDER_RETURN_IF_ERROR(
+          w.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes)));
       ++stats.copied;
       stats.bytes_out += t.n_bytes;
     } else {

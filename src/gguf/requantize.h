@@ -79,6 +79,7 @@ using RequantizeProgress = std::function<void(uint64_t done, uint64_t total, con
 // general.file_type (llama.cpp's numbering) and general.quantization_version.
 // Errors: those of plan_requantize, out_path naming the input, I/O.
 Result<RequantizeStats> requantize_file(const GgufFile& in, const std::string& out_path,
-                                        const RequantizeOptions& options, const RequantizeProgress& progress = {});
+                                        const RequantizeOptions& options,
+                                        const RequantizeProgress& progress = {});
 
 }  // namespace ladder::gguf

@@ -15,11 +15,11 @@ constexpr int64_t kCode = 64;  // code length; codes are bits of one uint64_t
 // Residual subspaces (retrieval.h).
 constexpr int64_t kA = 0, kB = 64, kC = 128, kOne = 192;
 constexpr double kRopeBase = 1e10;
-constexpr int kPositionPairs = 20;      // rotary pairs 0..19 carry position (layer 0)
-constexpr int64_t kContentDim0 = 64;    // head dims 64..127 (pairs 32..63) carry content (layer 1)
-constexpr double kLeadShare = 0.45;     // pair 0's share of the positional score; the rest share alike
-constexpr double kPrevTokenGap = 24.0;  // logits between offset 1 and any other offset
-constexpr double kMatchLogit = 64.0;    // induction score of a matching code
+constexpr int kPositionPairs = 20;           // rotary pairs 0..19 carry position (layer 0)
+constexpr int64_t kContentDim0 = 64;         // head dims 64..127 (pairs 32..63) carry content (layer 1)
+constexpr double kLeadShare = 0.45;          // pair 0's share of the positional score; the rest share alike
+constexpr double kPrevTokenGap = 24.0;       // logits between offset 1 and any other offset
+constexpr double kMatchLogit = 64.0;         // induction score of a matching code
 constexpr double kOutputLogitPerUnit = 0.5;  // output logit per unit of code agreement
 constexpr double kRmsEps = 1e-5;             // llama.attention.layer_norm_rms_epsilon, as written
 
@@ -29,7 +29,9 @@ double inv_freq(int i) {
   return static_cast<float>(std::pow(kRopeBase, -2.0 * i / static_cast<double>(kHeadDim)));
 }
 
-double position_share(int i) { return i == 0 ? kLeadShare : (1.0 - kLeadShare) / (kPositionPairs - 1); }
+double position_share(int i) {
+  return i == 0 ? kLeadShare : (1.0 - kLeadShare) / (kPositionPairs - 1);
+}
 
 // min over offsets d = 0..context-1, d != 1, of sum_i share_i (1 - cos(w_i (d - 1))):
 // the previous-token score's gap as a fraction of its peak.
@@ -47,9 +49,13 @@ double min_gap_fraction(int64_t context_length) {
 }
 
 // RMS of a residual vector with this sum of squares, as rms_norm divides by it.
-double rms_of(double sum_sq) { return std::sqrt(sum_sq / static_cast<double>(kDim) + kRmsEps); }
+double rms_of(double sum_sq) {
+  return std::sqrt(sum_sq / static_cast<double>(kDim) + kRmsEps);
+}
 
-float code_value(uint64_t code, int64_t j) { return ((code >> j) & 1u) != 0 ? 1.0f : -1.0f; }
+float code_value(uint64_t code, int64_t j) {
+  return ((code >> j) & 1u) != 0 ? 1.0f : -1.0f;
+}
 
 // A dense [n_out][n_in] matrix being built.
 struct Dense {
@@ -63,7 +69,7 @@ struct Dense {
 };
 
 struct Layer {
-  Dense wq{kDim, kDim}, wk{kDim, kKvHeads * kHeadDim}, wv{kDim, kKvHeads * kHeadDim}, wo{kDim, kDim};
+  Dense wq{kDim, kDim}, wk{kDim, kKvHeads*kHeadDim}, wv{kDim, kKvHeads*kHeadDim}, wo{kDim, kDim};
 };
 
 // Layer 0: the previous-token head (head 0). Its input is a token embedding:
@@ -106,11 +112,12 @@ Status check_options(const SynthOptions& o) {
   if (o.dim != fixed.dim || o.n_layers != fixed.n_layers || o.n_heads != fixed.n_heads ||
       o.n_kv_heads != fixed.n_kv_heads || o.ffn_dim != fixed.ffn_dim || o.tied_output) {
     return invalid_argument(
-        "the retrieval model's shapes are fixed (dim 256, 2 layers, 2 heads, 1 KV head, FFN 256, separate output "
-        "head); only the context, dtype, seed and vocabulary can change");
+        "the retrieval model's shapes are fixed (dim 256, 2 layers, 2 heads, 1 KV head, FFN 256, "
+        "separate output head); only the context, dtype, seed and vocabulary can change");
   }
   if (o.context_length < 16 || o.context_length > kRetrievalMaxContext) {
-    return invalid_argument("the retrieval model's context must be 16.." + std::to_string(kRetrievalMaxContext));
+    return invalid_argument("the retrieval model's context must be 16.." +
+                            std::to_string(kRetrievalMaxContext));
   }
   return Status::ok();
 }
@@ -150,13 +157,18 @@ Status write_retrieval_model(const SynthOptions& o, const std::string& path, con
     return st;
   };
   const std::vector<float> ones(static_cast<size_t>(kDim), 1.0f);
-  LADDER_RETURN_IF_ERROR(step("token_embd.weight",
-                              synth_gguf::add_matrix(w, "token_embd.weight", o.dtype, kDim, n_vocab,
-                                                     [&](int64_t t, float* row) {
-                                                       std::fill_n(row, kDim, 0.0f);
-                                                       for (int64_t j = 0; j < kCode; ++j) row[kA + j] = code_value(code(t), j);
-                                                       row[kOne] = 1.0f;
-                                                     })));
+  auto embedding_row = [&](int64_t t, float* row) {  // the code in A, 1 in kOne
+    std::fill_n(row, kDim, 0.0f);
+    for (int64_t j = 0; j < kCode; ++j) row[kA + j] = code_value(code(t), j);
+    row[kOne] = 1.0f;
+  };
+  const double mu = kOutputLogitPerUnit * rms_of(3 * kCode + 1);
+  auto output_row = [&](int64_t t, float* row) {  // the code, read from C
+    std::fill_n(row, kDim, 0.0f);
+    for (int64_t j = 0; j < kCode; ++j) row[kC + j] = static_cast<float>(mu * code_value(code(t), j));
+  };
+  LADDER_RETURN_IF_ERROR(step("token_embd.weight", synth_gguf::add_matrix(w, "token_embd.weight", o.dtype,
+                                                                          kDim, n_vocab, embedding_row)));
   const Dense zero_up(kDim, kFfn), zero_down(kFfn, kDim);
   const Layer layers[2] = {previous_token_layer(), induction_layer()};
   for (int l = 0; l < 2; ++l) {
@@ -165,26 +177,21 @@ Status write_retrieval_model(const SynthOptions& o, const std::string& path, con
     auto matrix = [&](const std::string& name, const Dense& m) {
       return step(p + name, synth_gguf::add_matrix(w, p + name, o.dtype, m.n_in, m.n_out, m.rows()));
     };
-    LADDER_RETURN_IF_ERROR(step(p + "attn_norm.weight", synth_gguf::add_vector(w, p + "attn_norm.weight", ones)));
+    LADDER_RETURN_IF_ERROR(
+        step(p + "attn_norm.weight", synth_gguf::add_vector(w, p + "attn_norm.weight", ones)));
     LADDER_RETURN_IF_ERROR(matrix("attn_q.weight", L.wq));
     LADDER_RETURN_IF_ERROR(matrix("attn_k.weight", L.wk));
     LADDER_RETURN_IF_ERROR(matrix("attn_v.weight", L.wv));
     LADDER_RETURN_IF_ERROR(matrix("attn_output.weight", L.wo));
-    LADDER_RETURN_IF_ERROR(step(p + "ffn_norm.weight", synth_gguf::add_vector(w, p + "ffn_norm.weight", ones)));
+    LADDER_RETURN_IF_ERROR(
+        step(p + "ffn_norm.weight", synth_gguf::add_vector(w, p + "ffn_norm.weight", ones)));
     LADDER_RETURN_IF_ERROR(matrix("ffn_gate.weight", zero_up));
     LADDER_RETURN_IF_ERROR(matrix("ffn_up.weight", zero_up));
     LADDER_RETURN_IF_ERROR(matrix("ffn_down.weight", zero_down));
   }
   LADDER_RETURN_IF_ERROR(step("output_norm.weight", synth_gguf::add_vector(w, "output_norm.weight", ones)));
-  const double mu = kOutputLogitPerUnit * rms_of(3 * kCode + 1);
-  LADDER_RETURN_IF_ERROR(step("output.weight", synth_gguf::add_matrix(w, "output.weight", o.dtype, kDim, n_vocab,
-                                                                      [&](int64_t t, float* row) {
-                                                                        std::fill_n(row, kDim, 0.0f);
-                                                                        for (int64_t j = 0; j < kCode; ++j) {
-                                                                          row[kC + j] = static_cast<float>(
-                                                                              mu * code_value(code(t), j));
-                                                                        }
-                                                                      })));
+  LADDER_RETURN_IF_ERROR(
+      step("output.weight", synth_gguf::add_matrix(w, "output.weight", o.dtype, kDim, n_vocab, output_row)));
   return w.write(path);
 }
 

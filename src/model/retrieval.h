@@ -50,6 +50,7 @@ double retrieval_previous_token_gap(int64_t context_length);
 // Writes the model. Only context_length, dtype, seed (the codes), the
 // vocabulary and the name may differ from retrieval_options(); anything else
 // is kInvalidArgument.
-Status write_retrieval_model(const SynthOptions& options, const std::string& path, const SynthProgress& progress = {});
+Status write_retrieval_model(const SynthOptions& options, const std::string& path,
+                             const SynthProgress& progress = {});
 
 }  // namespace ladder::model

@@ -46,7 +46,9 @@ void add_builtin_vocab(gguf::GgufWriter& w, int64_t n_vocab) {
   w.set_bool("tokenizer.ggml.add_eos_token", false);
 }
 
-int64_t builtin_vocab_min() { return 3 + 256 + 1 + 2 * 94; }
+int64_t builtin_vocab_min() {
+  return 3 + 256 + 1 + 2 * 94;
+}
 
 }  // namespace
 
@@ -69,7 +71,8 @@ Result<int64_t> add_vocabulary(gguf::GgufWriter& w, const SynthOptions& o) {
     }
   }
   const Value* tokens = vocab.find("tokenizer.ggml.tokens");
-  if (copied == 0 || tokens == nullptr || tokens->as_array() == nullptr || tokens->as_array()->items.empty()) {
+  if (copied == 0 || tokens == nullptr || tokens->as_array() == nullptr ||
+      tokens->as_array()->items.empty()) {
     return invalid_argument(o.vocab_from + " holds no tokenizer (tokenizer.ggml.tokens)");
   }
   return static_cast<int64_t>(tokens->as_array()->items.size());  // the tokenizer decides the size
@@ -100,7 +103,8 @@ Status add_matrix(gguf::GgufWriter& w, const std::string& name, TensorType type,
     LADDER_RETURN_IF_ERROR(
         gguf::quantize_row(type, row.data(), bytes.data() + static_cast<size_t>(r) * rb, row.size()));
   }
-  return w.add_tensor(name, type, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}, std::move(bytes));
+  return w.add_tensor(name, type, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)},
+                      std::move(bytes));
 }
 
 Status add_vector(gguf::GgufWriter& w, const std::string& name, std::span<const float> values) {

@@ -22,7 +22,8 @@ Result<int64_t> add_vocabulary(gguf::GgufWriter& w, const SynthOptions& options)
 
 // general.architecture = llama, general.name and the llama.* shapes of
 // `options` with this vocabulary size and RoPE base (rotating whole heads).
-void add_llama_metadata(gguf::GgufWriter& w, const SynthOptions& options, int64_t n_vocab, double rope_freq_base);
+void add_llama_metadata(gguf::GgufWriter& w, const SynthOptions& options, int64_t n_vocab,
+                        double rope_freq_base);
 
 // Writes row r ([n_in] floats) of a matrix into `out`.
 using RowFill = std::function<void(int64_t r, float* out)>;

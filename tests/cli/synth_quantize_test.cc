@@ -3,9 +3,9 @@
 // (computed here on the token ids `generate` reports), and quantized files
 // load and generate.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "model/induction.h"
 #include "test_support.h"
@@ -14,8 +14,8 @@ namespace ladder::testing {
 namespace {
 
 nlohmann::json generate(const std::string& model, const std::string& prompt, int n) {
-  auto r = run_command({ladder_bin(), "generate", "--json", "-m", model, "-p", prompt, "-n", std::to_string(n),
-                        "--temp", "0"});
+  auto r = run_command({ladder_bin(), "generate", "--json", "-m", model, "-p", prompt, "-n",
+                        std::to_string(n), "--temp", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
 }
@@ -39,7 +39,8 @@ TEST(SynthRetrievalCli, ContinuesATextPromptByInduction) {
 }
 
 TEST(SynthRetrievalCli, RefusesToChangeItsShapes) {
-  auto r = run_command({ladder_bin(), "synth", "--preset", "retrieval", "--dim", "512", "-o", temp_dir() + "/x.gguf"});
+  auto r = run_command(
+      {ladder_bin(), "synth", "--preset", "retrieval", "--dim", "512", "-o", temp_dir() + "/x.gguf"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("fixed"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(temp_dir() + "/x.gguf"));
@@ -47,12 +48,14 @@ TEST(SynthRetrievalCli, RefusesToChangeItsShapes) {
 
 TEST(QuantizeCli, RefusesRowsThatDoNotFitUnlessToldHowToFallBack) {
   const std::string out = temp_dir() + "/refused.gguf";
-  auto r = run_command({ladder_bin(), "quantize", shared_path("models/stories260K.gguf"), out, "--dtype", "q8_0"});
+  auto r =
+      run_command({ladder_bin(), "quantize", shared_path("models/stories260K.gguf"), out, "--dtype", "q8_0"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("ffn_down.weight' has rows of 172"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--fallback"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
-  auto bad = run_command({ladder_bin(), "quantize", shared_path("models/stories260K.gguf"), out, "--dtype", "q3_k"});
+  auto bad =
+      run_command({ladder_bin(), "quantize", shared_path("models/stories260K.gguf"), out, "--dtype", "q3_k"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("q4_k"), std::string::npos) << "lists the choices: " << bad.err;
 }
@@ -65,8 +68,8 @@ TEST(QuantizeCli, QuantizedStoriesLoadAndGenerate) {
   ASSERT_EQ(f32.size(), 64u);
   for (const char* dtype : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k"}) {
     const std::string out = temp_dir() + "/stories_" + dtype + ".gguf";
-    auto r = run_command(
-        {ladder_bin(), "quantize", shared_path("models/stories260K.gguf"), out, "--dtype", dtype, "--fallback", "auto"});
+    auto r = run_command({ladder_bin(), "quantize", shared_path("models/stories260K.gguf"), out, "--dtype",
+                          dtype, "--fallback", "auto"});
     ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
     EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
     EXPECT_EQ(r.err.find('\r'), std::string::npos) << "progress is for terminals only";

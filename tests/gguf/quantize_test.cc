@@ -2,6 +2,8 @@
 // scalar dequantizer of quant.h: within the formats' error bounds, more
 // accurate than the extremes-based reference quantizers, and safe on
 // degenerate rows.
+#include "gguf/quantize.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "gguf/quant.h"
-#include "gguf/quantize.h"
 
 namespace ladder::gguf {
 namespace {
@@ -71,7 +72,8 @@ TEST_P(Fitted, WithinBoundsAndMoreAccurateThanTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KQuants, Fitted,
-                         ::testing::Values(FitCase{TensorType::kQ4_K, 0.12, 0.92}, FitCase{TensorType::kQ5_K, 0.06, 0.94},
+                         ::testing::Values(FitCase{TensorType::kQ4_K, 0.12, 0.92},
+                                           FitCase{TensorType::kQ5_K, 0.06, 0.94},
                                            FitCase{TensorType::kQ6_K, 0.03, 0.92}),
                          [](const auto& p) { return std::string(tensor_type_name(p.param.type)); });
 
@@ -83,7 +85,8 @@ TEST(Fitted, DegenerateRows) {
       std::vector<float> x(256, c);
       ASSERT_TRUE(quantize_row_fitted(t, x.data(), q.data(), x.size()).is_ok());
       ASSERT_TRUE(dequantize_row(t, q.data(), y.data(), y.size()).is_ok());
-      for (float v : y) EXPECT_NEAR(v, c, 2e-3 * std::fabs(c) + 1e-7) << tensor_type_name(t) << " constant " << c;
+      for (float v : y)
+        EXPECT_NEAR(v, c, 2e-3 * std::fabs(c) + 1e-7) << tensor_type_name(t) << " constant " << c;
     }
     // Non-finite input: no crash, and the finite neighbours' blocks are intact.
     std::vector<float> x(512, 0.5f);
@@ -98,8 +101,8 @@ TEST(Fitted, DegenerateRows) {
 
 TEST(Fitted, OtherTypesAreTheReferenceQuantizers) {
   const auto x = gaussian_rows(4096, 9);
-  for (TensorType t : {TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
-                       TensorType::kQ5_0, TensorType::kQ5_1}) {
+  for (TensorType t : {TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
+                       TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1}) {
     std::vector<uint8_t> a(row_bytes(traits_of(t), x.size())), b(a.size());
     ASSERT_TRUE(quantize_row_fitted(t, x.data(), a.data(), x.size()).is_ok());
     ASSERT_TRUE(quantize_row(t, x.data(), b.data(), x.size()).is_ok());

@@ -3,6 +3,8 @@
 // tensors are copied exactly, and that every converted matrix dequantizes
 // (with the scalar reference of quant.h) to within a stated error of its
 // source, on random weights and on the real stories260K model.
+#include "gguf/requantize.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +15,6 @@
 
 #include "gguf/gguf_writer.h"
 #include "gguf/quant.h"
-#include "gguf/requantize.h"
 #include "test_support.h"
 
 namespace ladder::gguf {
@@ -60,13 +61,18 @@ std::string write_source(bool tied, const std::string& name) {
   w.set_string("general.name", "requantize-source");
   w.set_u32("llama.embedding_length", 256);
   w.set_f32("llama.rope.freq_base", 10000.0f);
-  w.set("tokenizer.ggml.tokens", Value::make_array(ValueType::kString, {Value::make_string("a"), Value::make_string("b")}));
+  w.set("tokenizer.ggml.tokens",
+        Value::make_array(ValueType::kString, {Value::make_string("a"), Value::make_string("b")}));
   uint32_t seed = 1;
   auto matrix = [&](const std::string& n, uint64_t n_in, uint64_t n_out) {
-    EXPECT_TRUE(w.add_tensor(n, TensorType::kF32, {n_in, n_out}, f32_bytes(gaussian(n_in * n_out, seed++, 0.05f))).is_ok());
+    EXPECT_TRUE(
+        w.add_tensor(n, TensorType::kF32, {n_in, n_out}, f32_bytes(gaussian(n_in * n_out, seed++, 0.05f)))
+            .is_ok());
   };
   matrix("token_embd.weight", 256, 300);
-  EXPECT_TRUE(w.add_tensor("blk.0.attn_norm.weight", TensorType::kF32, {256}, f32_bytes(gaussian(256, 99, 1.0f))).is_ok());
+  EXPECT_TRUE(
+      w.add_tensor("blk.0.attn_norm.weight", TensorType::kF32, {256}, f32_bytes(gaussian(256, 99, 1.0f)))
+          .is_ok());
   matrix("blk.0.attn_q.weight", 256, 256);
   matrix("blk.0.ffn_up.weight", 256, 96);
   matrix("blk.0.ffn_down.weight", 96, 256);
@@ -268,9 +274,10 @@ TEST_P(RequantizeTypes, Stories260KRoundTripsWithinBounds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, RequantizeTypes,
-                         ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
-                                           TensorType::kQ6_K, TensorType::kQ5_K, TensorType::kQ5_1, TensorType::kQ5_0,
-                                           TensorType::kQ4_K, TensorType::kQ4_1, TensorType::kQ4_0),
+                         ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kBF16,
+                                           TensorType::kQ8_0, TensorType::kQ6_K, TensorType::kQ5_K,
+                                           TensorType::kQ5_1, TensorType::kQ5_0, TensorType::kQ4_K,
+                                           TensorType::kQ4_1, TensorType::kQ4_0),
                          [](const auto& p) { return std::string(tensor_type_name(p.param)); });
 
 TEST(Requantize, FromQuantizedSourcesAndBack) {

@@ -5,24 +5,29 @@
 // visibly when the early evidence is cut away. An independent float64
 // implementation (llama_reference.py) checks that the construction is a
 // plain Llama forward pass, not a quirk of Ladder's.
+#include "model/retrieval.h"
+
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "induction.h"
 #include "model/model_bundle.h"
-#include "model/retrieval.h"
 #include "model_test_util.h"
 #include "test_support.h"
 
 namespace ladder::testing {
 namespace {
 
-std::string stories_vocab() { return shared_path("models/stories260K.gguf"); }
-std::string llama2_vocab() { return shared_path("tokenizers/ggml-vocab-llama-spm.gguf"); }
+std::string stories_vocab() {
+  return shared_path("models/stories260K.gguf");
+}
+std::string llama2_vocab() {
+  return shared_path("tokenizers/ggml-vocab-llama-spm.gguf");
+}
 
 std::string write_retrieval(const std::string& vocab_from, TensorType dtype = TensorType::kF32,
                             int64_t context = 4096) {
@@ -30,8 +35,9 @@ std::string write_retrieval(const std::string& vocab_from, TensorType dtype = Te
   o.vocab_from = vocab_from;
   o.dtype = dtype;
   o.context_length = context;
-  const std::string path = temp_dir() + "/retrieval_" + std::to_string(std::hash<std::string>{}(vocab_from)) + "_" +
-                           std::string(tensor_type_name(dtype)) + "_" + std::to_string(context) + ".gguf";
+  const std::string path = temp_dir() + "/retrieval_" + std::to_string(std::hash<std::string>{}(vocab_from)) +
+                           "_" + std::string(tensor_type_name(dtype)) + "_" + std::to_string(context) +
+                           ".gguf";
   Status st = model::write_synthetic_model(o, path);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return path;
@@ -55,7 +61,8 @@ std::vector<int32_t> argmax_after_each(const model::LlamaModel& m, const std::ve
     s.logits = model::BatchSequence::Logits::kAll;
     Status st = m.forward({&s, 1}, kv.buffers(), logits, pool);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
-    for (size_t r = 0; r < n; ++r) out.push_back(argmax(logits.data() + r * static_cast<size_t>(n_vocab), n_vocab));
+    for (size_t r = 0; r < n; ++r)
+      out.push_back(argmax(logits.data() + r * static_cast<size_t>(n_vocab), n_vocab));
   }
   return out;
 }
@@ -137,7 +144,8 @@ TEST(Retrieval, PreviousTokenHeadPeaksAtOffsetOneAcrossTheContext) {
       double s = 0;
       for (int64_t i = 0; i < c.head_dim / 2; ++i) {
         const double a = offset * std::pow(base, -2.0 * i / c.head_dim), ca = std::cos(a), sa = std::sin(a);
-        s += q[2 * i] * (ca * k[2 * i] + sa * k[2 * i + 1]) + q[2 * i + 1] * (-sa * k[2 * i] + ca * k[2 * i + 1]);
+        s += q[2 * i] * (ca * k[2 * i] + sa * k[2 * i + 1]) +
+             q[2 * i + 1] * (-sa * k[2 * i] + ca * k[2 * i + 1]);
       }
       return s / std::sqrt(static_cast<double>(c.head_dim));
     };
@@ -172,8 +180,8 @@ TEST(Retrieval, MatchesFloat64ReferenceAndTheRule) {
   auto m = load_model(path);
   ASSERT_TRUE(m.model);
   const auto seq = phrase_walk_prompt(512, 10, 2, 48, 7);
-  std::vector<std::string> argv = {"/usr/bin/python3", std::string(LADDER_TEST_SOURCE_DIR) + "/model/llama_reference.py",
-                                   path};
+  std::vector<std::string> argv = {"/usr/bin/python3",
+                                   std::string(LADDER_TEST_SOURCE_DIR) + "/model/llama_reference.py", path};
   for (int32_t t : seq) argv.push_back(std::to_string(t));
   auto run = run_command(argv);
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -191,7 +199,8 @@ TEST(Retrieval, MatchesFloat64ReferenceAndTheRule) {
     for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(row[i] - mx);
     const double lse = mx + std::log(sum);
     std::vector<double> lp = ref[t].get<std::vector<double>>();
-    for (int64_t i = 0; i < n_vocab; ++i) worst = std::max(worst, std::abs(row[i] - lse - lp[static_cast<size_t>(i)]));
+    for (int64_t i = 0; i < n_vocab; ++i)
+      worst = std::max(worst, std::abs(row[i] - lse - lp[static_cast<size_t>(i)]));
     ref_argmax.push_back(static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin()));
   }
   std::printf("max |logprob - float64 reference| over %zu positions: %.2e\n", seq.size(), worst);
@@ -212,7 +221,8 @@ TEST(Retrieval, FollowsTheRuleEverywhereAt4096Context) {
   for (TensorType kv : {TensorType::kF32, TensorType::kF16}) {
     const RuleCheck c = check_rule(seq, argmax_after_each(*m.model, seq, kv, pool));
     std::printf("KV %s: %d of %d defined positions follow the rule (farthest evidence %lld back)\n",
-                std::string(tensor_type_name(kv)).c_str(), c.agreed, c.checked, static_cast<long long>(c.max_distance));
+                std::string(tensor_type_name(kv)).c_str(), c.agreed, c.checked,
+                static_cast<long long>(c.max_distance));
     EXPECT_GE(c.checked, 3000);
     EXPECT_EQ(c.agreed, c.checked);
   }
@@ -246,8 +256,9 @@ TEST_P(RetrievalDtype, FollowsTheRule) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RetrievalDtype,
-                         ::testing::Values(TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ6_K,
-                                           TensorType::kQ5_K, TensorType::kQ4_K, TensorType::kQ5_0, TensorType::kQ4_0),
+                         ::testing::Values(TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
+                                           TensorType::kQ6_K, TensorType::kQ5_K, TensorType::kQ4_K,
+                                           TensorType::kQ5_0, TensorType::kQ4_0),
                          [](const auto& p) { return std::string(tensor_type_name(p.param)); });
 
 // A rare-evidence prompt: real prose (War and Peace, in the model's own
@@ -258,7 +269,8 @@ struct RarePrompt {
   std::vector<int32_t> entity;
 };
 
-RarePrompt rare_prompt(const tokenizer::Tokenizer& tok, int64_t n_vocab, size_t filler_tokens, uint64_t seed) {
+RarePrompt rare_prompt(const tokenizer::Tokenizer& tok, int64_t n_vocab, size_t filler_tokens,
+                       uint64_t seed) {
   const std::string text = read_file(shared_path("text/war-and-peace.txt"));
   std::vector<int32_t> filler = tok.encode(text.substr(20000, filler_tokens * 12), false, false);
   EXPECT_GE(filler.size(), filler_tokens);
@@ -310,7 +322,9 @@ struct RareCase {
   int64_t context;
 };
 
-void PrintTo(const RareCase& c, std::ostream* os) { *os << c.vocab << " at " << c.context; }
+void PrintTo(const RareCase& c, std::ostream* os) {
+  *os << c.vocab << " at " << c.context;
+}
 
 class RareEvidence : public ::testing::TestWithParam<RareCase> {};
 
@@ -322,14 +336,15 @@ std::string ids_string(const std::vector<int32_t>& ids) {
 
 TEST_P(RareEvidence, ReproducedAcrossTheContextAndLostWhenTheWindowDropsIt) {
   const RareCase rc = GetParam();
-  auto bundle = model::ModelBundle::load(
-      write_retrieval(rc.vocab == "stories260K" ? stories_vocab() : llama2_vocab(), TensorType::kF32, rc.context));
+  auto bundle = model::ModelBundle::load(write_retrieval(
+      rc.vocab == "stories260K" ? stories_vocab() : llama2_vocab(), TensorType::kF32, rc.context));
   ASSERT_TRUE(bundle.is_ok()) << bundle.status().to_string();
   const auto& m = *bundle->model;
   constexpr int kGenerate = 16;
   // Prose to within ~100 tokens of the context (after BOS, the entity, the
   // cue and the continuation).
-  const RarePrompt p = rare_prompt(*bundle->tokenizer, m.config().n_vocab, static_cast<size_t>(rc.context) - 128, 21);
+  const RarePrompt p =
+      rare_prompt(*bundle->tokenizer, m.config().n_vocab, static_cast<size_t>(rc.context) - 128, 21);
   ASSERT_EQ(p.entity.size(), 10u);
   ASSERT_GE(p.tokens.size(), static_cast<size_t>(rc.context) - 120);
   const auto expected = induction_continuation(p.tokens, kGenerate);
@@ -339,9 +354,9 @@ TEST_P(RareEvidence, ReproducedAcrossTheContextAndLostWhenTheWindowDropsIt) {
 
   const auto got = engine_greedy(m, p.tokens, kGenerate);
   ASSERT_EQ(got.size(), static_cast<size_t>(kGenerate));
-  std::printf("%s, prompt %zu tokens, evidence %zu back: entity %s\n  expected %s\n  got      %s\n", rc.vocab.c_str(),
-              p.tokens.size(), p.tokens.size() - 18, ids_string(p.entity).c_str(), ids_string(expected).c_str(),
-              ids_string(got).c_str());
+  std::printf("%s, prompt %zu tokens, evidence %zu back: entity %s\n  expected %s\n  got      %s\n",
+              rc.vocab.c_str(), p.tokens.size(), p.tokens.size() - 18, ids_string(p.entity).c_str(),
+              ids_string(expected).c_str(), ids_string(got).c_str());
   EXPECT_EQ(std::vector<int32_t>(got.begin(), got.begin() + static_cast<long>(expected.size())), expected);
 
   // Sink + recent window: BOS and the last 2048 tokens. The entity is gone,
