@@ -92,6 +92,19 @@ RuleCheck check_rule(const std::vector<int32_t>& seq, const std::vector<int32_t>
   return c;
 }
 
+// The model's prediction after every position of seq against the rule, with
+// this KV type; at least min_checked positions must have a defined rule.
+void expect_follows_rule(const model::LlamaModel& m, const std::vector<int32_t>& seq, TensorType kv,
+                         int min_checked) {
+  ops::ThreadPool pool(2);
+  const RuleCheck c = check_rule(seq, argmax_after_each(m, seq, kv, pool));
+  std::printf("KV %s: %d of %d defined positions follow the rule (farthest evidence %lld back)\n",
+              std::string(tensor_type_name(kv)).c_str(), c.agreed, c.checked,
+              static_cast<long long>(c.max_distance));
+  EXPECT_GE(c.checked, min_checked);
+  EXPECT_EQ(c.agreed, c.checked);
+}
+
 TEST(Retrieval, PresetHasTheStatedShapes) {
   auto m = load_model(write_retrieval(stories_vocab()));
   ASSERT_TRUE(m.model);
@@ -218,15 +231,7 @@ TEST(Retrieval, FollowsTheRuleEverywhereAt4096Context) {
   auto m = load_model(write_retrieval(stories_vocab()));
   ASSERT_TRUE(m.model);
   const auto seq = phrase_walk_prompt(512, 480, 24, 4096, 11);
-  ops::ThreadPool pool(2);
-  for (TensorType kv : {TensorType::kF32, TensorType::kF16}) {
-    const RuleCheck c = check_rule(seq, argmax_after_each(*m.model, seq, kv, pool));
-    std::printf("KV %s: %d of %d defined positions follow the rule (farthest evidence %lld back)\n",
-                std::string(tensor_type_name(kv)).c_str(), c.agreed, c.checked,
-                static_cast<long long>(c.max_distance));
-    EXPECT_GE(c.checked, 3000);
-    EXPECT_EQ(c.agreed, c.checked);
-  }
+  for (TensorType kv : {TensorType::kF32, TensorType::kF16}) expect_follows_rule(*m.model, seq, kv, 3000);
 }
 
 // Any vocabulary size: the 32,000-token Llama-2 vocabulary, with 600 tokens of
@@ -236,11 +241,7 @@ TEST(Retrieval, FollowsTheRuleWithTheLlama2Vocabulary) {
   auto m = load_model(write_retrieval(llama2_vocab()));
   ASSERT_TRUE(m.model);
   EXPECT_EQ(m.model->config().n_vocab, 32000);
-  const auto seq = phrase_walk_prompt(32000, 600, 30, 2048, 13);
-  ops::ThreadPool pool(2);
-  const RuleCheck c = check_rule(seq, argmax_after_each(*m.model, seq, TensorType::kF16, pool));
-  EXPECT_GE(c.checked, 1000);
-  EXPECT_EQ(c.agreed, c.checked);
+  expect_follows_rule(*m.model, phrase_walk_prompt(32000, 600, 30, 2048, 13), TensorType::kF16, 1000);
 }
 
 // Quantized weights keep the construction: its weights are sparse rows that
@@ -250,11 +251,7 @@ class RetrievalDtype : public ::testing::TestWithParam<TensorType> {};
 TEST_P(RetrievalDtype, FollowsTheRule) {
   auto m = load_model(write_retrieval(stories_vocab(), GetParam()));
   ASSERT_TRUE(m.model);
-  const auto seq = phrase_walk_prompt(512, 300, 15, 1024, 17);
-  ops::ThreadPool pool(2);
-  const RuleCheck c = check_rule(seq, argmax_after_each(*m.model, seq, TensorType::kF16, pool));
-  EXPECT_GE(c.checked, 500);
-  EXPECT_EQ(c.agreed, c.checked);
+  expect_follows_rule(*m.model, phrase_walk_prompt(512, 300, 15, 1024, 17), TensorType::kF16, 500);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RetrievalDtype,
