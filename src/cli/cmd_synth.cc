@@ -1,4 +1,7 @@
-// `ladder synth`: write a GGUF with random weights of a real architecture.
+// `ladder synth`: write a GGUF of a real architecture with random weights, or
+// with the retrieval model's constructed weights (model/retrieval.h).
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -6,6 +9,7 @@
 
 #include "cli/command.h"
 #include "common/paths.h"
+#include "model/retrieval.h"
 #include "model/synth.h"
 
 namespace ladder::cli {
@@ -52,9 +56,13 @@ int run_synth(const SynthArgs& a) {
   if (!a.builtin_vocab) {
     o.vocab_from = a.vocab_from;
     if (o.vocab_from.empty()) {
-      std::string spm = shared_dir(LADDER_DEFAULT_SHARED_DIR) + "/tokenizers/ggml-vocab-llama-spm.gguf";
+      // The retrieval model defaults to a small real vocabulary (stories260K's
+      // 512 tokens); random models to the 32,000-token Llama-2 one.
+      const bool retrieval = o.weights == model::SynthWeights::kRetrieval;
+      std::string vocab = shared_dir(LADDER_DEFAULT_SHARED_DIR) +
+                          (retrieval ? "/models/stories260K.gguf" : "/tokenizers/ggml-vocab-llama-spm.gguf");
       std::error_code ec;
-      if (std::filesystem::exists(spm, ec)) o.vocab_from = spm;
+      if (std::filesystem::exists(vocab, ec)) o.vocab_from = vocab;
     }
   }
   std::fprintf(stderr, "synth: dim %lld, %lld layers, %lld heads (%lld kv), ffn %lld, ctx %lld, %s weights, vocab %s\n",
@@ -63,30 +71,40 @@ int run_synth(const SynthArgs& a) {
                static_cast<long long>(o.context_length), std::string(tensor_type_name(o.dtype)).c_str(),
                o.vocab_from.empty() ? "built-in" : o.vocab_from.c_str());
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = model::write_synthetic_model(o, a.out, [](int done, int total, const std::string& name) {
+  // Progress only on a terminal: logs and pipes get the summary lines alone.
+  const bool tty = isatty(fileno(stderr)) != 0;
+  Status st = model::write_synthetic_model(o, a.out, [tty](int done, int total, const std::string& name) {
+    if (!tty) return;
     std::fprintf(stderr, "\rsynth: %d/%d tensors (%s)          ", done, total, name.c_str());
     if (done == total) std::fprintf(stderr, "\n");
   });
   if (!st.is_ok()) {
-    std::fprintf(stderr, "\nerror: %s\n", st.message().c_str());
+    std::fprintf(stderr, "%serror: %s\n", tty ? "\n" : "", st.message().c_str());
     return 1;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::error_code ec;
   const auto size = std::filesystem::file_size(a.out, ec);
   std::printf("wrote %s (%.1f MiB) in %.1f s\n", a.out.c_str(), static_cast<double>(size) / (1 << 20), secs);
+  if (o.weights == model::SynthWeights::kRetrieval) {
+    std::printf("retrieval model: previous-token head peaks at offset 1 by >= %.1f logits over offsets 0..%lld\n",
+                model::retrieval_previous_token_gap(o.context_length), static_cast<long long>(o.context_length - 1));
+  }
   return 0;
 }
 
 CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<SynthArgs>();
   auto* cmd = app.add_subcommand("synth",
-                                 "Write a GGUF with random N(0, 0.02) weights of a real Llama architecture and a real "
-                                 "tokenizer (for benchmarks at realistic sizes)");
+                                 "Write a GGUF of a real Llama architecture: random weights (benchmarks) or, with "
+                                 "--preset retrieval, weights set by construction that retrieve (KV checks)");
   cmd->add_option("-o,--output", a->out, "Output GGUF path")->required();
   cmd->add_option("--preset", a->preset,
-                  "Shapes: tiny (dim 128), 110m (dim 768, 12 layers, FFN 2048, vocab 32000), 1b (Llama-3.2-1B-like)")
-      ->check(CLI::IsMember({"tiny", "110m", "1b"}));
+                  "Shapes: tiny (dim 128), 110m (dim 768, 12 layers, FFN 2048, vocab 32000), 1b (Llama-3.2-1B-like), "
+                  "retrieval (constructed induction model: the next token is the one that followed the current "
+                  "token's earlier occurrences; fixed shapes, ctx 4096 by default, up to 16384; vocabulary of "
+                  "../shared/models/stories260K.gguf by default)")
+      ->check(CLI::IsMember({"tiny", "110m", "1b", "retrieval"}));
   cmd->add_option("--dim", a->dim, "Embedding width (overrides the preset)");
   cmd->add_option("--layers", a->layers, "Transformer blocks");
   cmd->add_option("--heads", a->heads, "Attention heads");
@@ -96,11 +114,11 @@ CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--ctx", a->ctx, "Context length");
   cmd->add_option("--dtype", a->dtype, "Weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k")
       ->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Random seed (retrieval: of the token codes)")->capture_default_str();
   cmd->add_flag("--tied", a->tied, "Share the output head with the token embedding");
   cmd->add_option("--vocab-from", a->vocab_from,
-                  "Copy the tokenizer from this GGUF (default: ../shared/tokenizers/ggml-vocab-llama-spm.gguf when "
-                  "present)");
+                  "Copy the tokenizer from this GGUF (default when present: ../shared/models/stories260K.gguf for "
+                  "--preset retrieval, ../shared/tokenizers/ggml-vocab-llama-spm.gguf otherwise)");
   cmd->add_flag("--builtin-vocab", a->builtin_vocab, "Use the built-in byte-level vocabulary instead");
   return [a] { return run_synth(*a); };
 }};

@@ -1,6 +1,9 @@
-// Synthetic models: a GGUF with random N(0, 0.02) weights of a real Llama
-// architecture and a real tokenizer, loadable by any GGUF consumer. Speed does
-// not depend on weight values, so benchmarks run on these at realistic sizes.
+// Synthetic models: a GGUF of a real Llama architecture and a real tokenizer,
+// loadable by any GGUF consumer, with either
+//  - random N(0, 0.02) weights: speed does not depend on weight values, so
+//    benchmarks run on these at realistic sizes; or
+//  - weights set by construction (retrieval.h): a model whose correct
+//    continuation of any prompt is known, for checking approximations.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +16,13 @@
 
 namespace ladder::model {
 
+enum class SynthWeights {
+  kRandom,     // N(0, init_std)
+  kRetrieval,  // the induction construction of retrieval.h (fixed shapes)
+};
+
 struct SynthOptions {
+  SynthWeights weights = SynthWeights::kRandom;
   int64_t dim = 128;
   int64_t n_layers = 2;
   int64_t n_heads = 4;
@@ -32,7 +41,8 @@ struct SynthOptions {
 };
 
 // Shapes of a named preset: tiny, 110m (dim 768, 12 layers, 12 heads, FFN
-// 2048, vocab 32000, ctx 2048), 1b (Llama-3.2-1B-like shapes).
+// 2048, vocab 32000, ctx 2048), 1b (Llama-3.2-1B-like shapes), retrieval
+// (constructed weights, retrieval.h; ctx 4096).
 Result<SynthOptions> synth_preset(std::string_view preset);
 
 // Called after each tensor: (tensors done, tensors total, name).

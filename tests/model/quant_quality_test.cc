@@ -11,12 +11,16 @@
 // bound is what catches a broken layout. The thresholds are stated per type;
 // measured values are printed, and a broken kernel or block layout (wrong
 // scale, swapped nibbles) lands far outside.
+//
+// QuantizeDefaults measures what `ladder quantize --dtype T` writes (llama.cpp's
+// output-head rule, --fallback auto) on both models and prints the table of
+// docs/BENCHMARKS.md.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
-#include "gguf/gguf_writer.h"
-#include "gguf/quant.h"
+#include "gguf/requantize.h"
 #include "model/synth.h"
 #include "model_test_util.h"
 #include "test_support.h"
@@ -31,31 +35,25 @@ struct Threshold {
   double max_kl;    // mean KL divergence in nats
 };
 
-// stories260K with every eligible matrix converted to `type`.
-std::string requantize_stories(TensorType type) {
-  auto src = gguf::GgufFile::open(shared_path("models/stories260K.gguf"));
-  EXPECT_TRUE(src.is_ok());
-  if (!src.is_ok()) return "";
-  gguf::GgufWriter w;
-  for (const auto& [key, value] : src->metadata()) w.set(key, value);
-  const auto& traits = traits_of(type);
-  for (const auto& t : src->tensors()) {
-    const bool eligible = t.shape.size() == 2 && t.type == TensorType::kF32 && t.shape[0] % traits.block_elems == 0;
-    if (!eligible) {
-      EXPECT_TRUE(w.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes)).is_ok());
-      continue;
-    }
-    const size_t n_in = t.shape[0], rows = t.shape[1], rb = row_bytes(traits, n_in);
-    std::vector<uint8_t> bytes(rb * rows);
-    for (size_t r = 0; r < rows; ++r) {
-      EXPECT_TRUE(gguf::quantize_row(type, reinterpret_cast<const float*>(t.data) + r * n_in, bytes.data() + r * rb, n_in)
-                      .is_ok());
-    }
-    EXPECT_TRUE(w.add_tensor(t.name, type, t.shape, std::move(bytes)).is_ok());
-  }
-  const std::string path = temp_dir() + "/stories_" + std::string(traits.name) + ".gguf";
-  EXPECT_TRUE(w.write(path).is_ok());
+// `src` requantized with `options` into a temporary file named by `tag`.
+std::string requantize(const std::string& src, const gguf::RequantizeOptions& options, const std::string& tag) {
+  auto in = gguf::GgufFile::open(src);
+  EXPECT_TRUE(in.is_ok());
+  if (!in.is_ok()) return "";
+  const std::string path = temp_dir() + "/" + tag + "_" + std::string(tensor_type_name(options.dtype)) + ".gguf";
+  auto st = gguf::requantize_file(*in, path, options);
+  EXPECT_TRUE(st.is_ok()) << st.status().to_string();
   return path;
+}
+
+// stories260K with every matrix whose rows fit the block size converted to
+// `type` (output head included), the others kept in F32.
+std::string requantize_stories(TensorType type) {
+  gguf::RequantizeOptions o;
+  o.dtype = type;
+  o.output_dtype = type;
+  o.fallback = {gguf::Fallback::Kind::kType, TensorType::kF32};
+  return requantize(shared_path("models/stories260K.gguf"), o, "stories_fit");
 }
 
 std::string write_model(TensorType type) {
@@ -81,24 +79,21 @@ std::vector<double> log_softmax(const float* x, int64_t n) {
   return out;
 }
 
-class QuantQuality : public ::testing::TestWithParam<Threshold> {};
+struct Agreement {
+  double top1 = 0;  // fraction of positions whose argmax matches the reference
+  double kl = 0;    // mean KL(reference || candidate), nats
+};
 
-TEST_P(QuantQuality, AgreesWithF32) {
-  const Threshold th = GetParam();
-  ops::ThreadPool pool(2);
-  auto ref = load_model(th.real_model ? shared_path("models/stories260K.gguf") : write_model(TensorType::kF32));
-  auto q = load_model(th.real_model ? requantize_stories(th.type) : write_model(th.type));
-  ASSERT_TRUE(ref.model && q.model);
-  const int64_t n_vocab = ref.model->config().n_vocab;
-  // A natural sequence: the F32 model's own greedy continuation of "Once
-  // upon a time" (or of a few ids for the synthetic model), as long as the
-  // context allows.
-  std::vector<int32_t> seq = th.real_model ? std::vector<int32_t>{1, 403, 407, 261, 378} : std::vector<int32_t>{1, 300, 301, 302};
-  const int64_t len = std::min<int64_t>(256, ref.model->config().context_length);
-  auto cont = greedy(*ref.model, seq, static_cast<int>(len - static_cast<int64_t>(seq.size())), pool);
+// Over a natural sequence: the reference model's own greedy continuation of
+// "Once upon a time" (or of a few ids for the synthetic model), 256 tokens.
+Agreement agreement(const model::LlamaModel& ref, const model::LlamaModel& q, bool stories, ops::ThreadPool& pool) {
+  const int64_t n_vocab = ref.config().n_vocab;
+  std::vector<int32_t> seq = stories ? kStoriesPrompt : std::vector<int32_t>{1, 300, 301, 302};
+  const int64_t len = std::min<int64_t>(256, ref.config().context_length);
+  auto cont = greedy(ref, seq, static_cast<int>(len - static_cast<int64_t>(seq.size())), pool);
   seq.insert(seq.end(), cont.begin(), cont.end());
-  const auto a = prompt_logits(*ref.model, seq, 0, pool);
-  const auto b = prompt_logits(*q.model, seq, 0, pool);
+  const auto a = prompt_logits(ref, seq, 0, pool);
+  const auto b = prompt_logits(q, seq, 0, pool);
   int agree = 0;
   double kl_sum = 0;
   for (size_t t = 0; t < seq.size(); ++t) {
@@ -107,15 +102,25 @@ TEST_P(QuantQuality, AgreesWithF32) {
     agree += argmax(ra, n_vocab) == argmax(rb, n_vocab);
     const auto la = log_softmax(ra, n_vocab), lb = log_softmax(rb, n_vocab);
     double kl = 0;
-    for (int64_t i = 0; i < n_vocab; ++i) kl += std::exp(la[static_cast<size_t>(i)]) * (la[static_cast<size_t>(i)] - lb[static_cast<size_t>(i)]);
+    for (size_t i = 0; i < la.size(); ++i) kl += std::exp(la[i]) * (la[i] - lb[i]);
     kl_sum += kl;
   }
-  const double top1 = agree / static_cast<double>(seq.size());
-  const double kl = kl_sum / static_cast<double>(seq.size());
+  return {agree / static_cast<double>(seq.size()), kl_sum / static_cast<double>(seq.size())};
+}
+
+class QuantQuality : public ::testing::TestWithParam<Threshold> {};
+
+TEST_P(QuantQuality, AgreesWithF32) {
+  const Threshold th = GetParam();
+  ops::ThreadPool pool(2);
+  auto ref = load_model(th.real_model ? shared_path("models/stories260K.gguf") : write_model(TensorType::kF32));
+  auto q = load_model(th.real_model ? requantize_stories(th.type) : write_model(th.type));
+  ASSERT_TRUE(ref.model && q.model);
+  const Agreement ag = agreement(*ref.model, *q.model, th.real_model, pool);
   std::printf("%-5s top-1 agreement %.3f (min %.2f), mean KL %.5f (max %.4f)\n",
-              std::string(tensor_type_name(th.type)).c_str(), top1, th.min_top1, kl, th.max_kl);
-  EXPECT_GE(top1, th.min_top1);
-  EXPECT_LE(kl, th.max_kl);
+              std::string(tensor_type_name(th.type)).c_str(), ag.top1, th.min_top1, ag.kl, th.max_kl);
+  EXPECT_GE(ag.top1, th.min_top1);
+  EXPECT_LE(ag.kl, th.max_kl);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantQuality,
@@ -130,6 +135,67 @@ INSTANTIATE_TEST_SUITE_P(Types, QuantQuality,
                                            Threshold{TensorType::kQ5_K, false, 0.50, 0.08},
                                            Threshold{TensorType::kQ4_K, false, 0.25, 0.3}),
                          [](const auto& p) { return std::string(tensor_type_name(p.param.type)); });
+
+// What `ladder quantize IN OUT --dtype T --fallback auto` writes, per type:
+// stories260K (64-wide rows: K-quants fall back to Q5_0 / Q5_1 / Q8_0, and
+// ffn_down's 172-wide rows to F16) and the dim-256 synthetic model, where
+// every type fits. The output head follows llama.cpp (Q6_K when its rows fit
+// 256, else Q8_0). Prints a markdown table.
+struct DefaultsCase {
+  TensorType type;
+  double stories_min_top1, stories_max_kl;  // stories260K
+  double synth_max_kl;                      // the synthetic model (top-1 is a weak signal there)
+};
+
+// What `ladder quantize --dtype type --fallback auto` writes.
+std::string requantize_defaults(const std::string& src, TensorType type, const std::string& tag) {
+  gguf::RequantizeOptions o;
+  o.dtype = type;
+  o.fallback = {gguf::Fallback::Kind::kAuto, TensorType::kF16};
+  return requantize(src, o, tag + "_defaults");
+}
+
+TEST(QuantizeDefaults, PerTypeTable) {
+  if (kSanitizedBuild) GTEST_SKIP() << "measurement table: runs in the release suite";
+  ops::ThreadPool pool(2);
+  const std::string stories = shared_path("models/stories260K.gguf");
+  const std::string synth = write_model(TensorType::kF32);
+  auto stories_ref = load_model(stories);
+  auto synth_ref = load_model(synth);
+  ASSERT_TRUE(stories_ref.model && synth_ref.model);
+  std::printf("| --dtype | stories260K MiB | top-1 | mean KL | golden ids kept | synthetic dim-256 top-1 | mean KL |\n"
+              "|---|---|---|---|---|---|---|\n");
+  for (const DefaultsCase c : {DefaultsCase{TensorType::kF32, 1.0, 1e-9, 1e-9},
+                               DefaultsCase{TensorType::kF16, 0.99, 1e-4, 1e-3},
+                               DefaultsCase{TensorType::kBF16, 0.97, 1e-3, 1e-2},
+                               DefaultsCase{TensorType::kQ8_0, 0.97, 1e-3, 5e-3},
+                               DefaultsCase{TensorType::kQ6_K, 0.97, 1e-3, 0.02},
+                               DefaultsCase{TensorType::kQ5_K, 0.90, 0.03, 0.08},
+                               DefaultsCase{TensorType::kQ5_1, 0.90, 0.03, 0.08},
+                               DefaultsCase{TensorType::kQ5_0, 0.90, 0.03, 0.08},
+                               DefaultsCase{TensorType::kQ4_K, 0.90, 0.03, 0.3},
+                               DefaultsCase{TensorType::kQ4_1, 0.75, 0.12, 0.3},
+                               DefaultsCase{TensorType::kQ4_0, 0.75, 0.12, 0.3}}) {
+    const std::string name(tensor_type_name(c.type));
+    const std::string sq = requantize_defaults(stories, c.type, "stories");
+    auto s = load_model(sq);
+    auto y = load_model(requantize_defaults(synth, c.type, "synth"));
+    ASSERT_TRUE(s.model && y.model) << name;
+    const Agreement as = agreement(*stories_ref.model, *s.model, true, pool);
+    const Agreement ay = agreement(*synth_ref.model, *y.model, false, pool);
+    const auto ids = greedy(*s.model, kStoriesPrompt, 64, pool);
+    size_t kept = 0;
+    while (kept < ids.size() && ids[kept] == kStoriesGolden64[kept]) ++kept;
+    std::printf("| %s | %.2f | %.3f | %.5f | %zu of 64 | %.3f | %.5f |\n", name.c_str(),
+                static_cast<double>(std::filesystem::file_size(sq)) / (1 << 20), as.top1, as.kl, kept, ay.top1, ay.kl);
+    EXPECT_GE(as.top1, c.stories_min_top1) << name;
+    EXPECT_LE(as.kl, c.stories_max_kl) << name;
+    EXPECT_LE(ay.kl, c.synth_max_kl) << name;
+    if (c.type == TensorType::kQ8_0) {
+      EXPECT_GE(kept, 48u) << "Q8_0 keeps at least the first 48 golden ids";
+    }
+  }
+}
 
 }  // namespace
 }  // namespace ladder::testing
