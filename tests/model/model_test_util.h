@@ -15,17 +15,6 @@
 
 namespace ladder::testing {
 
-// True in the ASan/UBSan build (make test-asan), where attention over
-// thousands of positions runs ~25x slower than in the release build. The
-// long-context and measurement cases skip there (saying so) and run in the
-// release suite; shorter cases still take the same code paths under the
-// sanitizers.
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kSanitizedBuild = true;
-#else
-inline constexpr bool kSanitizedBuild = false;
-#endif
-
 // stories260K: "Once upon a time" with BOS, and the first 64 greedy ids after
 // it from an independent reference (../shared/models/README.md).
 inline const std::vector<int32_t> kStoriesPrompt = {1, 403, 407, 261, 378};

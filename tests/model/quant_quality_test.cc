@@ -155,8 +155,8 @@ std::string requantize_defaults(const std::string& src, TensorType type, const s
   return requantize(src, o, tag + "_defaults");
 }
 
-TEST(QuantizeDefaults, PerTypeTable) {
-  if (kSanitizedBuild) GTEST_SKIP() << "measurement table: runs in the release suite";
+// A measurement: the sanitizer stage leaves it to the release suite.
+TEST(QuantizeDefaultsSlow, PerTypeTable) {
   ops::ThreadPool pool(2);
   const std::string stories = shared_path("models/stories260K.gguf");
   const std::string synth = write_model(TensorType::kF32);

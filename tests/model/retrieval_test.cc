@@ -226,8 +226,7 @@ TEST(Retrieval, MatchesFloat64ReferenceAndTheRule) {
 // A 4096-token walk over a 512-token vocabulary: each token recurs ~8 times
 // among thousands of competing keys; the prediction after every position
 // where the rule is defined must be the rule's, with F32 and F16 KV.
-TEST(Retrieval, FollowsTheRuleEverywhereAt4096Context) {
-  if (kSanitizedBuild) GTEST_SKIP() << "long-context case: runs in the release suite";
+TEST(RetrievalSlow, FollowsTheRuleEverywhereAt4096) {
   auto m = load_model(write_retrieval(stories_vocab()));
   ASSERT_TRUE(m.model);
   const auto seq = phrase_walk_prompt(512, 480, 24, 4096, 11);
@@ -236,8 +235,7 @@ TEST(Retrieval, FollowsTheRuleEverywhereAt4096Context) {
 
 // Any vocabulary size: the 32,000-token Llama-2 vocabulary, with 600 tokens of
 // it in play so that they recur.
-TEST(Retrieval, FollowsTheRuleWithTheLlama2Vocabulary) {
-  if (kSanitizedBuild) GTEST_SKIP() << "long-context case: runs in the release suite";
+TEST(RetrievalSlow, FollowsTheRuleWithTheLlama2Vocabulary) {
   auto m = load_model(write_retrieval(llama2_vocab()));
   ASSERT_TRUE(m.model);
   EXPECT_EQ(m.model->config().n_vocab, 32000);
@@ -335,9 +333,6 @@ std::string ids_string(const std::vector<int32_t>& ids) {
 
 TEST_P(RareEvidence, ReproducedAcrossTheContextAndLostWhenTheWindowDropsIt) {
   const RareCase rc = GetParam();
-  if (kSanitizedBuild && (rc.context > 4096 || rc.vocab != "stories260K")) {
-    GTEST_SKIP() << "long-context case: runs in the release suite";
-  }
   auto bundle = model::ModelBundle::load(write_retrieval(
       rc.vocab == "stories260K" ? stories_vocab() : llama2_vocab(), TensorType::kF32, rc.context));
   ASSERT_TRUE(bundle.is_ok()) << bundle.status().to_string();
@@ -374,10 +369,14 @@ TEST_P(RareEvidence, ReproducedAcrossTheContextAndLostWhenTheWindowDropsIt) {
   EXPECT_LE(reproduced, 1) << "the windowed run still reproduced the entity";
 }
 
-INSTANTIATE_TEST_SUITE_P(Prompts, RareEvidence,
-                         ::testing::Values(RareCase{"stories260K", 4096}, RareCase{"llama2", 4096},
-                                           RareCase{"stories260K", 8192}, RareCase{"stories260K", 16384}),
-                         [](const auto& p) { return p.param.vocab + "_" + std::to_string(p.param.context); });
+auto rare_case_name = [](const auto& p) { return p.param.vocab + "_" + std::to_string(p.param.context); };
+INSTANTIATE_TEST_SUITE_P(Prompts, RareEvidence, ::testing::Values(RareCase{"stories260K", 4096}), rare_case_name);
+// The sanitizer stage leaves the Slow suites (attention over thousands of
+// positions) to the release suite.
+INSTANTIATE_TEST_SUITE_P(Slow, RareEvidence,
+                         ::testing::Values(RareCase{"llama2", 4096}, RareCase{"stories260K", 8192},
+                                           RareCase{"stories260K", 16384}),
+                         rare_case_name);
 
 }  // namespace
 }  // namespace ladder::testing
