@@ -119,7 +119,7 @@ Status ApiServer::load() {
   s.file.emplace(std::move(file));
   LADDER_ASSIGN_OR_RETURN(s.model, model::LlamaModel::load(*s.file));
   LADDER_ASSIGN_OR_RETURN(s.tok, tokenizer::Tokenizer::from_gguf(*s.file));
-  LADDER_ASSIGN_OR_RETURN(auto tmpl, chat::chat_template_from_gguf(*s.file));
+  LADDER_ASSIGN_OR_RETURN(auto tmpl, tokenizer::chat_template_from_gguf(*s.file));
   s.chat_template.emplace(std::move(tmpl));
   engine::EngineConfig ec;
   ec.n_kv_blocks = s.config.kv_blocks;
@@ -314,7 +314,6 @@ std::optional<ApiError> ApiServer::State::prepare(ApiKind kind, HttpRequest& req
   const TenantConfig& tenant = tenants.tenant(job.tenant);
 
   std::string prompt_text;
-  bool parse_special = false;
   if (kind == ApiKind::kCompletion) {
     CompletionRequest r;
     if (auto err = parse_completion_request(req.body, &r)) return err;
@@ -334,14 +333,14 @@ std::optional<ApiError> ApiServer::State::prepare(ApiKind kind, HttpRequest& req
     ChatRequest r;
     if (auto err = parse_chat_request(req.body, &r)) return err;
     job.options = std::move(r.options);
-    chat::ChatRenderInput in;
+    tokenizer::ChatRenderInput in;
     for (const auto& m : r.messages) in.messages.push_back({{"role", m.role}, {"content", m.content}});
     in.bos_token = tok->bos_text();
     in.eos_token = tok->eos_text();
     auto rendered = chat_template->render(in);
     if (!rendered.is_ok()) return invalid_field("messages", "the chat template failed: " + rendered.status().message());
-    prompt_text = std::move(rendered).value();
-    parse_special = true;
+    // Message content is text: only the template's own markers become special tokens.
+    job.prompt = tok->encode_rendered(*rendered, tok->add_bos_default());
   }
   const std::string& model_name = job.options.model;
   if (!model_name.empty() && model_name != config.served_model_name && model_name != config.model_path) {
@@ -350,9 +349,7 @@ std::optional<ApiError> ApiServer::State::prepare(ApiKind kind, HttpRequest& req
                            "model_not_found");
   }
   if (job.prompt.empty()) {
-    bool add_bos = tok->add_bos_default() &&
-                   !(parse_special && !tok->bos_text().empty() && prompt_text.rfind(tok->bos_text(), 0) == 0);
-    job.prompt = tok->encode(prompt_text, add_bos, parse_special);
+    job.prompt = tok->encode(prompt_text, tok->add_bos_default(), /*parse_special=*/false);
   }
   if (job.prompt.empty()) return invalid_field("prompt", "the prompt is empty");
   auto n_prompt = static_cast<int64_t>(job.prompt.size());

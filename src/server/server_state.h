@@ -25,7 +25,7 @@
 #include "server/stream_pump.h"
 #include "server/tenants.h"
 #include "server/text_stream.h"
-#include "tokenizer/chat/chat_template.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ladder::server {
@@ -75,7 +75,7 @@ struct ApiServer::State {
   std::optional<gguf::GgufFile> file;
   std::unique_ptr<model::LlamaModel> model;
   std::unique_ptr<tokenizer::Tokenizer> tok;
-  std::optional<chat::ChatTemplate> chat_template;
+  std::optional<tokenizer::ChatTemplate> chat_template;
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<StreamPump> pump;
   int64_t context_length = 0;
