@@ -129,7 +129,7 @@ class Interpreter {
       case NodeKind::kText: out.append(n.text); return Flow::kNormal;
       case NodeKind::kPrint: {
         LADDER_ASSIGN_OR_RETURN(Value v, eval(*n.expr));
-        out.append(v.to_text());
+        v.append_to(out);
         return Flow::kNormal;
       }
       case NodeKind::kIf: {
@@ -157,7 +157,7 @@ class Interpreter {
         LADDER_ASSIGN_OR_RETURN(Flow flow, in_frame(frame_, n.symbols, [&] { return exec_body(n.body, captured); }));
         (void)flow;
         LADDER_ASSIGN_OR_RETURN(Value v, eval_with_block_value(*n.filter, Value(captured.take())));
-        out.append(v.to_text());
+        v.append_to(out);
         return Flow::kNormal;
       }
       case NodeKind::kMacro: assign(n.name, make_macro(n)); return Flow::kNormal;
@@ -167,7 +167,7 @@ class Interpreter {
         LADDER_ASSIGN_OR_RETURN(CallArgs args, eval_args(call));
         args.keyword.emplace_back("caller", make_caller(n));
         LADDER_ASSIGN_OR_RETURN(Value v, call_value(fn, args, call.line));
-        out.append(v.to_text());
+        v.append_to(out);
         return Flow::kNormal;
       }
       case NodeKind::kBreak: return Flow::kBreak;

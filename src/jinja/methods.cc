@@ -1,4 +1,5 @@
 // Attribute / item access and the Python methods of str, dict and list.
+#include <optional>
 #include <set>
 
 #include "jinja/builtins.h"
@@ -95,7 +96,7 @@ Result<Value> str_format(const Text& format, const CallArgs& args) {
       }
     }
     if (!v) return invalid_argument("str.format: no argument for field '{" + field + "}'");
-    out.append(v->to_text());
+    v->append_to(out);
     i = close;
   }
   return Value(out.take());
@@ -265,18 +266,20 @@ std::vector<std::string> method_names(Kind kind) {
   }
 }
 
-Result<Value> get_python_attribute(const Value& obj, const std::string& name) {
-  if (obj.is_undefined()) return undefined_error(obj);
+namespace {
+
+// getattr(obj, name) in the immutable sandbox: a method, a namespace
+// attribute, an unsafe-attribute marker, or nullopt when there is none.
+std::optional<Value> python_attribute(const Value& obj, const std::string& name) {
   if (!name.empty() && name[0] == '_') return unsafe(obj, name);
   switch (obj.kind()) {
     case Kind::kString:
       if (string_methods().count(name)) return bound_method(obj, name);
       break;
-    case Kind::kDict: {
+    case Kind::kDict:
       if (kDictMethods.count(name)) return bound_method(obj, name);
       if (kDictMutators.count(name)) return unsafe(obj, name);
       break;
-    }
     case Kind::kNamespace:
       if (const Value* v = obj.mapping().find(std::string_view(name))) return *v;
       break;
@@ -287,15 +290,24 @@ Result<Value> get_python_attribute(const Value& obj, const std::string& name) {
       break;
     default: break;
   }
-  return missing_attribute(obj, name);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<Value> get_python_attribute(const Value& obj, const std::string& name) {
+  if (obj.is_undefined()) return undefined_error(obj);
+  std::optional<Value> v = python_attribute(obj, name);
+  return v ? *v : missing_attribute(obj, name);
 }
 
 Result<Value> get_attribute(const Value& obj, const std::string& name) {
-  LADDER_ASSIGN_OR_RETURN(Value v, get_python_attribute(obj, name));
-  if (v.is_undefined() && obj.is_dict()) {
+  if (obj.is_undefined()) return undefined_error(obj);
+  if (std::optional<Value> v = python_attribute(obj, name)) return *v;
+  if (obj.is_dict()) {
     if (const Value* item = obj.mapping().find(std::string_view(name))) return *item;
   }
-  return v;
+  return missing_attribute(obj, name);
 }
 
 Result<Value> get_item(const Value& obj, const Value& key) {

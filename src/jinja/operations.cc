@@ -89,7 +89,7 @@ Result<Value> percent_format(const Text& fmt, const Value& args) {
     if (next >= values.size()) return invalid_argument("not enough arguments for format string");
     const Value& v = values[next++];
     switch (f[i]) {
-      case 's': out.append(v.to_text()); break;
+      case 's': v.append_to(out); break;
       case 'r': out.append(v.repr_text()); break;
       case 'd':
       case 'i':
@@ -165,10 +165,16 @@ std::string json_escape(std::string_view s, bool ensure_ascii) {
 // A JSON string: each piece escaped on its own keeps the marks exact; the
 // quotes are data when the string has data.
 void append_json_string(TextBuilder& out, const Text& s, bool ensure_ascii) {
-  const Origin quote = s.has_data() ? Origin::kData : Origin::kTemplate;
-  out.append('"', quote);
+  const bool all_data = s.data().size() == 1 && s.data()[0] == ByteRange{0, s.size()};
+  if (!s.has_data() || all_data) {
+    // One origin (almost every string): no pieces to keep apart.
+    std::string quoted = "\"" + json_escape(s.bytes(), ensure_ascii) + "\"";
+    out.append(quoted, all_data ? Origin::kData : Origin::kTemplate);
+    return;
+  }
+  out.append('"', Origin::kData);
   out.append(map_pieces(s, [&](std::string_view piece) { return json_escape(piece, ensure_ascii); }));
-  out.append('"', quote);
+  out.append('"', Origin::kData);
 }
 
 Result<Text> json_key(const Value& k) {
@@ -256,13 +262,15 @@ Status undefined_error(const Value& v) { return invalid_argument(v.undefined_mes
 
 Result<Value> binary_op(std::string_view op, const Value& a, const Value& b) {
   if (op == "~" || (op == "+" && a.is_string() && b.is_string())) {
-    const Text x = a.to_text(), y = b.to_text();
-    if (x.size() + y.size() > kMaxBuiltStringBytes) {
+    if (a.as_string().size() + b.as_string().size() > kMaxBuiltStringBytes) {
       return out_of_range("string concatenation would exceed " + std::to_string(kMaxBuiltStringBytes) + " bytes");
     }
     TextBuilder out;
-    out.append(x);
-    out.append(y);
+    a.append_to(out);
+    b.append_to(out);
+    if (out.size() > kMaxBuiltStringBytes) {
+      return out_of_range("string concatenation would exceed " + std::to_string(kMaxBuiltStringBytes) + " bytes");
+    }
     return Value(out.take());
   }
   if (a.is_undefined()) return undefined_error(a);

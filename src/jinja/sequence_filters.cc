@@ -114,9 +114,9 @@ Result<Value> f_join(const Value& v, const CallArgs& args) {
     if (i) out.append(separator);
     if (attribute && !attribute->is_none()) {
       LADDER_ASSIGN_OR_RETURN(Value a, attr_path(items[i], *attribute));
-      out.append(a.to_text());
+      a.append_to(out);
     } else {
-      out.append(items[i].to_text());
+      items[i].append_to(out);
     }
   }
   return Value(out.take());

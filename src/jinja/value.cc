@@ -67,7 +67,7 @@ const char* kind_type_name(Kind kind) {
 Value Value::undefined(std::string name, std::string error) {
   Value v;
   if (!name.empty()) v.s_ = std::make_shared<const Text>(std::move(name));
-  if (!error.empty()) v.error_ = std::make_shared<const std::string>(std::move(error));
+  if (!error.empty()) v.error_ = std::make_shared<const Status>(invalid_argument(std::move(error)));
   return v;
 }
 
@@ -96,7 +96,7 @@ const Text& Value::empty_text() {
 Value Value::list(List items) {
   Value v;
   v.kind_ = Kind::kList;
-  v.list_ = std::make_shared<List>(std::move(items));
+  v.obj_ = std::make_shared<List>(std::move(items));
   return v;
 }
 
@@ -109,7 +109,7 @@ Value Value::tuple(List items) {
 Value Value::iterator(List items, Status deferred) {
   Value v = list(std::move(items));
   v.kind_ = Kind::kIterator;
-  if (!deferred.is_ok()) v.deferred_ = std::make_shared<const Status>(std::move(deferred));
+  if (!deferred.is_ok()) v.error_ = std::make_shared<const Status>(std::move(deferred));
   return v;
 }
 
@@ -128,7 +128,7 @@ const Status& Value::ok_status() {
 Value Value::dict(Dict d) {
   Value v;
   v.kind_ = Kind::kDict;
-  v.dict_ = std::make_shared<Dict>(std::move(d));
+  v.obj_ = std::make_shared<Dict>(std::move(d));
   return v;
 }
 
@@ -141,7 +141,7 @@ Value Value::namespace_object(Dict attributes) {
 Value Value::callable(std::string name, NativeFn fn) {
   Value v;
   v.kind_ = Kind::kCallable;
-  v.fn_ = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
+  v.obj_ = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
   return v;
 }
 
@@ -174,7 +174,7 @@ Value Value::from_json(const nlohmann::ordered_json& j, Origin origin) {
 }
 
 std::string Value::undefined_message() const {
-  if (error_) return *error_;
+  if (error_) return error_->message();
   if (as_string().empty()) return "value is undefined";
   return "'" + as_string() + "' is undefined";
 }
@@ -189,8 +189,8 @@ bool Value::truthy() const {
     case Kind::kString: return !as_string().empty();
     case Kind::kList:
     case Kind::kTuple:
-    case Kind::kDictView: return !list_->empty();
-    case Kind::kDict: return !dict_->entries.empty();
+    case Kind::kDictView: return !items().empty();
+    case Kind::kDict: return !mapping().entries.empty();
     case Kind::kIterator:
     case Kind::kNamespace:
     case Kind::kCallable: return true;
@@ -290,6 +290,14 @@ Text Value::to_text() const {
   }
 }
 
+void Value::append_to(TextBuilder& out) const {
+  if (kind_ == Kind::kString) {
+    out.append(as_text());
+  } else if (kind_ != Kind::kUndefined) {
+    out.append(repr_text());
+  }
+}
+
 Text Value::repr_text() const {
   switch (kind_) {
     case Kind::kUndefined: return Text("Undefined");
@@ -302,11 +310,11 @@ Text Value::repr_text() const {
     case Kind::kTuple: {
       TextBuilder out;
       out.append(kind_ == Kind::kList ? "[" : "(");
-      for (size_t i = 0; i < list_->size(); ++i) {
+      for (size_t i = 0; i < items().size(); ++i) {
         if (i) out.append(", ");
-        out.append((*list_)[i].repr_text());
+        out.append(items()[i].repr_text());
       }
-      if (kind_ == Kind::kTuple && list_->size() == 1) out.append(",");
+      if (kind_ == Kind::kTuple && items().size() == 1) out.append(",");
       out.append(kind_ == Kind::kList ? "]" : ")");
       return out.take();
     }
@@ -315,7 +323,7 @@ Text Value::repr_text() const {
       TextBuilder out;
       out.append(kind_ == Kind::kNamespace ? "<Namespace {" : "{");
       bool first = true;
-      for (const auto& [k, v] : dict_->entries) {
+      for (const auto& [k, v] : mapping().entries) {
         if (!first) out.append(", ");
         first = false;
         out.append(k.repr_text());
@@ -326,13 +334,13 @@ Text Value::repr_text() const {
       return out.take();
     }
     case Kind::kCallable:
-      if (fn_->name.rfind("Macro ", 0) == 0 || fn_->name.rfind("built-in method ", 0) == 0) return Text("<" + fn_->name + ">");
-      return Text("<function " + fn_->name + ">");
+      if (function().name.rfind("Macro ", 0) == 0 || function().name.rfind("built-in method ", 0) == 0) return Text("<" + function().name + ">");
+      return Text("<function " + function().name + ">");
     case Kind::kIterator: return Text("<generator object>");
     case Kind::kDictView: {
       TextBuilder out;
       out.append(view_name() + "(");
-      out.append(Value::list(*list_).repr_text());
+      out.append(Value::list(items()).repr_text());
       out.append(")");
       return out.take();
     }
@@ -352,44 +360,42 @@ bool Value::equals(const Value& other) const {
     case Kind::kString: return s_ == other.s_ || as_string() == other.as_string();  // marks do not count
     case Kind::kList:
     case Kind::kTuple: {
-      if (list_->size() != other.list_->size()) return false;
-      for (size_t i = 0; i < list_->size(); ++i) {
-        if (!(*list_)[i].equals((*other.list_)[i])) return false;
+      if (items().size() != other.items().size()) return false;
+      for (size_t i = 0; i < items().size(); ++i) {
+        if (!items()[i].equals(other.items()[i])) return false;
       }
       return true;
     }
     case Kind::kDict: {
-      if (dict_->entries.size() != other.dict_->entries.size()) return false;
-      for (const auto& [k, v] : dict_->entries) {
-        const Value* o = other.dict_->find(k);
+      if (mapping().entries.size() != other.mapping().entries.size()) return false;
+      for (const auto& [k, v] : mapping().entries) {
+        const Value* o = other.mapping().find(k);
         if (!o || !v.equals(*o)) return false;
       }
       return true;
     }
     case Kind::kNamespace:
-    case Kind::kIterator: return dict_ == other.dict_ && list_ == other.list_;
+    case Kind::kIterator: return obj_ == other.obj_;
     case Kind::kDictView: {
       // keys() and items() compare as sets; values() only by identity.
-      if (list_ == other.list_) return true;
+      if (obj_ == other.obj_) return true;
       if (view_name() != other.view_name() || view_name() == "dict_values") return false;
-      if (list_->size() != other.list_->size()) return false;
-      for (const Value& x : *list_) {
+      if (items().size() != other.items().size()) return false;
+      for (const Value& x : items()) {
         bool found = false;
-        for (const Value& y : *other.list_) found = found || x.equals(y);
+        for (const Value& y : other.items()) found = found || x.equals(y);
         if (!found) return false;
       }
       return true;
     }
-    case Kind::kCallable: return fn_ == other.fn_;
+    case Kind::kCallable: return obj_ == other.obj_;
     default: return false;
   }
 }
 
 bool Value::same_object(const Value& other) const {
   if (kind_ != other.kind_) return false;
-  if (list_) return list_ == other.list_;
-  if (dict_) return dict_ == other.dict_;
-  if (fn_) return fn_ == other.fn_;
+  if (obj_) return obj_ == other.obj_;
   return equals(other);
 }
 

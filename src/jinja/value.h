@@ -115,19 +115,16 @@ class Value {
   const std::string& as_string() const { return s_ ? s_->bytes() : empty_string(); }
   // A string's bytes with their marks.
   const Text& as_text() const { return s_ ? *s_ : empty_text(); }
-  // The Undefined's looked-up name / error text.
-  const std::string& undefined_name() const { return as_string(); }
-  const std::string& undefined_error() const { return error_ ? *error_ : empty_string(); }
   // "'x' is undefined", or the custom error.
   std::string undefined_message() const;
 
-  List& items() const { return *list_; }          // list, tuple, iterator or dict view
+  List& items() const { return *static_cast<List*>(obj_.get()); }  // list, tuple, iterator or dict view
   // An iterator's deferred error (ok when it has none).
-  const Status& deferred_error() const { return deferred_ ? *deferred_ : ok_status(); }
+  const Status& deferred_error() const { return error_ && kind_ == Kind::kIterator ? *error_ : ok_status(); }
   // A dict view's type name ("dict_keys", ...).
   const std::string& view_name() const { return as_string(); }
-  Dict& mapping() const { return *dict_; }        // dict or namespace
-  const Callable& function() const { return *fn_; }
+  Dict& mapping() const { return *static_cast<Dict*>(obj_.get()); }  // dict or namespace
+  const Callable& function() const { return *static_cast<const Callable*>(obj_.get()); }
 
   // Python truthiness (Undefined is false).
   bool truthy() const;
@@ -135,8 +132,10 @@ class Value {
   // string's repr is data when any of its bytes is). str() of an Undefined is "".
   Text to_text() const;
   Text repr_text() const;
+  // Appends str() to `out` (without copying a string first).
+  void append_to(TextBuilder& out) const;
   // The same, bytes only (for messages, keys and comparisons).
-  std::string str() const { return to_text().bytes(); }
+  std::string str() const { return kind_ == Kind::kString ? as_string() : to_text().bytes(); }
   std::string repr() const { return repr_text().bytes(); }
   // Python == (1 == 1.0 == True, containers element-wise, dicts ignore order).
   bool equals(const Value& other) const;
@@ -155,11 +154,11 @@ class Value {
   // Strings are immutable and shared, so copying a Value (which templates do
   // at every variable read) never copies text.
   std::shared_ptr<const Text> s_;             // string, the Undefined's name, or a dict view's type name
-  std::shared_ptr<const std::string> error_;  // Undefined's custom error
-  std::shared_ptr<List> list_;
-  std::shared_ptr<const Status> deferred_;    // iterator's error when consumed
-  std::shared_ptr<Dict> dict_;
-  std::shared_ptr<Callable> fn_;
+  // An Undefined's custom error, or an iterator's error when consumed.
+  std::shared_ptr<const Status> error_;
+  // The List, Dict or Callable, by kind: one pointer keeps Values small,
+  // and templates copy Values at every variable read.
+  std::shared_ptr<void> obj_;
 };
 
 // Python's repr() of a float ("1.0", "0.1", "1e+16", "inf").

@@ -193,6 +193,46 @@ ojson template_messages(const ojson& messages, bool content_parts, bool argument
   return out;
 }
 
+// Whether template_messages would change anything (most requests: no).
+bool needs_rewrite(const ojson& messages, bool content_parts) {
+  for (const ojson& m : messages) {
+    if (!m.is_object()) continue;
+    auto content = m.find("content");
+    if (!content_parts && content != m.end() && content->is_array()) return true;
+    if (m.contains("tool_calls")) return true;
+  }
+  return false;
+}
+
+// Calls visit(name, value, data) for each template variable, in the order
+// where a later one replaces an earlier one of the same name: messages,
+// tools, add_generation_prompt, bos_token, eos_token, the kwargs. The
+// request's values are data; BOS/EOS text and the flag are the template's
+// own (a kwarg of the same name, from the request, is data).
+template <typename Visit>
+Status visit_variables(const ChatRenderInput& input, bool content_parts, bool argument_strings, Visit&& visit) {
+  if (!input.messages.is_array()) return invalid_argument("chat template: messages must be a JSON array");
+  if (!input.kwargs.is_null() && !input.kwargs.is_object()) {
+    return invalid_argument("chat template: kwargs must be a JSON object");
+  }
+  LADDER_RETURN_IF_ERROR(check_depth(input.messages, "messages"));
+  if (input.tools) LADDER_RETURN_IF_ERROR(check_depth(*input.tools, "tools"));
+  LADDER_RETURN_IF_ERROR(check_depth(input.kwargs, "kwargs"));
+  if (needs_rewrite(input.messages, content_parts)) {
+    visit("messages", template_messages(input.messages, content_parts, argument_strings), true);
+  } else {
+    visit("messages", input.messages, true);
+  }
+  if (input.tools) visit("tools", *input.tools, true);
+  visit("add_generation_prompt", ojson(input.add_generation_prompt), false);
+  visit("bos_token", ojson(input.bos_token), false);
+  visit("eos_token", ojson(input.eos_token), false);
+  if (input.kwargs.is_object()) {
+    for (const auto& [k, v] : input.kwargs.items()) visit(k, v, true);
+  }
+  return Status::ok();
+}
+
 // Renders `messages` (with one tool defined) through `t`: the output, or ""
 // when the template refuses them.
 std::string probe(const jinja::Template& t, const ojson& messages) {
@@ -269,38 +309,22 @@ ChatTemplate ChatTemplate::chatml() {
 }
 
 Result<ojson> ChatTemplate::context(const ChatRenderInput& input) const {
-  if (!input.messages.is_array()) return invalid_argument("chat template: messages must be a JSON array");
-  if (!input.kwargs.is_null() && !input.kwargs.is_object()) {
-    return invalid_argument("chat template: kwargs must be a JSON object");
-  }
-  LADDER_RETURN_IF_ERROR(check_depth(input.messages, "messages"));
-  if (input.tools) LADDER_RETURN_IF_ERROR(check_depth(*input.tools, "tools"));
-  LADDER_RETURN_IF_ERROR(check_depth(input.kwargs, "kwargs"));
   ojson context = ojson::object();
-  context["messages"] = template_messages(input.messages, reads_content_parts_, wants_argument_strings_);
-  if (input.tools) context["tools"] = *input.tools;
-  context["add_generation_prompt"] = input.add_generation_prompt;
-  context["bos_token"] = input.bos_token;
-  context["eos_token"] = input.eos_token;
-  if (input.kwargs.is_object()) {
-    for (const auto& [k, v] : input.kwargs.items()) context[k] = v;
-  }
+  LADDER_RETURN_IF_ERROR(visit_variables(input, reads_content_parts_, wants_argument_strings_,
+                                         [&](const std::string& name, const ojson& value, bool) {
+                                           context[name] = value;
+                                         }));
   return context;
 }
 
 Result<jinja::Text> ChatTemplate::render(const ChatRenderInput& input) const {
-  LADDER_ASSIGN_OR_RETURN(ojson context, this->context(input));
-  // The request is data; the vocabulary's BOS/EOS text and the flag are the
-  // template's own, unless a kwarg (from the request) replaced them.
-  auto is_own = [&](const std::string& key) {
-    return (key == "bos_token" || key == "eos_token" || key == "add_generation_prompt") &&
-           !(input.kwargs.is_object() && input.kwargs.contains(key));
-  };
   jinja::Dict variables;
-  for (const auto& [k, v] : context.items()) {
-    variables.set(jinja::Value(k),
-                  jinja::Value::from_json(v, is_own(k) ? jinja::Origin::kTemplate : jinja::Origin::kData));
-  }
+  LADDER_RETURN_IF_ERROR(visit_variables(input, reads_content_parts_, wants_argument_strings_,
+                                         [&](const std::string& name, const ojson& value, bool data) {
+                                           variables.set(jinja::Value(name),
+                                                         jinja::Value::from_json(value, data ? jinja::Origin::kData
+                                                                                             : jinja::Origin::kTemplate));
+                                         }));
   jinja::RenderOptions options;
   options.now = input.now;
   return template_.render(variables, options);
