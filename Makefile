@@ -29,11 +29,11 @@ test: deps build
 test-asan:
 	@cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLADDER_SANITIZE=ON \
 	  -DLADDER_BUILD_BENCH=OFF > /dev/null
-	@cmake --build $(ASAN_DIR) -j $(JOBS) --target ladder_gguf_tests ladder_tokenizer_tests ladder_ops_tests \
+	@cmake --build $(ASAN_DIR) -j $(JOBS) --target ladder_gguf_tests ladder_jinja_tests ladder_tokenizer_tests ladder_ops_tests \
 	  ladder_model_tests ladder_kv_tests ladder_engine_tests
 	@# The CLI cases drive the release binary's commands; they ran in the release suite.
 	@cd $(ASAN_DIR) && GTEST_FILTER='-CliTokenize.*:Cli.*' ctest --output-on-failure -j $(JOBS) \
-	  -R '^(gguf|tokenizer|ops|model|kv|engine)$$'
+	  -R '^(gguf|jinja|tokenizer|ops|model|kv|engine)$$'
 
 demo: deps build
 	@bash scripts/demo.sh $(BUILD_DIR)/src/cli/ladder
