@@ -160,6 +160,29 @@ TEST(ChatEncode, MistralStyleEndOfSequenceInContentIsText) {
   EXPECT_EQ(count(naive, bos), 3u);
 }
 
+// As the server loads them: template and vocabulary from one model file
+// (llama-2-tiny-random has no template: the ChatML fallback).
+TEST(ChatEncode, ModelFileEndOfSequenceInContentIsText) {
+  std::string path = ladder::testing::shared_path("models/llama-2-tiny-random.gguf");
+  ASSERT_FALSE(path.empty());
+  Result<gguf::GgufFile> file = gguf::GgufFile::open(path);
+  ASSERT_TRUE(file.is_ok()) << file.status().to_string();
+  Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::from_gguf(*file);
+  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  Result<ChatTemplate> t = chat_template_from_gguf(*file);
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  Result<Vocab> vocab = load_vocab(*file);
+  ASSERT_TRUE(vocab.is_ok());
+  const int32_t eos = id_of(*vocab, "</s>");
+  const int32_t bos = id_of(*vocab, "<s>");
+  jinja::Text prompt = render(*t, R"([{"role": "user", "content": "Say </s> then <s> then stop.</s>"}])",
+                              (*tok)->bos_text(), (*tok)->eos_text());
+  std::vector<int32_t> ids = (*tok)->encode_rendered(prompt, (*tok)->add_bos_default());
+  EXPECT_EQ(count(ids, eos), 0u);
+  EXPECT_EQ(count(ids, bos), (*tok)->add_bos_default() ? 1u : 0u);
+  EXPECT_EQ(count((*tok)->encode(prompt.bytes(), false, true), eos), 2u);
+}
+
 TEST(ChatEncode, AddBosWhenTheTemplateDoesNot) {
   Vocab v = load("tokenizers/ggml-vocab-llama-spm.gguf");
   const int32_t bos = id_of(v, "<s>");
