@@ -14,7 +14,7 @@
 #include "model/model_bundle.h"
 #include "server/http_server.h"
 #include "server/request_builder.h"
-#include "tokenizer/chat/chat_template.h"
+#include "tokenizer/chat_template.h"
 
 namespace ladder::server {
 namespace {
@@ -27,7 +27,7 @@ namespace {
 struct Model {
   gguf::GgufFile file;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
-  chat::ChatTemplate chat_template = chat::ChatTemplate::chatml();
+  tokenizer::ChatTemplate chat_template = tokenizer::ChatTemplate::chatml();
   std::unique_ptr<RequestBuilder> builder;
 };
 
@@ -37,11 +37,11 @@ const Model& model() {
     const std::string path = std::string(dir != nullptr ? dir : "../shared") + "/models/stories260K.gguf";
     auto file = gguf::GgufFile::open(path);
     if (!file.is_ok()) fail("cannot open " + path + " (set LADDER_SHARED_DIR): " + file.status().message());
-    auto* out = new Model{std::move(file).value(), nullptr, chat::ChatTemplate::chatml(), nullptr};
+    auto* out = new Model{std::move(file).value(), nullptr, tokenizer::ChatTemplate::chatml(), nullptr};
     auto tok = tokenizer::Tokenizer::from_gguf(out->file);
     if (!tok.is_ok()) fail(tok.status().message());
     out->tokenizer = std::move(tok).value();
-    if (auto t = chat::chat_template_from_gguf(out->file); t.is_ok()) out->chat_template = std::move(t).value();
+    if (auto t = tokenizer::chat_template_from_gguf(out->file); t.is_ok()) out->chat_template = std::move(t).value();
     RequestBuilder::Model bm;
     bm.tokenizer = out->tokenizer.get();
     bm.chat_template = &out->chat_template;

@@ -14,7 +14,7 @@
 #include "cli/command.h"
 #include "common/file_io.h"
 #include "gguf/gguf_file.h"
-#include "tokenizer/chat/chat_template.h"
+#include "tokenizer/chat_template.h"
 
 namespace ladder::cli {
 namespace {
@@ -52,7 +52,7 @@ Result<std::string> special_token(const gguf::GgufFile& file, const std::string&
 }
 
 Status run(const ChatTemplateOptions& opts) {
-  chat::ChatRenderInput input;
+  tokenizer::ChatRenderInput input;
   LADDER_ASSIGN_OR_RETURN(input.messages, parse_json_arg("--messages", opts.messages));
   if (!input.messages.is_array()) return invalid_argument("--messages must be a JSON array of message objects");
   if (!opts.tools.empty()) {
@@ -68,17 +68,17 @@ Status run(const ChatTemplateOptions& opts) {
   LADDER_ASSIGN_OR_RETURN(input.bos_token, special_token(file, "bos"));
   LADDER_ASSIGN_OR_RETURN(input.eos_token, special_token(file, "eos"));
 
-  std::unique_ptr<chat::ChatTemplate> tmpl;
+  std::unique_ptr<tokenizer::ChatTemplate> tmpl;
   if (!opts.template_path.empty()) {
     LADDER_ASSIGN_OR_RETURN(std::string source, read_file(opts.template_path));
-    LADDER_ASSIGN_OR_RETURN(chat::ChatTemplate t, chat::ChatTemplate::parse(std::move(source)));
-    tmpl = std::make_unique<chat::ChatTemplate>(std::move(t));
+    LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate t, tokenizer::ChatTemplate::parse(std::move(source)));
+    tmpl = std::make_unique<tokenizer::ChatTemplate>(std::move(t));
   } else {
-    LADDER_ASSIGN_OR_RETURN(chat::ChatTemplate t, chat::chat_template_from_gguf(file));
-    tmpl = std::make_unique<chat::ChatTemplate>(std::move(t));
+    LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate t, tokenizer::chat_template_from_gguf(file));
+    tmpl = std::make_unique<tokenizer::ChatTemplate>(std::move(t));
   }
-  LADDER_ASSIGN_OR_RETURN(std::string prompt, tmpl->render(input));
-  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  LADDER_ASSIGN_OR_RETURN(jinja::Text prompt, tmpl->render(input));
+  std::fwrite(prompt.bytes().data(), 1, prompt.size(), stdout);
   return Status::ok();
 }
 

@@ -19,7 +19,7 @@
 #include "server/stream_pump.h"
 #include "server/tenants.h"
 #include "server/work_queue.h"
-#include "tokenizer/chat/chat_template.h"
+#include "tokenizer/chat_template.h"
 
 namespace ladder::server {
 
@@ -65,7 +65,7 @@ std::string bearer_key(const HttpRequest& req) {
 // What a loaded model brings; immutable once built.
 struct Served {
   model::ModelBundle bundle;
-  chat::ChatTemplate chat_template;
+  tokenizer::ChatTemplate chat_template;
   std::unique_ptr<StreamPump> pump;
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<RequestBuilder> builder;
@@ -191,7 +191,7 @@ Status ApiServer::load() {
   State& s = *state_;
   const auto t0 = Clock::now();
   LADDER_ASSIGN_OR_RETURN(model::ModelBundle bundle, model::ModelBundle::load(s.config.model_path));
-  LADDER_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, chat::chat_template_from_gguf(*bundle.file));
+  LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate tmpl, tokenizer::chat_template_from_gguf(*bundle.file));
   auto served = std::unique_ptr<Served>(new Served{std::move(bundle), std::move(tmpl), nullptr, nullptr, nullptr});
 
   engine::EngineConfig ec = s.config.engine;

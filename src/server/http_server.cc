@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cctype>
 #include <condition_variable>
 #include <deque>
@@ -517,6 +518,15 @@ void HttpServer::wait() {
     if (t.joinable()) t.join();
   }
   s.joined = true;
+  if (s.signal_fn) {
+    // The process is on its way out. Releasing the signal set restores the
+    // default action, under which a repeated SIGTERM would turn a clean exit
+    // into death by signal; it has nothing left to ask for, so it is ignored.
+    beast::error_code ec;
+    s.signals.clear(ec);
+    std::signal(SIGTERM, SIG_IGN);
+    std::signal(SIGINT, SIG_IGN);
+  }
 }
 
 int64_t HttpServer::open_connections() const { return impl_->connections.load(); }

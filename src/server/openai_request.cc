@@ -10,7 +10,9 @@ namespace ladder::server {
 
 namespace {
 
-using nlohmann::json;
+// ordered: a request's messages and tools reach the chat template with their
+// keys in the order sent, as a Python dict keeps them (`tojson` prints them so).
+using json = nlohmann::ordered_json;
 
 std::optional<ApiError> parse_body(std::string_view body, json* doc) {
   try {
@@ -250,27 +252,21 @@ std::optional<ApiError> refuse_unsupported(Fields& f, bool chat) {
   return std::nullopt;
 }
 
-// A message's content as the template sees it: a string, text parts joined,
-// or null (an assistant message that only calls tools).
-std::optional<ApiError> read_content(const json& m, const std::string& where, nlohmann::ordered_json* out) {
+// A message's content: a string, a list of text parts (the template decides
+// how they are joined), or null (an assistant message that only calls tools).
+std::optional<ApiError> check_content(const json& m, const std::string& where, bool required) {
   auto content = m.find("content");
   if (content == m.end() || content->is_null()) {
-    *out = nullptr;
+    if (required) return invalid_field(where + ".content", where + ".content is required");
     return std::nullopt;
   }
-  if (content->is_string()) {
-    *out = content->get<std::string>();
-    return std::nullopt;
-  }
+  if (content->is_string()) return std::nullopt;
   if (content->is_array()) {
-    std::string text;
     for (const auto& part : *content) {
       if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
         return invalid_field(where + ".content", "only text content parts are supported");
       }
-      text += part["text"].get<std::string>();
     }
-    *out = std::move(text);
     return std::nullopt;
   }
   return invalid_field(where + ".content", where + ".content must be a string or a list of text parts");
@@ -328,25 +324,19 @@ std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest* o
     if (r != "system" && r != "user" && r != "assistant" && r != "tool" && r != "developer") {
       return invalid_field(where + ".role", "unknown role '" + r + "'");
     }
-    nlohmann::ordered_json msg = {{"role", r}};
-    nlohmann::ordered_json content;
-    LADDER_API_TRY(read_content(m, where, &content));
-    if (content.is_null() && r != "assistant") return invalid_field(where + ".content", where + ".content is required");
-    msg["content"] = std::move(content);
+    LADDER_API_TRY(check_content(m, where, /*required=*/r != "assistant"));
     for (auto it = m.begin(); it != m.end(); ++it) {
-      if (it.key() == "role" || it.key() == "content") continue;
-      if (it.key() == "name" && it->is_string()) {
-        msg["name"] = *it;
-        continue;
-      }
-      return invalid_field(where + "." + it.key(), "unsupported message field '" + it.key() + "'");
+      const std::string& k = it.key();
+      const bool known = k == "role" || k == "content" || k == "name" ||
+                         (k == "tool_calls" && r == "assistant") || (k == "tool_call_id" && r == "tool");
+      if (!known) return invalid_field(where + "." + k, "unsupported message field '" + k + "' for role '" + r + "'");
     }
-    out->messages.push_back(std::move(msg));
   }
+  out->messages = *messages;
   LADDER_API_TRY(f.boolean("add_generation_prompt", &out->add_generation_prompt));
   if (const json* kw = f.find("chat_template_kwargs")) {
     if (!kw->is_object()) return invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-    out->template_kwargs = nlohmann::ordered_json::parse(kw->dump());
+    out->template_kwargs = *kw;
   }
   LADDER_API_TRY(parse_options(f, /*chat=*/true, &out->options));
   LADDER_API_TRY(refuse_unsupported(f, /*chat=*/true));

@@ -64,34 +64,33 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
       r.prompt = std::move(*c.prompt_tokens);
     } else {
       if (auto err = check_prompt_bytes(c.prompt.size(), "prompt")) return err;
-      // Completions take raw text: special-token markers in it are parsed as
-      // special tokens, as llama.cpp and vLLM do (a caller writing a prompt
-      // for a base model may want them); chat content never is.
-      r.prompt = tok.encode(c.prompt, tok.add_bos_default(), /*parse_special=*/true);
+      // Completions take the prompt as plain text: special-token markers in it
+      // are not parsed (send token ids for those). Chat requests get them
+      // from the template only.
+      r.prompt = tok.encode(c.prompt, tok.add_bos_default(), /*parse_special=*/false);
     }
   } else {
     ChatRequest c;
     if (auto err = parse_chat_request(http.body, &c)) return err;
     options = std::move(c.options);
     size_t content_bytes = 0;
-    for (const auto& m : c.messages) {
-      if (m["content"].is_string()) content_bytes += m["content"].get_ref<const std::string&>().size();
-    }
+    for (const auto& m : c.messages) content_bytes += m.dump().size();
     if (auto err = check_prompt_bytes(content_bytes, "messages")) return err;
-    chat::ChatRenderInput in;
-    in.messages = std::move(c.messages);
+    auto input = tokenizer::ChatRenderInput::from_openai(c.messages);
+    if (!input.is_ok()) return api_error_from_status(input.status(), "messages");
+    tokenizer::ChatRenderInput& in = *input;
     in.add_generation_prompt = c.add_generation_prompt;
-    in.extra = std::move(c.template_kwargs);
+    in.kwargs = std::move(c.template_kwargs);
     in.bos_token = tok.bos_text();
     in.eos_token = tok.eos_text();
     auto rendered = model_.chat_template->render(in);
     if (!rendered.is_ok()) return invalid_field("messages", "the chat template failed: " + rendered.status().message());
-    const std::string& text = *rendered;
-    const bool add_bos =
-        tok.add_bos_default() && !(!tok.bos_text().empty() && text.rfind(tok.bos_text(), 0) == 0);
-    r.prompt = tok.encode(text, add_bos, /*parse_special=*/true);
+    // Special-token markers count only where the template wrote them: a
+    // literal "</s>" or "<|im_start|>" in a message stays text.
+    r.prompt = tok.encode_rendered(*rendered, tok.add_bos_default());
     if (reasoning_) {
       plan.reasoning = reasoning_;
+      const std::string& text = rendered->bytes();
       const size_t last = text.find_last_not_of(" \n\t");
       const std::string_view trimmed(text.data(), last == std::string::npos ? 0 : last + 1);
       plan.reasoning_starts_inside = trimmed.size() >= reasoning_->open.size() &&

@@ -22,7 +22,7 @@
 #include "server/reasoning_parser.h"
 #include "server/response_writer.h"
 #include "server/tenants.h"
-#include "tokenizer/chat/chat_template.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ladder::server {
@@ -44,7 +44,7 @@ class RequestBuilder {
  public:
   struct Model {
     const tokenizer::Tokenizer* tokenizer = nullptr;
-    const chat::ChatTemplate* chat_template = nullptr;
+    const tokenizer::ChatTemplate* chat_template = nullptr;
     std::string served_model_name;
     std::string model_path;   // also accepted as the model name
     int64_t max_input_tokens = 0;  // the engine's bound, for the byte pre-check

@@ -16,6 +16,10 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab) : vocab_(&vocab) {
     return vocab.tokens[static_cast<size_t>(a)].size() > vocab.tokens[static_cast<size_t>(b)].size();
   });
   rank_.assign(static_cast<size_t>(vocab.n_vocab()), -1);
+  in_data_ok_.assign(static_cast<size_t>(vocab.n_vocab()), false);
+  for (int32_t id : specials) {
+    in_data_ok_[static_cast<size_t>(id)] = vocab.types[static_cast<size_t>(id)] == TokenType::kUserDefined;
+  }
   trie_.emplace_back();
   for (size_t r = 0; r < specials.size(); ++r) {
     const int32_t id = specials[r];
@@ -48,7 +52,35 @@ bool SpecialTokenMatcher::eligible(int32_t id, bool parse_special) const {
   return parse_special || vocab_->types[static_cast<size_t>(id)] == TokenType::kUserDefined;
 }
 
+void SpecialTokenMatcher::forbid_in_data(int32_t id) {
+  if (id >= 0 && static_cast<size_t>(id) < in_data_ok_.size()) in_data_ok_[static_cast<size_t>(id)] = false;
+}
+
 void SpecialTokenMatcher::partition(std::string_view text, bool parse_special, std::vector<Fragment>* out) const {
+  partition_impl(
+      text, [&](int32_t id, size_t, size_t) { return eligible(id, parse_special); }, out);
+}
+
+void SpecialTokenMatcher::partition_marked(const jinja::Text& text, std::vector<Fragment>* out) const {
+  const std::vector<jinja::ByteRange>& data = text.data();
+  auto touches_data = [&](size_t begin, size_t end) {
+    // The first range that ends after `begin`.
+    auto it = std::upper_bound(data.begin(), data.end(), begin,
+                               [](size_t p, const jinja::ByteRange& r) { return p < r.end; });
+    return it != data.end() && it->begin < end;
+  };
+  partition_impl(
+      text.bytes(),
+      [&](int32_t id, size_t begin, size_t end) {
+        return !touches_data(begin, end) || in_data_ok_[static_cast<size_t>(id)];
+      },
+      out);
+}
+
+// eligible(id, begin, end): whether token `id` may claim text[begin, end).
+template <typename Eligible>
+void SpecialTokenMatcher::partition_impl(std::string_view text, const Eligible& eligible_at,
+                                         std::vector<Fragment>* out) const {
   if (text.empty()) return;
   // Which special tokens occur at all (one trie walk per position); usually
   // none, and then the text is one raw fragment.
@@ -61,7 +93,7 @@ void SpecialTokenMatcher::partition(std::string_view text, bool parse_special, s
         node = child(node, static_cast<uint8_t>(text[i]));
         if (node < 0) break;
         const int32_t id = trie_[static_cast<size_t>(node)].token;
-        if (id != kNoToken && !seen[static_cast<size_t>(id)] && eligible(id, parse_special)) {
+        if (id != kNoToken && !seen[static_cast<size_t>(id)] && eligible_at(id, pos, i + 1)) {
           seen[static_cast<size_t>(id)] = true;
           present.push_back(id);
         }
@@ -85,10 +117,16 @@ void SpecialTokenMatcher::partition(std::string_view text, bool parse_special, s
         continue;
       }
       std::string_view rest = f.text;
-      for (size_t at = rest.find(tok); at != std::string_view::npos; at = rest.find(tok)) {
+      for (size_t from = 0, at; (at = rest.find(tok, from)) != std::string_view::npos;) {
+        const auto begin = static_cast<size_t>(rest.data() - text.data()) + at;
+        if (!eligible_at(id, begin, begin + tok.size())) {
+          from = at + 1;
+          continue;
+        }
         if (at > 0) next.push_back({kNoToken, rest.substr(0, at)});
         next.push_back({id, {}});
         rest.remove_prefix(at + tok.size());
+        from = 0;
       }
       if (!rest.empty()) next.push_back({kNoToken, rest});
     }

@@ -130,6 +130,11 @@ Status Tokenizer::init() {
     if (type == TokenType::kControl || type == TokenType::kUserDefined) add_eog(id);
   }
   std::sort(eog_ids_.begin(), eog_ids_.end());
+  for (int32_t id : eog_ids_) specials_.forbid_in_data(id);
+  const SpecialIds& ids = vocab_.special;
+  for (int32_t id : {ids.bos, ids.eos, ids.unknown, ids.separator, ids.padding, ids.eot, ids.eom}) {
+    specials_.forbid_in_data(id);
+  }
 
   if (vocab_.special.bos != kNoToken) bos_text_ = vocab_.tokens[static_cast<size_t>(vocab_.special.bos)];
   if (vocab_.special.eos != kNoToken) eos_text_ = vocab_.tokens[static_cast<size_t>(vocab_.special.eos)];
@@ -189,24 +194,39 @@ void Tokenizer::encode_text(std::string_view text, bool space_prefix, std::vecto
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
-  std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 2);
-  if (add_bos && vocab_.special.bos != kNoToken) out.push_back(vocab_.special.bos);
   std::vector<Fragment> fragments;
   specials_.partition(text, parse_special, &fragments);
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 2);
+  encode_fragments(fragments, add_bos, &out);
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::encode_rendered(const jinja::Text& rendered, bool add_bos) const {
+  std::vector<Fragment> fragments;
+  specials_.partition_marked(rendered, &fragments);
+  const bool starts_with_bos =
+      vocab_.special.bos != kNoToken && !fragments.empty() && fragments[0].token == vocab_.special.bos;
+  std::vector<int32_t> out;
+  out.reserve(rendered.size() / 3 + 2);
+  encode_fragments(fragments, add_bos && !starts_with_bos, &out);
+  return out;
+}
+
+void Tokenizer::encode_fragments(const std::vector<Fragment>& fragments, bool add_bos, std::vector<int32_t>* out) const {
+  if (add_bos && vocab_.special.bos != kNoToken) out->push_back(vocab_.special.bos);
   // SentencePiece prefixes a space to text that starts the sequence or follows
   // a special token (llama.cpp's is_prev_special).
   bool after_special = true;
   for (const Fragment& f : fragments) {
     if (f.token != kNoToken) {
-      out.push_back(f.token);
+      out->push_back(f.token);
       after_special = true;
       continue;
     }
-    encode_text(f.text, vocab_.add_space_prefix && after_special, &out);
+    encode_text(f.text, vocab_.add_space_prefix && after_special, out);
     after_special = false;
   }
-  return out;
 }
 
 void Tokenizer::append_piece(int32_t id, bool skip_special, DecodeState* state, std::string* out) const {

@@ -27,6 +27,7 @@
 
 #include "common/status.h"
 #include "gguf/gguf_file.h"
+#include "jinja/text.h"
 #include "tokenizer/bpe_encoder.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/special_tokens.h"
@@ -55,6 +56,15 @@ class Tokenizer {
   // the text are recognised only with parse_special; otherwise their text is
   // tokenized like any other (user-defined tokens are always recognised).
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+
+  // Token ids of a rendered chat prompt (ChatTemplate::render). Outside its
+  // data ranges special tokens are recognised (the template's own markers);
+  // where text touches data only user-defined tokens that neither end
+  // generation nor stand for BOS/EOS/UNK/PAD/SEP are, so "</s>" or
+  // "<|im_start|>" written in a message is tokenized as plain text. add_bos
+  // prepends BOS unless the template already begins with it. With no data
+  // ranges this is encode(text, add_bos, true).
+  std::vector<int32_t> encode_rendered(const jinja::Text& rendered, bool add_bos) const;
 
   // The text of a sequence that starts at its beginning (after BOS or
   // nothing): the leading space SentencePiece's space prefix added is removed,
@@ -109,6 +119,7 @@ class Tokenizer {
   explicit Tokenizer(Vocab vocab);
   Status init();
   void encode_text(std::string_view text, bool space_prefix, std::vector<int32_t>* out) const;
+  void encode_fragments(const std::vector<Fragment>& fragments, bool add_bos, std::vector<int32_t>* out) const;
 
   const Vocab vocab_;
   TokenIndex index_;

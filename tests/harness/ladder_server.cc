@@ -70,9 +70,4 @@ ladder::testing::CommandResult replay(const std::string& url, const std::string&
   return ladder::testing::run_command(argv);
 }
 
-bool has_subcommand(const std::string& name) {
-  auto help = ladder::testing::run_command({ladder::testing::ladder_bin(), "--help"});
-  return help.out.find("\n  " + name + " ") != std::string::npos;
-}
-
 }  // namespace ladder::harness::testing

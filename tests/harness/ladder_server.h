@@ -46,7 +46,4 @@ WorkloadRequest completion(double t, const std::string& tenant, const std::strin
 ladder::testing::CommandResult replay(const std::string& url, const std::string& workload, const std::string& out,
                                       std::vector<std::string> extra);
 
-// `ladder --help` lists the subcommand: it exists in this build.
-bool has_subcommand(const std::string& name);
-
 }  // namespace ladder::harness::testing

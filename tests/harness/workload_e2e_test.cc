@@ -101,10 +101,6 @@ std::vector<int64_t> induction(std::vector<int64_t> ids, size_t n) {
 }
 
 TEST(WorkloadE2E, RetrievalModelContinuesRareEvidenceAt4096) {
-  auto help = ladder::testing::run_command({ladder::testing::ladder_bin(), "synth", "--help"});
-  if (help.out.find("retrieval") == std::string::npos) {
-    GTEST_SKIP() << "waits for `ladder synth --preset retrieval` (issue 14, another branch)";
-  }
   const std::string dir = ladder::testing::temp_dir();
   const std::string model = dir + "/retrieval.gguf";
   auto made = ladder::testing::run_command({ladder::testing::ladder_bin(), "synth", "--preset", "retrieval", "-o", model});

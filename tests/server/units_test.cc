@@ -83,7 +83,9 @@ TEST(RequestParsing, Chat) {
       R"("max_completion_tokens":3,"logprobs":true,"top_logprobs":2})",
       &r));
   ASSERT_EQ(r.messages.size(), 2u);
-  EXPECT_EQ(r.messages[1]["content"], "ab");
+  // Parts stay parts: the template decides how they are joined.
+  EXPECT_EQ(r.messages[1]["content"].size(), 2u);
+  EXPECT_EQ(r.messages[1]["content"][1]["text"], "b");
   EXPECT_EQ(*r.options.max_tokens, 3);
   EXPECT_EQ(r.options.sampling.top_logprobs, 2);
   ChatRequest bad;

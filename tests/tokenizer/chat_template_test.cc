@@ -1,24 +1,28 @@
-// Conformance of ladder::chat against python3-jinja2: every template in
+// Conformance of ChatTemplate against python3-jinja2: every template in
 // ../shared/chat-templates renders every conversation in
 // chat_conversations.json (with and without the generation prompt) to the
-// same bytes as tests/tokenizer/chat_reference.py, which renders with jinja2
-// configured as Hugging Face transformers does. All reference renders happen
-// in one python3 process (JSON in, JSON out).
+// same bytes as tests/jinja/jinja2_reference.py, which renders with jinja2
+// configured as Hugging Face transformers does. Conversations marked
+// "openai" are OpenAI request bodies and go through
+// ChatRenderInput::from_openai first (tool-call arguments as JSON strings,
+// content as text parts); both renderers then get the same variables
+// (ChatTemplate::context). All reference renders happen in one python3
+// process (JSON in, JSON out).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/chat/chat_template.h"
 #include "test_support.h"
+#include "tokenizer/chat_template.h"
 
-namespace ladder::chat {
+namespace ladder::tokenizer {
 namespace {
 
 using ojson = nlohmann::ordered_json;
@@ -28,21 +32,55 @@ constexpr std::time_t kFixedNow = 1767225600;  // 2026-01-01T00:00:00Z
 const char* kBos = "<|begin_of_text|>";
 const char* kEos = "<|end_of_text|>";
 
+// Templates written for tool use, with the tool conversations each must
+// render identically to jinja2 (and jinja2 must not reject them), so the
+// check is not vacuous. Llama 3.x templates take one tool call per turn;
+// firefunction wants its own `functions` and `datetime` variables.
+const std::vector<const char*> kAllToolConversations = {"openai_tool_round_trip", "openai_tool_call_pending",
+                                                        "openai_empty_arguments"};
+const std::vector<const char*> kSingleCallConversations = {"openai_tool_call_pending", "openai_empty_arguments"};
+const std::vector<std::pair<const char*, std::vector<const char*>>> kToolCases = {
+    {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", kAllToolConversations},
+    {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", kAllToolConversations},
+    {"meta-llama-Llama-3.1-8B-Instruct", kSingleCallConversations},
+    {"meta-llama-Llama-3.2-3B-Instruct", kSingleCallConversations},
+    {"mistralai-Mistral-Nemo-Instruct-2407", kAllToolConversations},
+    {"Mistral-Small-3.2-24B-Instruct-2506", kAllToolConversations},
+    {"Qwen-Qwen2.5-7B-Instruct", kAllToolConversations},
+    {"fireworks-ai-llama-3-firefunction-v2", {"openai_firefunction_kwargs"}},
+    {"meetkai-functionary-medium-v3.2", kAllToolConversations},
+    {"Qwen3-Coder", kAllToolConversations},
+};
+
 fs::path test_dir() { return fs::path(__FILE__).parent_path(); }
 
 std::string reference_script() {
-  if (const char* env = std::getenv("LADDER_CHAT_REFERENCE")) return env;
-  return (test_dir() / "chat_reference.py").string();
+  if (const char* env = std::getenv("LADDER_JINJA2_REFERENCE")) return env;
+  return (test_dir().parent_path() / "jinja" / "jinja2_reference.py").string();
 }
 
-struct Case {
-  std::string id;
-  std::string template_name;
-  const ojson* conversation;
-  bool add_generation_prompt;
-};
+// The render input of a conversation: an OpenAI body through from_openai,
+// or messages handed over as they are (Hugging Face style).
+ChatRenderInput input_of(const ojson& conv, bool gen) {
+  ChatRenderInput in;
+  if (conv.value("openai", false)) {
+    const ojson* tools = conv.contains("tools") ? &conv["tools"] : nullptr;
+    Result<ChatRenderInput> r = ChatRenderInput::from_openai(conv["messages"], tools);
+    EXPECT_TRUE(r.is_ok()) << conv["name"] << ": " << r.status().to_string();
+    if (r.is_ok()) in = std::move(r).value();
+  } else {
+    in.messages = conv["messages"];
+    if (conv.contains("tools")) in.tools = conv["tools"];
+  }
+  in.add_generation_prompt = gen;
+  in.bos_token = kBos;
+  in.eos_token = kEos;
+  in.now = kFixedNow;
+  if (conv.contains("kwargs")) in.kwargs = conv["kwargs"];
+  return in;
+}
 
-// First line of a message, for readable failure output.
+// First difference, for readable failure output.
 std::string first_diff(const std::string& a, const std::string& b) {
   size_t i = 0;
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
@@ -51,48 +89,26 @@ std::string first_diff(const std::string& a, const std::string& b) {
          "\n  jinja2: " + ojson(b.substr(from, 160)).dump();
 }
 
+struct Case {
+  std::string id;
+  std::string template_name;
+  std::string conversation;
+  ChatRenderInput input;
+};
+
 TEST(ChatTemplateConformance, SharedTemplatesMatchJinja2) {
-  std::string readme = testing::shared_path("chat-templates/README.md");
+  std::string readme = ladder::testing::shared_path("chat-templates/README.md");
   ASSERT_FALSE(readme.empty());
   fs::path dir = fs::path(readme).parent_path();
   std::map<std::string, std::string> sources;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() == ".jinja") sources[entry.path().stem().string()] = testing::read_file(entry.path().string());
+    if (entry.path().extension() == ".jinja") sources[entry.path().stem().string()] = ladder::testing::read_file(entry.path().string());
   }
   ASSERT_GE(sources.size(), 50u) << "expected the shared chat templates in " << dir;
+  for (const auto& [name, convs] : kToolCases) ASSERT_TRUE(sources.count(name)) << name;
 
-  ojson conversations = ojson::parse(testing::read_file((test_dir() / "chat_conversations.json").string()))["conversations"];
-  ASSERT_GE(conversations.size(), 3u);
-
-  ojson request;
-  request["templates"] = ojson::object();
-  for (const auto& [name, src] : sources) request["templates"][name] = src;
-  request["cases"] = ojson::array();
-  std::vector<Case> cases;
-  for (const auto& [name, src] : sources) {
-    for (const ojson& conv : conversations) {
-      for (bool gen : {true, false}) {
-        Case c{name + " / " + conv["name"].get<std::string>() + (gen ? " / gen" : " / no-gen"), name, &conv, gen};
-        ojson rc;
-        rc["id"] = c.id;
-        rc["template"] = name;
-        rc["messages"] = conv["messages"];
-        if (conv.contains("tools")) rc["tools"] = conv["tools"];
-        rc["add_generation_prompt"] = gen;
-        rc["bos_token"] = kBos;
-        rc["eos_token"] = kEos;
-        rc["extra"] = conv.contains("extra") ? conv["extra"] : ojson::object();
-        rc["now"] = kFixedNow;
-        request["cases"].push_back(rc);
-        cases.push_back(c);
-      }
-    }
-  }
-
-  testing::CommandResult ref = testing::run_command({"python3", reference_script()}, request.dump());
-  ASSERT_EQ(ref.exit_code, 0) << "reference renderer failed:\n" << ref.err;
-  ojson results = ojson::parse(ref.out)["results"];
-  ASSERT_EQ(results.size(), cases.size());
+  ojson conversations = ojson::parse(ladder::testing::read_file((test_dir() / "chat_conversations.json").string()))["conversations"];
+  ASSERT_GE(conversations.size(), 10u);
 
   std::map<std::string, ChatTemplate> parsed;
   std::map<std::string, Status> parse_errors;
@@ -102,10 +118,37 @@ TEST(ChatTemplateConformance, SharedTemplatesMatchJinja2) {
     else parse_errors.emplace(name, t.status());
   }
 
+  ojson request;
+  request["templates"] = ojson::object();
+  for (const auto& [name, src] : sources) request["templates"][name] = src;
+  request["cases"] = ojson::array();
+  std::vector<Case> cases;
+  for (const auto& [name, src] : sources) {
+    for (const ojson& conv : conversations) {
+      for (bool gen : {true, false}) {
+        Case c{name + " / " + conv["name"].get<std::string>() + (gen ? " / gen" : " / no-gen"), name,
+               conv["name"].get<std::string>(), input_of(conv, gen)};
+        // The variables the template sees; a template we cannot parse gets
+        // the ChatML fallback's view (jinja2 must then reject it too).
+        auto it = parsed.find(name);
+        Result<ojson> context = (it != parsed.end() ? it->second : ChatTemplate::chatml()).context(c.input);
+        ASSERT_TRUE(context.is_ok()) << c.id << ": " << context.status().to_string();
+        request["cases"].push_back({{"id", c.id}, {"template", name}, {"context", *context}, {"now", kFixedNow}});
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+
+  ladder::testing::CommandResult ref = ladder::testing::run_command({"python3", reference_script()}, request.dump());
+  ASSERT_EQ(ref.exit_code, 0) << "reference renderer failed:\n" << ref.err;
+  ojson results = ojson::parse(ref.out)["results"];
+  ASSERT_EQ(results.size(), cases.size());
+
   struct Tally {
     int matched = 0, both_rejected = 0, mismatched = 0;
   };
   std::map<std::string, Tally> tally;
+  std::set<std::string> tool_cases_matched;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
     const ojson& r = results[i];
@@ -113,15 +156,8 @@ TEST(ChatTemplateConformance, SharedTemplatesMatchJinja2) {
     Tally& t = tally[c.template_name];
     Result<std::string> ours = internal_error("template did not parse");
     if (auto it = parsed.find(c.template_name); it != parsed.end()) {
-      ChatRenderInput in;
-      in.messages = (*c.conversation)["messages"];
-      if (c.conversation->contains("tools")) in.tools = (*c.conversation)["tools"];
-      in.add_generation_prompt = c.add_generation_prompt;
-      in.bos_token = kBos;
-      in.eos_token = kEos;
-      in.now = kFixedNow;
-      if (c.conversation->contains("extra")) in.extra = (*c.conversation)["extra"];
-      ours = it->second.render(in);
+      Result<jinja::Text> text = it->second.render(c.input);
+      ours = text.is_ok() ? Result<std::string>(text->bytes()) : Result<std::string>(text.status());
     } else {
       ours = parse_errors.at(c.template_name);
     }
@@ -147,6 +183,13 @@ TEST(ChatTemplateConformance, SharedTemplatesMatchJinja2) {
       continue;
     }
     ++t.matched;
+    tool_cases_matched.insert(c.template_name + " / " + c.conversation);
+  }
+  for (const auto& [name, convs] : kToolCases) {
+    for (const char* conv : convs) {
+      EXPECT_TRUE(tool_cases_matched.count(std::string(name) + " / " + conv))
+          << name << " does not render the tool conversation " << conv << " identically to jinja2";
+    }
   }
   int total_matched = 0, total_cases = 0;
   for (const auto& [name, t] : tally) {
@@ -160,4 +203,4 @@ TEST(ChatTemplateConformance, SharedTemplatesMatchJinja2) {
 }
 
 }  // namespace
-}  // namespace ladder::chat
+}  // namespace ladder::tokenizer
