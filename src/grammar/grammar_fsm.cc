@@ -179,7 +179,7 @@ class FsmBuilder {
 
   Status check_size() const {
     if (static_cast<int64_t>(nfa_.size()) > kMaxNfaStates) {
-      return out_of_range("grammar too large: expanding its repetitions needs more than " +
+      return invalid_argument("grammar too large: expanding its repetitions needs more than " +
                           std::to_string(kMaxNfaStates) + " automaton states");
     }
     return Status::ok();
@@ -220,7 +220,7 @@ class FsmBuilder {
         uint32_t k = 0;
         if (it == token_index_.end()) {
           k = static_cast<uint32_t>(fsm_.token_texts_.size());
-          if (kFirstTokenSymbol + k > 0xFFFF) return out_of_range("grammar names too many distinct tokens");
+          if (kFirstTokenSymbol + k > 0xFFFF) return invalid_argument("grammar names too many distinct tokens");
           fsm_.token_texts_.push_back(e.text);
           token_index_.emplace(e.text, k);
         } else {
@@ -331,7 +331,7 @@ class FsmBuilder {
     intern({nfa_start_});
     for (size_t next = 0; next < pending.size(); ++next) {
       if (*total_states + static_cast<int64_t>(dfa->states.size()) > kMaxFsmStates) {
-        return out_of_range("grammar too large: its automata need more than " + std::to_string(kMaxFsmStates) +
+        return invalid_argument("grammar too large: its automata need more than " + std::to_string(kMaxFsmStates) +
                             " states");
       }
       const std::vector<int32_t> members = pending[next];

@@ -52,8 +52,8 @@ inline constexpr int64_t kMaxFsmStates = 1'000'000;
 
 class GrammarFsm {
  public:
-  // Errors: kInvalidArgument naming a rule that can never be completed, or
-  // kOutOfRange when the expanded automata pass kMaxNfaStates / kMaxFsmStates.
+  // Errors (kInvalidArgument): a rule that can never be completed, or
+  // automata that would pass kMaxNfaStates / kMaxFsmStates.
   static Result<GrammarFsm> compile(const Grammar& grammar);
 
   int32_t n_states() const { return static_cast<int32_t>(states_.size()); }

@@ -192,7 +192,7 @@ item ::= "b" item)", vocab);
   r = CompiledGrammar::from_gbnf(R"(root ::= [a-z]{0,10000} [a-z]{0,10000} [a-z]{0,10000} ([a-z]{0,10000}){0,200})",
                                  vocab);
   ASSERT_FALSE(r.is_ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange) << r.status().message();
+  EXPECT_NE(r.status().message().find("grammar too large"), std::string::npos) << r.status().message();
 }
 
 }  // namespace
