@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -14,6 +16,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/token_vocabulary.h"
+#include "test_support.h"
 #include "tokenizer/tokenizer_test_util.h"
 
 namespace ladder::testing {
@@ -165,6 +168,21 @@ inline WalkResult random_walk(const std::shared_ptr<const grammar::CompiledGramm
     }
     out.text += v.piece(pick);  // a named special token adds its text, as a marker
   }
+  return out;
+}
+
+// python3-jsonschema's verdicts ("valid", "invalid", "unparsable") on
+// (schema index, JSON text) pairs.
+inline std::vector<std::string> python_verdicts(const std::vector<nlohmann::json>& schemas,
+                                                const std::vector<std::pair<size_t, std::string>>& texts) {
+  std::string input = nlohmann::json(schemas).dump() + "\n";
+  for (const auto& [i, text] : texts) input += nlohmann::json({{"schema", i}, {"text", text}}).dump() + "\n";
+  CommandResult r = run_command({"/usr/bin/python3", std::string(LADDER_TEST_SOURCE_DIR) + "/grammar/validate_json.py"}, input);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> out;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) out.push_back(line);
+  EXPECT_EQ(out.size(), texts.size()) << r.err;
   return out;
 }
 

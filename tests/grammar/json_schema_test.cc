@@ -93,20 +93,11 @@ std::shared_ptr<const CompiledGrammar> compile_schema(const char* schema_text,
   return testing::compile_gbnf(gbnf.value(), vocab);
 }
 
-// Python's verdicts ("valid", "invalid", "unparsable") for (schema index, text) pairs.
+// Python's verdicts for (schema index, text) pairs.
 std::vector<std::string> python_verdicts(const std::vector<std::pair<size_t, std::string>>& texts) {
-  nlohmann::json schemas = nlohmann::json::array();
+  std::vector<nlohmann::json> schemas;
   for (const SchemaCase& c : schema_cases()) schemas.push_back(nlohmann::json::parse(c.schema));
-  std::string input = schemas.dump() + "\n";
-  for (const auto& [i, text] : texts) input += nlohmann::json({{"schema", i}, {"text", text}}).dump() + "\n";
-  testing::CommandResult r = testing::run_command(
-      {"/usr/bin/python3", std::string(LADDER_TEST_SOURCE_DIR) + "/grammar/validate_json.py"}, input);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  std::vector<std::string> out;
-  std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);) out.push_back(line);
-  EXPECT_EQ(out.size(), texts.size()) << r.err;
-  return out;
+  return testing::python_verdicts(schemas, texts);
 }
 
 TEST(JsonSchemaGrammar, HandWrittenTextsAgreeWithPython) {
