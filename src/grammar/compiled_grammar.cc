@@ -60,7 +60,7 @@ const StateTokens& CompiledGrammar::state_tokens(int32_t state) const {
 
 void CompiledGrammar::precompute() const {
   for (int32_t s = 0; s < fsm_.n_states(); ++s) {
-    if (!fsm_.terminal_edges(s).empty()) state_tokens(s);
+    if (!fsm_.terminal_edges(s).empty() || !fsm_.rule_edges(s).empty()) state_tokens(s);
   }
 }
 

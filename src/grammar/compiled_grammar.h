@@ -61,7 +61,7 @@ class CompiledGrammar {
 
   // The classification of `state` (computed now if no one has yet). Thread-safe.
   const StateTokens& state_tokens(int32_t state) const;
-  // Classifies every state that reads terminals, so later masks cost only
+  // Classifies every state that reads anything, so later masks cost only
   // their context-dependent part.
   void precompute() const;
   // States classified so far.

@@ -22,8 +22,11 @@ namespace ladder::grammar {
 namespace {
 
 // Inline a non-recursive rule when its automaton is at most this big, or when
-// it is used once and at most kInlineOnce big.
-constexpr int64_t kInlineSmall = 48;
+// it is used once and at most kInlineOnce big. Small lexical rules (the
+// whitespace between JSON tokens, one string character) are worth copying:
+// a rule boundary inside a token makes that token context-dependent, which
+// costs a check at every mask (compiled_grammar.h).
+constexpr int64_t kInlineSmall = 96;
 constexpr int64_t kInlineOnce = 4096;
 
 struct NfaEdge {
@@ -138,7 +141,12 @@ class FsmBuilder {
     constexpr int64_t kCap = int64_t{1} << 40;
     switch (e.kind) {
       case Expr::Kind::kLiteral: return static_cast<int64_t>(e.text.size()) + 1;
-      case Expr::Kind::kCharClass: return 2 + 3 * static_cast<int64_t>(e.ranges.size());
+      case Expr::Kind::kCharClass: {
+        // Roughly one state per byte of each range's longest encoding.
+        int64_t c = 1;
+        for (const CodepointRange& r : e.ranges) c += r.hi < 0x80 ? 1 : r.hi < 0x800 ? 2 : r.hi < 0x10000 ? 3 : 4;
+        return c;
+      }
       case Expr::Kind::kToken: return 2;
       case Expr::Kind::kRuleRef:
         if (recursive[e.rule]) return 2;

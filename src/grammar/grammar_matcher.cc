@@ -31,12 +31,15 @@ bool GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
   bool any = false;
   if (!terminated_) {
     // Context-independent part: OR the accepted sets of the distinct states
-    // that read terminals; gather their uncertain trie nodes.
+    // of the items that began before this position. Items predicted here
+    // (origin == this set) need no look of their own: the classification of
+    // the item that predicted them walked every path through them.
     const GrammarFsm& fsm = grammar_->fsm();
+    const int32_t here = static_cast<int32_t>(rec_.n_sets()) - 1;
     ++stamp_;
-    candidates_.clear();
+    kernel_.clear();
     for (const EarleyItem& it : rec_.current()) {
-      if (state_stamp_[it.state] == stamp_ || fsm.terminal_edges(it.state).empty()) continue;
+      if (it.origin == here || state_stamp_[it.state] == stamp_) continue;
       state_stamp_[it.state] = stamp_;
       const StateTokens& st = grammar_->state_tokens(it.state);
       if (!st.accepted_bits.empty()) {
@@ -44,17 +47,20 @@ bool GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
       } else {
         for (int32_t id : st.accepted_ids) set_bit(mask, id);
       }
-      candidates_.insert(candidates_.end(), st.uncertain_nodes.begin(), st.uncertain_nodes.end());
+      if (!st.uncertain_nodes.empty()) kernel_.push_back(&st);
     }
-    // Context-dependent part: the uncertain tokens not already allowed.
-    std::sort(candidates_.begin(), candidates_.end());
-    candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+    // Context-dependent part: the uncertain tokens no state allowed already.
     const std::vector<TrieNode>& trie = vocab.trie();
-    size_t kept = 0;
-    for (int32_t node : candidates_) {
-      if (!test_bit(mask, vocab.node_tokens(trie[node])[0])) candidates_[kept++] = node;
+    candidates_.clear();
+    for (const StateTokens* st : kernel_) {
+      for (int32_t node : st->uncertain_nodes) {
+        if (!test_bit(mask, vocab.node_tokens(trie[node])[0])) candidates_.push_back(node);
+      }
     }
-    candidates_.resize(kept);
+    if (kernel_.size() > 1) {
+      std::sort(candidates_.begin(), candidates_.end());
+      candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+    }
     if (!candidates_.empty()) check_uncertain(candidates_, mask);
     // Named tokens match only as their symbol, never by their bytes.
     const std::vector<int32_t>& named = grammar_->named_tokens();
@@ -172,8 +178,19 @@ void GrammarMatcher::rollback(int32_t n_steps) {
 void apply_token_mask(std::span<const uint64_t> mask, std::span<float> logits) {
   LADDER_CHECK(mask.size() * 64 >= logits.size(), "apply_token_mask: mask shorter than the logits");
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (!((mask[i >> 6] >> (i & 63)) & 1)) logits[i] = kNegInf;
+  for (size_t w = 0; w * 64 < logits.size(); ++w) {
+    const uint64_t bits = mask[w];
+    if (bits == ~uint64_t{0}) continue;
+    const size_t begin = w * 64;
+    const size_t end = std::min(begin + 64, logits.size());
+    if (bits == 0) {
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin), logits.begin() + static_cast<std::ptrdiff_t>(end),
+                kNegInf);
+      continue;
+    }
+    for (size_t i = begin; i < end; ++i) {
+      if (!((bits >> (i - begin)) & 1)) logits[i] = kNegInf;
+    }
   }
 }
 

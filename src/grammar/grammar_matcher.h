@@ -75,6 +75,7 @@ class GrammarMatcher {
   // Scratch.
   std::vector<uint32_t> state_stamp_;  // [n_states]
   uint32_t stamp_ = 0;
+  std::vector<const StateTokens*> kernel_;
   std::vector<int32_t> candidates_;
   std::vector<int32_t> path_;
   std::vector<int32_t> chain_;
