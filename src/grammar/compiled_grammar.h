@@ -4,7 +4,7 @@
 //
 // The token mask rests on a per-state classification (XGrammar's "adaptive
 // token mask cache"): for an automaton state s, walk the vocabulary trie with
-// a recogniser that starts at s alone and
+// a recogniser that starts at s alone (predicting the rules s refers to) and
 //   - accepts a token when its bytes can be read without leaving s's rule:
 //     then it is allowed wherever s occurs, whatever surrounds the rule;
 //   - calls it uncertain when the rule could end part-way through the token:
@@ -12,6 +12,9 @@
 //   - rejects it otherwise.
 // A state's classification is computed the first time a matcher meets the
 // state (or all at once by precompute()) and kept for every later request.
+// Because the walk from s covers the rules s predicts, a mask needs the
+// classifications of the items that began before the current position only
+// (grammar_matcher.h), and uncertain tokens are those near a rule's end.
 #pragma once
 
 #include <atomic>

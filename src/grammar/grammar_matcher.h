@@ -11,10 +11,12 @@
 // mask stays end-only. rollback(n) undoes the last n accepted tokens
 // (speculative decoding: accept the draft, roll back what the target refused).
 //
-// The mask: the accepted sets of the current states' classifications
-// (compiled_grammar.h) ORed together, then each uncertain token checked by
-// feeding its bytes to this matcher, walking the vocabulary trie so a shared
-// prefix is fed once and rolled back after. Not thread-safe; one per request.
+// The mask: the accepted sets of the classifications (compiled_grammar.h) of
+// the current items that began before this position, ORed together (an item
+// predicted here is covered by the item that predicted it); then each
+// uncertain token not yet allowed is checked by feeding its bytes to this
+// matcher, walking the vocabulary trie so that a shared prefix is fed once and
+// rolled back after. Not thread-safe; one per request.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,8 @@
 // walks through grammars whose rule boundaries fall inside tokens.
 #include <gtest/gtest.h>
 
+#include "grammar/json_schema.h"
+#include "grammar/tool_call_grammar.h"
 #include "grammar_test_util.h"
 
 namespace ladder::grammar {
@@ -58,6 +60,60 @@ TEST(GrammarMask, JsonMatchesBruteForce) {
 
 TEST(GrammarMask, AmbiguousTextMatchesBruteForce) {
   for (const VocabCase& vc : kVocabs) compare_on(kTextGbnf, vc, 30, 20);
+}
+
+TEST(GrammarMask, SchemaGrammarsMatchBruteForce) {
+  auto gbnf = json_schema_to_gbnf(nlohmann::ordered_json::parse(R"({"type": "object", "properties": {
+    "name": {"type": "string", "maxLength": 20}, "kind": {"enum": ["cat", "dog"]},
+    "age": {"type": "integer", "minimum": -3, "maximum": 130},
+    "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+( [a-z]+)?$"}, "maxItems": 3},
+    "born": {"type": "string", "format": "date"}, "extra": {"type": "object"}},
+    "required": ["name", "kind", "age"], "additionalProperties": false})"));
+  ASSERT_TRUE(gbnf.is_ok()) << gbnf.status().to_string();
+  for (const VocabCase& vc : kVocabs) compare_on(gbnf.value().c_str(), vc, 60, 40);
+}
+
+// The Llama 2 vocabulary with Mistral's markers added as special tokens.
+std::shared_ptr<const TokenVocabulary> llama_with_markers() {
+  auto base = testing::shared_vocabulary("models/llama-2-tiny-random.gguf");
+  if (!base) return nullptr;
+  std::vector<std::string> pieces;
+  std::vector<bool> special;
+  for (int32_t id = 0; id < base->size(); ++id) {
+    pieces.emplace_back(base->piece(id));
+    special.push_back(base->is_special(id));
+  }
+  for (const char* m : {"[TOOL_CALLS]", "[ARGS]"}) {
+    pieces.emplace_back(m);
+    special.push_back(true);
+  }
+  return TokenVocabulary::create(pieces, special, base->end_ids()).value();
+}
+
+TEST(GrammarMask, ToolGrammarsWithMarkerTokensMatchBruteForce) {
+  auto vocab = llama_with_markers();
+  ASSERT_NE(vocab, nullptr);
+  auto tools = parse_openai_tools(nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+     "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time"}}])"));
+  ASSERT_TRUE(tools.is_ok());
+  for (ToolCallFormat format : {ToolCallFormat::kMistralArgs, ToolCallFormat::kMistralJsonArray, ToolCallFormat::kHermes}) {
+    ToolGrammarOptions options;
+    options.format = format;
+    auto gbnf = tool_call_gbnf(tools.value(), options, vocab.get());
+    ASSERT_TRUE(gbnf.is_ok());
+    auto g = testing::compile_gbnf(gbnf.value(), vocab);
+    ASSERT_NE(g, nullptr);
+    for (int w = 0; w < 2; ++w) {
+      testing::WalkResult r = testing::random_walk(g, 50 + static_cast<uint64_t>(w), 80, 50, true);
+      EXPECT_EQ(r.mismatches, 0) << tool_call_format_name(format);
+      EXPECT_TRUE(r.ended) << r.text;
+      if (format != ToolCallFormat::kHermes) {
+        EXPECT_EQ(r.text.rfind("[TOOL_CALLS]", 0), 0u) << r.text;
+      }
+    }
+  }
 }
 
 TEST(GrammarMask, VocabularyTrieHoldsEveryOrdinaryToken) {
