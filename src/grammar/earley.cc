@@ -1,5 +1,7 @@
 #include "grammar/earley.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 
 namespace ladder::grammar {
@@ -21,16 +23,24 @@ void EarleyRecognizer::start(int32_t state) {
     table_keys_.assign(64, 0);
     table_stamps_.assign(64, 0);
   }
-  ++stamp_;
+  hashed_ = false;
   add({state, kRootOrigin});
   close();
 }
 
+// Puts the current set's items into a table twice their number (or more).
 void EarleyRecognizer::grow_table() {
-  const size_t size = table_keys_.size() * 2;
-  table_keys_.assign(size, 0);
-  table_stamps_.assign(size, 0);
-  ++stamp_;
+  const size_t n = items_.size() - set_begin_.back();
+  size_t size = table_keys_.size();
+  while (size < 4 * (n + 1)) size *= 2;
+  if (size != table_keys_.size()) {
+    table_keys_.assign(size, 0);
+    table_stamps_.assign(size, 0);
+  }
+  if (++stamp_ == 0) {  // wrapped: old stamps could match again
+    std::fill(table_stamps_.begin(), table_stamps_.end(), 0);
+    stamp_ = 1;
+  }
   const size_t mask = size - 1;
   for (size_t k = set_begin_.back(); k < items_.size(); ++k) {
     uint64_t key = item_key(items_[k]);
@@ -39,10 +49,21 @@ void EarleyRecognizer::grow_table() {
     table_keys_[slot] = key;
     table_stamps_[slot] = stamp_;
   }
+  hashed_ = true;
 }
 
 void EarleyRecognizer::add(EarleyItem item) {
-  if ((items_.size() - set_begin_.back() + 1) * 2 > table_keys_.size()) grow_table();
+  const size_t n = items_.size() - set_begin_.back();
+  if (!hashed_) {
+    // Most sets are small: a scan beats hashing.
+    for (size_t k = set_begin_.back(); k < items_.size(); ++k) {
+      if (items_[k].state == item.state && items_[k].origin == item.origin) return;
+    }
+    items_.push_back(item);
+    if (n + 1 >= kLinearItems) grow_table();
+    return;
+  }
+  if ((n + 1) * 2 > table_keys_.size()) grow_table();
   const uint64_t key = item_key(item);
   const size_t mask = table_keys_.size() - 1;
   size_t slot = slot_of(key, mask);
@@ -87,9 +108,23 @@ void EarleyRecognizer::close() {
 bool EarleyRecognizer::advance(uint32_t symbol) {
   const size_t begin = set_begin_.back();
   const size_t end = items_.size();
+  if (end - begin == 1) {
+    // One item moving inside its rule, with nothing to predict or complete:
+    // the common case inside strings and literals, done without a closure.
+    const EarleyItem it = items_[begin];
+    const int32_t target = fsm_->next(it.state, symbol);
+    if (target < 0) return false;
+    const FsmState& st = fsm_->state(target);
+    if (st.rule_begin == st.rule_end && (!st.final || it.origin == kRootOrigin)) {
+      set_begin_.push_back(static_cast<uint32_t>(end));
+      can_end_.push_back(st.final ? 1 : 0);
+      items_.push_back({target, it.origin});
+      return true;
+    }
+  }
   set_begin_.push_back(static_cast<uint32_t>(end));
   can_end_.push_back(0);
-  ++stamp_;
+  hashed_ = false;
   for (size_t k = begin; k < end; ++k) {
     const EarleyItem it = items_[k];
     int32_t target = fsm_->next(it.state, symbol);

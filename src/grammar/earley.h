@@ -55,7 +55,10 @@ class EarleyRecognizer {
   std::vector<EarleyItem> items_;     // every set, one after another
   std::vector<uint32_t> set_begin_;   // [n_sets] first item of each set
   std::vector<uint8_t> can_end_;      // [n_sets]
-  // Open-addressing set of the current set's items, cleared by bumping stamp_.
+  // Duplicates in the current set are found by a scan while it is small, then
+  // by an open-addressing table of its items (cleared by bumping stamp_).
+  static constexpr size_t kLinearItems = 16;
+  bool hashed_ = false;
   std::vector<uint64_t> table_keys_;
   std::vector<uint32_t> table_stamps_;
   uint32_t stamp_ = 0;

@@ -26,7 +26,7 @@ namespace {
 // whitespace between JSON tokens, one string character) are worth copying:
 // a rule boundary inside a token makes that token context-dependent, which
 // costs a check at every mask (compiled_grammar.h).
-constexpr int64_t kInlineSmall = 96;
+constexpr int64_t kInlineSmall = 128;
 constexpr int64_t kInlineOnce = 4096;
 
 struct NfaEdge {

@@ -2,6 +2,7 @@
 // was worked out by hand from the grammar, not by running the matcher.
 #include <gtest/gtest.h>
 
+#include "grammar/grammar_cache.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar_test_util.h"
 
@@ -193,6 +194,26 @@ item ::= "b" item)", vocab);
                                  vocab);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("grammar too large"), std::string::npos) << r.status().message();
+}
+
+TEST(GrammarCache, SharesCompiledGrammarsAndEvictsTheOldest) {
+  GrammarCache cache(testing::byte_vocabulary(), 2);
+  auto a = cache.get(R"(root ::= "a")");
+  auto a2 = cache.get(R"(root ::= "a")");
+  ASSERT_TRUE(a.is_ok() && a2.is_ok());
+  EXPECT_EQ(a.value().get(), a2.value().get());
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ(cache.misses(), 1u);
+  ASSERT_TRUE(cache.get(R"(root ::= "b")").is_ok());
+  ASSERT_TRUE(cache.get(R"(root ::= "a")").is_ok());  // "a" is now the most recent
+  ASSERT_TRUE(cache.get(R"(root ::= "c")").is_ok());  // evicts "b"
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.get(R"(root ::= "a")").value().get(), a.value().get());
+  const uint64_t misses = cache.misses();
+  ASSERT_TRUE(cache.get(R"(root ::= "b")").is_ok());
+  EXPECT_EQ(cache.misses(), misses + 1);
+  EXPECT_FALSE(cache.get("root ::= (").is_ok());
+  EXPECT_EQ(cache.size(), 2u);
 }
 
 }  // namespace
