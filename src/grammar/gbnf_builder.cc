@@ -100,6 +100,14 @@ std::string GbnfBuilder::literal(std::string_view bytes) {
   return out + "\"";
 }
 
+std::string GbnfBuilder::alternation(const std::vector<std::string>& alternatives) {
+  LADDER_CHECK(!alternatives.empty(), "GbnfBuilder::alternation: no alternatives");
+  if (alternatives.size() == 1) return alternatives[0];
+  std::string out = "( ";
+  for (size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : "") + alternatives[i];
+  return out + " )";
+}
+
 std::string GbnfBuilder::char_class(const std::vector<CodepointRange>& ranges) {
   if (ranges.empty()) return "";
   std::string out = "[";

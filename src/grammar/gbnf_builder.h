@@ -29,6 +29,8 @@ class GbnfBuilder {
 
   // "bytes" with the escapes GBNF needs.
   static std::string literal(std::string_view bytes);
+  // "( a | b | ... )", or the one alternative alone.
+  static std::string alternation(const std::vector<std::string>& alternatives);
   // [ranges] (ranges normalized); "" for an empty set.
   static std::string char_class(const std::vector<CodepointRange>& ranges);
 

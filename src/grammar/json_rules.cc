@@ -86,10 +86,7 @@ std::string same_length_range(const std::string& lo, const std::string& hi) {
   if (!hi_rest_nine) {
     alts.push_back("\"" + std::string(1, hi[0]) + "\" ( " + same_length_range(std::string(rest, '0'), hi.substr(1)) + " )");
   }
-  if (alts.size() == 1) return alts[0];
-  std::string out = "( ";
-  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
-  return out + " )";
+  return GbnfBuilder::alternation(alts);
 }
 
 // Non-negative lo <= hi.
@@ -108,10 +105,7 @@ std::string natural_range(int64_t lo, int64_t hi) {
     }
     pow10 *= 10;
   }
-  if (alts.size() == 1) return alts[0];
-  std::string out = "( ";
-  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
-  return out + " )";
+  return GbnfBuilder::alternation(alts);
 }
 
 }  // namespace
@@ -128,8 +122,7 @@ Result<std::string> integer_range(std::optional<int64_t> lo, std::optional<int64
   std::vector<std::string> alts;
   if (a < 0) alts.push_back("\"-\" " + natural_range(std::max<int64_t>(1, -z), -a));
   if (z >= 0) alts.push_back(natural_range(std::max<int64_t>(0, a), z));
-  if (alts.size() == 1) return alts[0];
-  return "( " + alts[0] + " | " + alts[1] + " )";
+  return GbnfBuilder::alternation(alts);
 }
 
 Result<std::string> string_format(std::string_view format, GbnfBuilder* b) {

@@ -31,13 +31,6 @@ const std::set<std::string, std::less<>>& constraint_keywords() {
 
 std::string where(const std::string& path) { return path.empty() ? "the schema root" : path; }
 
-std::string alternation(const std::vector<std::string>& alts) {
-  if (alts.size() == 1) return alts[0];
-  std::string out = "( ";
-  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
-  return out + " )";
-}
-
 bool matches_type(const Json& v, const std::string& type) {
   if (type == "string") return v.is_string();
   if (type == "number") return v.is_number();
@@ -123,7 +116,7 @@ class SchemaConverter {
                                                        hint + "-" + std::to_string(i)));
         alts.push_back(alt);
       }
-      return with_null(alternation(alts));
+      return with_null(GbnfBuilder::alternation(alts));
     }
 
     std::vector<std::string> types;
@@ -158,7 +151,7 @@ class SchemaConverter {
         if (ok) alts.push_back(GbnfBuilder::literal(v.dump()));
       }
       if (alts.empty()) return invalid("no value of 'enum'/'const' has the schema's 'type'", path);
-      return alternation(alts);
+      return GbnfBuilder::alternation(alts);
     }
 
     if (types.empty()) {
@@ -181,7 +174,7 @@ class SchemaConverter {
       LADDER_ASSIGN_OR_RETURN(std::string alt, visit_type(s, t, path, hint));
       alts.push_back(alt);
     }
-    return alternation(alts);
+    return GbnfBuilder::alternation(alts);
   }
 
   Result<std::string> visit_type(const Json& s, const std::string& type, const std::string& path,

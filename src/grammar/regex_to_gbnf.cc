@@ -397,10 +397,7 @@ Result<std::string> json_char_from(const Ranges& set) {
     }
   }
   if (alts.empty()) return invalid_argument("pattern has a character class that matches nothing");
-  if (alts.size() == 1) return alts[0];
-  std::string out = "( ";
-  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
-  return out + " )";
+  return GbnfBuilder::alternation(alts);
 }
 
 Result<std::string> emit(const Expr& e) {
@@ -416,12 +413,12 @@ Result<std::string> emit(const Expr& e) {
       return out;
     }
     case Expr::Kind::kAlternation: {
-      std::string out = "( ";
-      for (size_t i = 0; i < e.children.size(); ++i) {
-        LADDER_ASSIGN_OR_RETURN(std::string part, emit(e.children[i]));
-        out += (i ? " | " : "") + part;
+      std::vector<std::string> alts;
+      for (const Expr& c : e.children) {
+        LADDER_ASSIGN_OR_RETURN(std::string part, emit(c));
+        alts.push_back(part);
       }
-      return out + " )";
+      return GbnfBuilder::alternation(alts);
     }
     case Expr::Kind::kRepeat: {
       LADDER_ASSIGN_OR_RETURN(std::string body, emit(e.children[0]));
@@ -456,10 +453,7 @@ Result<std::string> regex_to_json_content(std::string_view pattern, GbnfBuilder*
     if (!anchors[i].second) alt += " " + any;
     alts.push_back(alt);
   }
-  if (alts.size() == 1) return "( " + alts[0] + " )";
-  std::string out = "( ";
-  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
-  return out + " )";
+  return "( " + GbnfBuilder::alternation(alts) + " )";
 }
 
 }  // namespace ladder::grammar

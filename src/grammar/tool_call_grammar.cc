@@ -88,12 +88,7 @@ Result<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const Too
     }
     calls.push_back(b.add_rule("call-" + t->name, call));
   }
-  std::string call = calls[0];
-  if (calls.size() > 1) {
-    call = "( " + calls[0];
-    for (size_t i = 1; i < calls.size(); ++i) call += " | " + calls[i];
-    call += " )";
-  }
+  const std::string call = GbnfBuilder::alternation(calls);
   const bool many = options.parallel && options.format != ToolCallFormat::kLlama3Json;
   std::string root;
   switch (options.format) {

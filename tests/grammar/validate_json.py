@@ -23,28 +23,25 @@ def reject_constant(name):
 _TIME = r"\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})"
 
 
-def is_date_time(text):
-    if not isinstance(text, str):
+def rfc3339_checker(pattern, parse):
+    """A format check: the RFC 3339 shape, and a real date and time."""
+
+    def check(text):
+        if not isinstance(text, str):
+            return True
+        if not re.fullmatch(pattern, text):
+            return False
+        try:
+            parse(text.replace("Z", "+00:00"))
+        except ValueError:
+            return False
         return True
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T" + _TIME, text):
-        return False
-    try:
-        datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
+
+    return check
 
 
-def is_time(text):
-    if not isinstance(text, str):
-        return True
-    if not re.fullmatch(_TIME, text):
-        return False
-    try:
-        datetime.time.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
+is_date_time = rfc3339_checker(r"\d{4}-\d{2}-\d{2}T" + _TIME, datetime.datetime.fromisoformat)
+is_time = rfc3339_checker(_TIME, datetime.time.fromisoformat)
 
 
 def main():
