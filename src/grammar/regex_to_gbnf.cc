@@ -396,7 +396,7 @@ Result<std::string> json_char_from(const Ranges& set) {
       alts.insert(alts.begin(), GbnfBuilder::char_class(unescaped));
     }
   }
-  if (alts.empty()) return invalid_argument("pattern has a character class that matches nothing");
+  if (alts.empty()) return invalid_argument("a character class matches nothing");
   return GbnfBuilder::alternation(alts);
 }
 
@@ -448,7 +448,11 @@ Result<std::string> regex_to_json_content(std::string_view pattern, GbnfBuilder*
   const std::string any = json_rules::character(builder) + "*";
   std::vector<std::string> alts;
   for (size_t i = 0; i < branches.size(); ++i) {
-    LADDER_ASSIGN_OR_RETURN(std::string body, emit(branches[i]));
+    Result<std::string> emitted = emit(branches[i]);
+    if (!emitted.is_ok()) {
+      return Status(emitted.status().code(), "pattern '" + std::string(pattern) + "': " + emitted.status().message());
+    }
+    const std::string& body = emitted.value();
     std::string alt = anchors[i].first ? body : any + " " + body;
     if (!anchors[i].second) alt += " " + any;
     alts.push_back(alt);

@@ -245,6 +245,30 @@ TEST(JsonSchemaGrammar, MalformedSchemasAreInvalid) {
   EXPECT_EQ(code_of(R"({"type":"string","pattern":"(a"})"), StatusCode::kInvalidArgument);
 }
 
+// Random patterns from regex pieces: each converts (and the grammar then
+// compiles) or fails with a Status naming the pattern; nothing crashes.
+TEST(JsonSchemaGrammar, SurvivesRandomPatterns) {
+  const std::vector<std::string> pieces = {"a", "\\d", "[a-z]", "[^\"]", "(", ")", "(?:", "|", "*", "+?", "{2,3}",
+                                           "^", "$", "\\", "\\u00e9", ".", "[", "]", "{", "\\b", "(?=", "\\1", "-"};
+  auto vocab = testing::byte_vocabulary();
+  std::mt19937_64 rng(11);
+  int ok = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string pattern;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 6); k < n; ++k) pattern += pieces[rng() % pieces.size()];
+    nlohmann::ordered_json schema = {{"type", "string"}, {"pattern", pattern}};
+    auto gbnf = json_schema_to_gbnf(schema);
+    if (!gbnf.is_ok()) {
+      EXPECT_NE(gbnf.status().message().find("pattern '"), std::string::npos) << gbnf.status().message();
+      continue;
+    }
+    ++ok;
+    auto g = CompiledGrammar::from_gbnf(gbnf.value(), vocab);
+    EXPECT_TRUE(g.is_ok()) << pattern << ": " << g.status().to_string();
+  }
+  EXPECT_GT(ok, 300);
+}
+
 TEST(JsonSchemaGrammar, NullableAndJsonObject) {
   auto g = compile_schema(R"({"type":"object","properties":{"a":{"type":"string","nullable":true}},"required":["a"]})");
   ASSERT_NE(g, nullptr);

@@ -52,6 +52,7 @@ const VocabCase kVocabs[] = {
     {"models/llama-2-tiny-random.gguf", 3},
     {"tokenizers/ggml-vocab-gpt-2.gguf", 2},
     {"tokenizers/ggml-vocab-deepseek-llm.gguf", 1},
+    {"tokenizers/ggml-vocab-falcon.gguf", 1},  // lacks some single bytes
 };
 
 TEST(GrammarMask, JsonMatchesBruteForce) {
@@ -136,6 +137,10 @@ TEST(GrammarMask, VocabularyTrieHoldsEveryOrdinaryToken) {
   }
   EXPECT_GT(in_trie, 31000);
   EXPECT_TRUE(vocab->is_end(2));  // </s>
+  auto falcon = testing::shared_vocabulary("tokenizers/ggml-vocab-falcon.gguf");
+  ASSERT_NE(falcon, nullptr);
+  EXPECT_FALSE(falcon->covers_all_bytes());  // bytes 03 04 05 0B ... have no token
+  EXPECT_TRUE(testing::shared_vocabulary("tokenizers/ggml-vocab-gpt-2.gguf")->covers_all_bytes());
 }
 
 }  // namespace
