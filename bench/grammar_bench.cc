@@ -10,7 +10,9 @@
 //   mask_us    GrammarMatcher::fill_mask + apply_token_mask + accept
 //   sample_us  engine::Sampler::sample on random logits of the same width
 //              (temperature 1, the OpenAI defaults: a full softmax and draw)
-//   ratio      mask_us / sample_us, both timed in the same iteration.
+//   ratio      mask_us / sample_us, both timed in the same iteration
+//   greedy_us  the same Sampler at temperature 0 (argmax only), and
+//   ratio_greedy  mask_us / greedy_us: against the cheapest possible sampling.
 // Warm: every state the walk meets was classified before timing (the cache
 // a second request with the same grammar finds). Cold: each iteration
 // compiles the grammar afresh, so its masks include classifying the states
@@ -117,9 +119,13 @@ void BM_MaskVsSampling(benchmark::State& state, const std::string& model, bool c
   std::vector<float> masked(logits.size());
   std::vector<uint64_t> mask(vocab->mask_words());
   engine::Sampler sampler(engine::SamplingParams{}, 1);
+  engine::SamplingParams greedy_params;
+  greedy_params.temperature = 0.0f;
+  engine::Sampler greedy(greedy_params, 1);
 
   double mask_total = 0;
   double sample_total = 0;
+  double greedy_total = 0;
   double compile_total = 0;
   for (auto _ : state) {
     const double c0 = cpu_us();
@@ -137,7 +143,10 @@ void BM_MaskVsSampling(benchmark::State& state, const std::string& model, bool c
     benchmark::DoNotOptimize(masked.data());
     const double t1 = cpu_us();
     for (size_t i = 0; i < tokens.size(); ++i) benchmark::DoNotOptimize(sampler.sample(logits, {}, {}));
-    sample_total += cpu_us() - t1;
+    const double t2 = cpu_us();
+    for (size_t i = 0; i < tokens.size(); ++i) benchmark::DoNotOptimize(greedy.sample(logits, {}, {}));
+    sample_total += t2 - t1;
+    greedy_total += cpu_us() - t2;
   }
   const double n = static_cast<double>(state.iterations()) * static_cast<double>(tokens.size());
   state.counters["vocab"] = vocab->size();
@@ -145,6 +154,8 @@ void BM_MaskVsSampling(benchmark::State& state, const std::string& model, bool c
   state.counters["mask_us"] = mask_total / n;
   state.counters["sample_us"] = sample_total / n;
   state.counters["ratio"] = mask_total / sample_total;
+  state.counters["greedy_us"] = greedy_total / n;
+  state.counters["ratio_greedy"] = mask_total / greedy_total;
   if (cold) state.counters["compile_ms"] = compile_total / static_cast<double>(state.iterations()) / 1000.0;
   state.counters["states"] = compiled->fsm().n_states();
   state.counters["classified"] = static_cast<double>(compiled->n_classified());
