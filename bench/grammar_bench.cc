@@ -18,15 +18,13 @@
 // compiles the grammar afresh, so its masks include classifying the states
 // (the first request's cost); compile_ms is the compile alone.
 #include <benchmark/benchmark.h>
-
 #include <time.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/paths.h"
 #include "engine/sampler.h"
@@ -59,7 +57,9 @@ constexpr const char* kSchema = R"({"type": "object", "properties": {
     "required": ["name", "years"], "additionalProperties": false}}},
   "required": ["name", "kind", "age", "friends"], "additionalProperties": false})";
 
-std::string shared(const std::string& rel) { return shared_dir(LADDER_DEFAULT_SHARED_DIR) + "/" + rel; }
+std::string shared(const std::string& rel) {
+  return shared_dir(LADDER_DEFAULT_SHARED_DIR) + "/" + rel;
+}
 
 std::shared_ptr<const grammar::TokenVocabulary> vocabulary(const std::string& model) {
   auto file = gguf::GgufFile::open(shared("models/" + model));
@@ -69,7 +69,9 @@ std::shared_ptr<const grammar::TokenVocabulary> vocabulary(const std::string& mo
   return grammar::TokenVocabulary::from_tokenizer(*tok.value());
 }
 
-std::string schema_gbnf() { return grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema)).value(); }
+std::string schema_gbnf() {
+  return grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema)).value();
+}
 
 // A seeded walk through the grammar: allowed tokens only, single-byte ones
 // half the time, steering to the end after 150 tokens.
@@ -88,7 +90,8 @@ std::vector<int32_t> walk(const std::shared_ptr<const grammar::CompiledGrammar>&
       if (!((mask[id / 64] >> (id % 64)) & 1)) continue;
       allowed.push_back(id);
       if (v.piece(id).size() == 1) single.push_back(id);
-      if (v.is_end(id) || v.piece(id) == "\"" || v.piece(id) == "}" || v.piece(id) == "]") closing.push_back(id);
+      if (v.is_end(id) || v.piece(id) == "\"" || v.piece(id) == "}" || v.piece(id) == "]")
+        closing.push_back(id);
     }
     int32_t pick = allowed[rng() % allowed.size()];
     if (out.size() > 150 && !closing.empty()) {
@@ -161,10 +164,12 @@ void BM_MaskVsSampling(benchmark::State& state, const std::string& model, bool c
   state.counters["classified"] = static_cast<double>(compiled->n_classified());
 }
 
-BENCHMARK_CAPTURE(BM_MaskVsSampling, warm_512, std::string("stories260K.gguf"), false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MaskVsSampling, warm_512, std::string("stories260K.gguf"), false)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MaskVsSampling, warm_32k, std::string("llama-2-tiny-random.gguf"), false)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_MaskVsSampling, cold_512, std::string("stories260K.gguf"), true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MaskVsSampling, cold_512, std::string("stories260K.gguf"), true)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MaskVsSampling, cold_32k, std::string("llama-2-tiny-random.gguf"), true)
     ->Unit(benchmark::kMillisecond);
 

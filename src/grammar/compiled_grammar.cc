@@ -14,7 +14,9 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::compile(
   for (size_t k = 0; k < g->fsm_.token_texts().size(); ++k) {
     const std::string& text = g->fsm_.token_texts()[k];
     int32_t id = g->vocabulary_->find_token(text);
-    if (id < 0) return invalid_argument("grammar names the token <\"" + text + "\">, which the vocabulary does not have");
+    if (id < 0)
+      return invalid_argument("grammar names the token <\"" + text +
+                              "\">, which the vocabulary does not have");
     if (g->vocabulary_->is_end(id)) {
       return invalid_argument("grammar names the end-of-generation token <\"" + text +
                               "\">; it is allowed exactly where the grammar may end, never inside it");
@@ -39,7 +41,8 @@ CompiledGrammar::CompiledGrammar(GrammarFsm fsm, std::shared_ptr<const TokenVoca
 }
 
 int32_t CompiledGrammar::token_symbol(int32_t token) const {
-  auto it = std::lower_bound(symbol_by_token_.begin(), symbol_by_token_.end(), std::make_pair(token, INT32_MIN));
+  auto it =
+      std::lower_bound(symbol_by_token_.begin(), symbol_by_token_.end(), std::make_pair(token, INT32_MIN));
   if (it != symbol_by_token_.end() && it->first == token) return it->second;
   return -1;
 }

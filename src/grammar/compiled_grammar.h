@@ -44,11 +44,11 @@ class CompiledGrammar {
  public:
   // Errors: those of GrammarFsm::compile, and a <"text"> token the
   // vocabulary does not have.
-  static Result<std::shared_ptr<const CompiledGrammar>> compile(const Grammar& grammar,
-                                                                std::shared_ptr<const TokenVocabulary> vocabulary);
+  static Result<std::shared_ptr<const CompiledGrammar>> compile(
+      const Grammar& grammar, std::shared_ptr<const TokenVocabulary> vocabulary);
   // parse_gbnf + compile.
-  static Result<std::shared_ptr<const CompiledGrammar>> from_gbnf(std::string_view gbnf,
-                                                                  std::shared_ptr<const TokenVocabulary> vocabulary);
+  static Result<std::shared_ptr<const CompiledGrammar>> from_gbnf(
+      std::string_view gbnf, std::shared_ptr<const TokenVocabulary> vocabulary);
 
   CompiledGrammar(const CompiledGrammar&) = delete;
   CompiledGrammar& operator=(const CompiledGrammar&) = delete;

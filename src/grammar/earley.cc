@@ -11,7 +11,9 @@ uint64_t item_key(EarleyItem it) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(it.state)) << 32) | static_cast<uint32_t>(it.origin);
 }
 
-size_t slot_of(uint64_t key, size_t mask) { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask; }
+size_t slot_of(uint64_t key, size_t mask) {
+  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+}
 
 }  // namespace
 

@@ -52,9 +52,9 @@ class EarleyRecognizer {
   void grow_table();
 
   const GrammarFsm* fsm_;
-  std::vector<EarleyItem> items_;     // every set, one after another
-  std::vector<uint32_t> set_begin_;   // [n_sets] first item of each set
-  std::vector<uint8_t> can_end_;      // [n_sets]
+  std::vector<EarleyItem> items_;    // every set, one after another
+  std::vector<uint32_t> set_begin_;  // [n_sets] first item of each set
+  std::vector<uint8_t> can_end_;     // [n_sets]
   // Duplicates in the current set are found by a scan while it is small, then
   // by an open-addressing table of its items (cleared by bumping stamp_).
   static constexpr size_t kLinearItems = 16;

@@ -27,7 +27,8 @@ class GbnfParser {
       skip_space(true);
     }
     for (size_t i = 0; i < grammar_.rules.size(); ++i) {
-      if (!defined_[i]) return error_at(first_use_[i], "rule '" + grammar_.rules[i].name + "' is not defined");
+      if (!defined_[i])
+        return error_at(first_use_[i], "rule '" + grammar_.rules[i].name + "' is not defined");
     }
     grammar_.root = grammar_.find(root_name);
     if (grammar_.root < 0) {
@@ -51,7 +52,8 @@ class GbnfParser {
         ++column;
       }
     }
-    return invalid_argument("gbnf line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + msg);
+    return invalid_argument("gbnf line " + std::to_string(line) + ", column " + std::to_string(column) +
+                            ": " + msg);
   }
 
   std::string describe_here() const {
@@ -102,7 +104,8 @@ class GbnfParser {
     std::string name = parse_name();
     if (name.empty()) return error_at(pos_, "expected a rule name, found " + describe_here());
     skip_space(false);
-    if (text_.substr(pos_, 3) != "::=") return error_at(pos_, "expected '::=' after rule name '" + name + "'");
+    if (text_.substr(pos_, 3) != "::=")
+      return error_at(pos_, "expected '::=' after rule name '" + name + "'");
     pos_ += 3;
     skip_space(true);
     int32_t id = rule_index(name, name_pos);
@@ -208,10 +211,12 @@ class GbnfParser {
     } else {
       *max = *min;
     }
-    if (peek() != '}') return error_at(pos_, "expected '}' to close the repetition, found " + describe_here());
+    if (peek() != '}')
+      return error_at(pos_, "expected '}' to close the repetition, found " + describe_here());
     ++pos_;
     if (*max != kUnbounded && *max < *min) {
-      return error_at(open, "repetition {" + std::to_string(*min) + "," + std::to_string(*max) + "} has max < min");
+      return error_at(open,
+                      "repetition {" + std::to_string(*min) + "," + std::to_string(*max) + "} has max < min");
     }
     return Status::ok();
   }
@@ -245,7 +250,8 @@ class GbnfParser {
       std::string token_text;
       LADDER_RETURN_IF_ERROR(parse_string(&token_text));
       if (token_text.empty()) return error_at(start, "a token reference needs the token's text");
-      if (peek() != '>') return error_at(pos_, "expected '>' to close the token reference, found " + describe_here());
+      if (peek() != '>')
+        return error_at(pos_, "expected '>' to close the token reference, found " + describe_here());
       ++pos_;
       *out = Expr::token(std::move(token_text));
       return Status::ok();
@@ -254,7 +260,8 @@ class GbnfParser {
       std::string name = parse_name();
       skip_space(false);
       if (text_.substr(pos_, 3) == "::=") {
-        return error_at(start, "rule '" + name + "' starts before the previous rule ended (missing newline?)");
+        return error_at(start,
+                        "rule '" + name + "' starts before the previous rule ended (missing newline?)");
       }
       *out = Expr::rule_ref(rule_index(name, start));
       return Status::ok();
@@ -284,20 +291,31 @@ class GbnfParser {
       case 'f': *cp = '\f'; return Status::ok();
       case 'v': *cp = '\v'; return Status::ok();
       case '0': *cp = 0; return Status::ok();
-      case '\\': case '"': case '\'': case '[': case ']': case '-': case '^': case '/': case '.':
-        *cp = static_cast<unsigned char>(e);
-        return Status::ok();
+      case '\\':
+      case '"':
+      case '\'':
+      case '[':
+      case ']':
+      case '-':
+      case '^':
+      case '/':
+      case '.': *cp = static_cast<unsigned char>(e); return Status::ok();
       case 'x': hex_digits = 2; break;
       case 'u': hex_digits = 4; break;
       case 'U': hex_digits = 8; break;
       default:
-        return error_at(start, std::string("unknown escape '\\") + (e == '\0' ? std::string() : std::string(1, e)) + "'");
+        return error_at(
+            start, std::string("unknown escape '\\") + (e == '\0' ? std::string() : std::string(1, e)) + "'");
     }
     uint32_t v = 0;
     for (int i = 0; i < hex_digits; ++i) {
       char h = peek();
-      int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
-      if (d < 0) return error_at(pos_, "expected " + std::to_string(hex_digits) + " hex digits after '\\" + e + "'");
+      int d = (h >= '0' && h <= '9')   ? h - '0'
+              : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+              : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                       : -1;
+      if (d < 0)
+        return error_at(pos_, "expected " + std::to_string(hex_digits) + " hex digits after '\\" + e + "'");
       v = v * 16 + static_cast<uint32_t>(d);
       ++pos_;
     }

@@ -4,7 +4,8 @@ namespace ladder::grammar {
 
 GrammarCache::GrammarCache(std::shared_ptr<const TokenVocabulary> vocabulary, size_t capacity)
     : vocabulary_(std::move(vocabulary)), capacity_(capacity) {
-  LADDER_CHECK(vocabulary_ != nullptr && capacity_ > 0, "GrammarCache needs a vocabulary and room for one grammar");
+  LADDER_CHECK(vocabulary_ != nullptr && capacity_ > 0,
+               "GrammarCache needs a vocabulary and room for one grammar");
 }
 
 Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::get(const std::string& gbnf) {

@@ -56,7 +56,8 @@ class FsmBuilder {
     std::vector<int32_t> kept;
     kept.push_back(g_.root);
     for (size_t r = 0; r < g_.rules.size(); ++r) {
-      if (static_cast<int32_t>(r) != g_.root && reachable_[r] && !inline_[r]) kept.push_back(static_cast<int32_t>(r));
+      if (static_cast<int32_t>(r) != g_.root && reachable_[r] && !inline_[r])
+        kept.push_back(static_cast<int32_t>(r));
     }
     for (size_t i = 0; i < kept.size(); ++i) compiled_id_[kept[i]] = static_cast<int32_t>(i);
     fsm_.root_rule_ = 0;
@@ -144,7 +145,8 @@ class FsmBuilder {
       case Expr::Kind::kCharClass: {
         // Roughly one state per byte of each range's longest encoding.
         int64_t c = 1;
-        for (const CodepointRange& r : e.ranges) c += r.hi < 0x80 ? 1 : r.hi < 0x800 ? 2 : r.hi < 0x10000 ? 3 : 4;
+        for (const CodepointRange& r : e.ranges)
+          c += r.hi < 0x80 ? 1 : r.hi < 0x800 ? 2 : r.hi < 0x10000 ? 3 : 4;
         return c;
       }
       case Expr::Kind::kToken: return 2;
@@ -171,9 +173,12 @@ class FsmBuilder {
     nfa_.emplace_back();
     return static_cast<int32_t>(nfa_.size() - 1);
   }
-  void add_epsilon(int32_t from, int32_t to) { nfa_[from].push_back({NfaEdge::Kind::kEpsilon, 0, 0, -1, to}); }
+  void add_epsilon(int32_t from, int32_t to) {
+    nfa_[from].push_back({NfaEdge::Kind::kEpsilon, 0, 0, -1, to});
+  }
   void add_terminal(int32_t from, uint32_t lo, uint32_t hi, int32_t to) {
-    nfa_[from].push_back({NfaEdge::Kind::kTerminal, static_cast<uint16_t>(lo), static_cast<uint16_t>(hi), -1, to});
+    nfa_[from].push_back(
+        {NfaEdge::Kind::kTerminal, static_cast<uint16_t>(lo), static_cast<uint16_t>(hi), -1, to});
   }
 
   Status build_nfa(int32_t rule) {
@@ -188,7 +193,7 @@ class FsmBuilder {
   Status check_size() const {
     if (static_cast<int64_t>(nfa_.size()) > kMaxNfaStates) {
       return invalid_argument("grammar too large: expanding its repetitions needs more than " +
-                          std::to_string(kMaxNfaStates) + " automaton states");
+                              std::to_string(kMaxNfaStates) + " automaton states");
     }
     return Status::ok();
   }
@@ -228,7 +233,8 @@ class FsmBuilder {
         uint32_t k = 0;
         if (it == token_index_.end()) {
           k = static_cast<uint32_t>(fsm_.token_texts_.size());
-          if (kFirstTokenSymbol + k > 0xFFFF) return invalid_argument("grammar names too many distinct tokens");
+          if (kFirstTokenSymbol + k > 0xFFFF)
+            return invalid_argument("grammar names too many distinct tokens");
           fsm_.token_texts_.push_back(e.text);
           token_index_.emplace(e.text, k);
         } else {
@@ -339,8 +345,8 @@ class FsmBuilder {
     intern({nfa_start_});
     for (size_t next = 0; next < pending.size(); ++next) {
       if (*total_states + static_cast<int64_t>(dfa->states.size()) > kMaxFsmStates) {
-        return invalid_argument("grammar too large: its automata need more than " + std::to_string(kMaxFsmStates) +
-                            " states");
+        return invalid_argument("grammar too large: its automata need more than " +
+                                std::to_string(kMaxFsmStates) + " states");
       }
       const std::vector<int32_t> members = pending[next];
       DfaState out;
@@ -372,7 +378,8 @@ class FsmBuilder {
         std::sort(targets.begin(), targets.end());
         targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
         int32_t t = intern(std::move(targets));
-        if (!out.terminals.empty() && out.terminals.back().target == t && out.terminals.back().hi + 1u == lo) {
+        if (!out.terminals.empty() && out.terminals.back().target == t &&
+            out.terminals.back().hi + 1u == lo) {
           out.terminals.back().hi = static_cast<uint16_t>(hi);
         } else {
           out.terminals.push_back({static_cast<uint16_t>(lo), static_cast<uint16_t>(hi), t});
@@ -397,7 +404,8 @@ class FsmBuilder {
     const size_t n = dfa.states.size();
     std::vector<std::vector<int32_t>> preds(n);
     for (size_t s = 0; s < n; ++s) {
-      for (const TerminalEdge& e : dfa.states[s].terminals) preds[e.target].push_back(static_cast<int32_t>(s));
+      for (const TerminalEdge& e : dfa.states[s].terminals)
+        preds[e.target].push_back(static_cast<int32_t>(s));
       for (const RuleEdge& e : dfa.states[s].rules) {
         if (productive[e.rule]) preds[e.target].push_back(static_cast<int32_t>(s));
       }

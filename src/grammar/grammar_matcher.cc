@@ -6,9 +6,15 @@
 namespace ladder::grammar {
 namespace {
 
-void set_bit(std::span<uint64_t> mask, int32_t id) { mask[id >> 6] |= uint64_t{1} << (id & 63); }
-void clear_bit(std::span<uint64_t> mask, int32_t id) { mask[id >> 6] &= ~(uint64_t{1} << (id & 63)); }
-bool test_bit(std::span<const uint64_t> mask, int32_t id) { return (mask[id >> 6] >> (id & 63)) & 1; }
+void set_bit(std::span<uint64_t> mask, int32_t id) {
+  mask[id >> 6] |= uint64_t{1} << (id & 63);
+}
+void clear_bit(std::span<uint64_t> mask, int32_t id) {
+  mask[id >> 6] &= ~(uint64_t{1} << (id & 63));
+}
+bool test_bit(std::span<const uint64_t> mask, int32_t id) {
+  return (mask[id >> 6] >> (id & 63)) & 1;
+}
 
 }  // namespace
 
@@ -26,7 +32,8 @@ void GrammarMatcher::reset() {
 
 bool GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
   const TokenVocabulary& vocab = grammar_->vocabulary();
-  LADDER_CHECK(mask.size() == vocab.mask_words(), "fill_mask: the mask must have vocabulary().mask_words() words");
+  LADDER_CHECK(mask.size() == vocab.mask_words(),
+               "fill_mask: the mask must have vocabulary().mask_words() words");
   std::fill(mask.begin(), mask.end(), 0);
   bool any = false;
   if (!terminated_) {
@@ -184,8 +191,8 @@ void apply_token_mask(std::span<const uint64_t> mask, std::span<float> logits) {
     const size_t begin = w * 64;
     const size_t end = std::min(begin + 64, logits.size());
     if (bits == 0) {
-      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin), logits.begin() + static_cast<std::ptrdiff_t>(end),
-                kNegInf);
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin),
+                logits.begin() + static_cast<std::ptrdiff_t>(end), kNegInf);
       continue;
     }
     for (size_t i = begin; i < end; ++i) {

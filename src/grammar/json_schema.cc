@@ -15,26 +15,59 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 const std::set<std::string, std::less<>>& annotation_keywords() {
-  static const std::set<std::string, std::less<>> k = {
-      "title",      "description", "$schema",   "$id",         "$comment",         "default",        "examples",
-      "deprecated", "readOnly",    "writeOnly", "$defs",       "definitions",      "contentMediaType", "contentEncoding"};
+  static const std::set<std::string, std::less<>> k = {"title",
+                                                       "description",
+                                                       "$schema",
+                                                       "$id",
+                                                       "$comment",
+                                                       "default",
+                                                       "examples",
+                                                       "deprecated",
+                                                       "readOnly",
+                                                       "writeOnly",
+                                                       "$defs",
+                                                       "definitions",
+                                                       "contentMediaType",
+                                                       "contentEncoding"};
   return k;
 }
 
 const std::set<std::string, std::less<>>& constraint_keywords() {
-  static const std::set<std::string, std::less<>> k = {
-      "type",      "enum",      "const",       "anyOf",     "oneOf",    "allOf",     "$ref",    "nullable",
-      "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength",
-      "pattern",   "format",    "minimum",     "maximum",   "exclusiveMinimum", "exclusiveMaximum", "uniqueItems"};
+  static const std::set<std::string, std::less<>> k = {"type",
+                                                       "enum",
+                                                       "const",
+                                                       "anyOf",
+                                                       "oneOf",
+                                                       "allOf",
+                                                       "$ref",
+                                                       "nullable",
+                                                       "properties",
+                                                       "required",
+                                                       "additionalProperties",
+                                                       "items",
+                                                       "minItems",
+                                                       "maxItems",
+                                                       "minLength",
+                                                       "maxLength",
+                                                       "pattern",
+                                                       "format",
+                                                       "minimum",
+                                                       "maximum",
+                                                       "exclusiveMinimum",
+                                                       "exclusiveMaximum",
+                                                       "uniqueItems"};
   return k;
 }
 
-std::string where(const std::string& path) { return path.empty() ? "the schema root" : path; }
+std::string where(const std::string& path) {
+  return path.empty() ? "the schema root" : path;
+}
 
 bool matches_type(const Json& v, const std::string& type) {
   if (type == "string") return v.is_string();
   if (type == "number") return v.is_number();
-  if (type == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  if (type == "integer")
+    return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
   if (type == "boolean") return v.is_boolean();
   if (type == "null") return v.is_null();
   if (type == "object") return v.is_object();
@@ -51,7 +84,8 @@ class SchemaConverter {
 
  private:
   Status unsupported(const std::string& what, const std::string& path) const {
-    return Status(StatusCode::kUnimplemented, "json_schema: " + what + " at " + where(path) + " is not supported");
+    return Status(StatusCode::kUnimplemented,
+                  "json_schema: " + what + " at " + where(path) + " is not supported");
   }
   Status invalid(const std::string& what, const std::string& path) const {
     return invalid_argument("json_schema: " + what + " at " + where(path));
@@ -62,12 +96,14 @@ class SchemaConverter {
       if (annotation_keywords().count(key) || constraint_keywords().count(key)) continue;
       return unsupported("keyword '" + key + "'", path);
     }
-    if (s.contains("uniqueItems") && s["uniqueItems"] != false) return unsupported("keyword 'uniqueItems'", path);
+    if (s.contains("uniqueItems") && s["uniqueItems"] != false)
+      return unsupported("keyword 'uniqueItems'", path);
     return Status::ok();
   }
 
   // The constraint keywords of s other than `allowed`.
-  static std::vector<std::string> other_constraints(const Json& s, const std::set<std::string, std::less<>>& allowed) {
+  static std::vector<std::string> other_constraints(const Json& s,
+                                                    const std::set<std::string, std::less<>>& allowed) {
     std::vector<std::string> out;
     for (const auto& [key, value] : s.items()) {
       if (constraint_keywords().count(key) && !allowed.count(key)) out.push_back(key);
@@ -83,7 +119,8 @@ class SchemaConverter {
     if (!s.is_object()) return invalid("a schema must be an object or a boolean", path);
     LADDER_RETURN_IF_ERROR(check_keywords(s, path));
     const bool nullable = s.contains("nullable") && s["nullable"] == true;
-    if (s.contains("nullable") && !s["nullable"].is_boolean()) return invalid("'nullable' must be a boolean", path);
+    if (s.contains("nullable") && !s["nullable"].is_boolean())
+      return invalid("'nullable' must be a boolean", path);
     auto with_null = [&](std::string expr) {
       return nullable ? "( " + expr + " | " + json_rules::null(b_) + " )" : expr;
     };
@@ -107,9 +144,11 @@ class SchemaConverter {
     for (const char* key : {"anyOf", "oneOf"}) {
       if (!s.contains(key)) continue;
       const Json& list = s[key];
-      if (!list.is_array() || list.empty()) return invalid(std::string("'") + key + "' must be a non-empty array", path);
+      if (!list.is_array() || list.empty())
+        return invalid(std::string("'") + key + "' must be a non-empty array", path);
       std::vector<std::string> others = other_constraints(s, {key, "nullable"});
-      if (!others.empty()) return unsupported(std::string("'") + key + "' together with '" + others[0] + "'", path);
+      if (!others.empty())
+        return unsupported(std::string("'") + key + "' together with '" + others[0] + "'", path);
       std::vector<std::string> alts;
       for (size_t i = 0; i < list.size(); ++i) {
         LADDER_ASSIGN_OR_RETURN(std::string alt, visit(list[i], path + "/" + key + "/" + std::to_string(i),
@@ -140,7 +179,8 @@ class SchemaConverter {
       if (s.contains("const")) {
         values.push_back(s["const"]);
       } else {
-        if (!s["enum"].is_array() || s["enum"].empty()) return invalid("'enum' must be a non-empty array", path);
+        if (!s["enum"].is_array() || s["enum"].empty())
+          return invalid("'enum' must be a non-empty array", path);
         values.assign(s["enum"].begin(), s["enum"].end());
       }
       if (nullable) values.push_back(nullptr);
@@ -183,7 +223,8 @@ class SchemaConverter {
     if (type == "integer") return visit_integer(s, path);
     if (type == "number") {
       for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-        if (s.contains(k)) return unsupported(std::string("'") + k + "' on type number (only on integer)", path);
+        if (s.contains(k))
+          return unsupported(std::string("'") + k + "' on type number (only on integer)", path);
       }
       return json_rules::number(b_);
     }
@@ -224,13 +265,17 @@ class SchemaConverter {
       if (s.contains("pattern")) return unsupported("'format' together with 'pattern'", path);
       if (lengths) return unsupported("'format' together with 'minLength'/'maxLength'", path);
       auto f = json_rules::string_format(s["format"].get<std::string>(), b_);
-      if (!f.is_ok()) return Status(f.status().code(), "json_schema: " + f.status().message() + " (at " + where(path) + ")");
+      if (!f.is_ok())
+        return Status(f.status().code(),
+                      "json_schema: " + f.status().message() + " (at " + where(path) + ")");
       content = f.value();
     } else if (s.contains("pattern")) {
       if (!s["pattern"].is_string()) return invalid("'pattern' must be a string", path);
       if (lengths) return unsupported("'pattern' together with 'minLength'/'maxLength'", path);
       auto r = regex_to_json_content(s["pattern"].get<std::string>(), b_);
-      if (!r.is_ok()) return Status(r.status().code(), "json_schema: " + r.status().message() + " (at " + where(path) + ")");
+      if (!r.is_ok())
+        return Status(r.status().code(),
+                      "json_schema: " + r.status().message() + " (at " + where(path) + ")");
       content = r.value();
     } else {
       const std::string c = json_rules::character(b_);
@@ -282,7 +327,8 @@ class SchemaConverter {
   Result<std::string> visit_array(const Json& s, const std::string& path, const std::string& hint) {
     LADDER_ASSIGN_OR_RETURN(std::optional<int64_t> min_items, count_keyword(s, "minItems", path));
     LADDER_ASSIGN_OR_RETURN(std::optional<int64_t> max_items, count_keyword(s, "maxItems", path));
-    if (min_items && max_items && *max_items < *min_items) return invalid("'maxItems' is below 'minItems'", path);
+    if (min_items && max_items && *max_items < *min_items)
+      return invalid("'maxItems' is below 'minItems'", path);
     const std::string w = json_rules::ws(b_);
     std::string item;
     if (!s.contains("items") || s["items"] == true) {
@@ -301,7 +347,8 @@ class SchemaConverter {
       body = "\"[\" " + w + " \"]\"";
     } else {
       const std::string more = "( " + w + " \",\" " + w + " " + item + " )" +
-                               bounds(std::max<int64_t>(lo - 1, 0), max_items ? std::optional<int64_t>(*max_items - 1) : std::nullopt);
+                               bounds(std::max<int64_t>(lo - 1, 0),
+                                      max_items ? std::optional<int64_t>(*max_items - 1) : std::nullopt);
       const std::string items = item + " " + more + " " + w;
       body = lo == 0 ? "\"[\" " + w + " ( " + items + " )? \"]\"" : "\"[\" " + w + " " + items + " \"]\"";
     }
@@ -333,10 +380,11 @@ class SchemaConverter {
     if (!props || props->empty()) {
       if (additional == false) return b_->add_rule(hint, "\"{\" " + w + " \"}\"");
       if (additional == true) return json_rules::object(b_);
-      LADDER_ASSIGN_OR_RETURN(std::string v, visit(additional, path + "/additionalProperties", hint + "-value"));
+      LADDER_ASSIGN_OR_RETURN(std::string v,
+                              visit(additional, path + "/additionalProperties", hint + "-value"));
       const std::string kv = json_rules::string(b_) + " " + w + " \":\" " + w + " " + v;
-      return b_->add_rule(hint, "\"{\" " + w + " ( " + kv + " ( " + w + " \",\" " + w + " " + kv + " )* " + w +
-                                    " )? \"}\"");
+      return b_->add_rule(
+          hint, "\"{\" " + w + " ( " + kv + " ( " + w + " \",\" " + w + " " + kv + " )* " + w + " )? \"}\"");
     }
     // One "key": value per listed property, in order.
     std::vector<std::string> kvs;
@@ -375,7 +423,8 @@ class SchemaConverter {
 
   Result<std::string> visit_ref(const std::string& ref, const std::string& path) {
     if (ref.empty() || ref[0] != '#') {
-      return unsupported("'$ref' to '" + ref + "' (only references inside this schema, starting with #)", path);
+      return unsupported("'$ref' to '" + ref + "' (only references inside this schema, starting with #)",
+                         path);
     }
     auto it = ref_rules_.find(ref);
     if (it != ref_rules_.end()) return it->second;
@@ -387,7 +436,8 @@ class SchemaConverter {
       return invalid("'$ref' '" + ref + "' points to nothing in the schema", path);
     }
     std::string tail = pointer.substr(pointer.find_last_of('/') + 1);
-    const std::string name = b_->reserve(prefix_ + (prefix_.empty() ? "" : "-") + (tail.empty() ? "root-ref" : tail));
+    const std::string name =
+        b_->reserve(prefix_ + (prefix_.empty() ? "" : "-") + (tail.empty() ? "root-ref" : tail));
     ref_rules_.emplace(ref, name);
     LADDER_ASSIGN_OR_RETURN(std::string body, visit(*target, pointer, name + "-body"));
     b_->define(name, body);

@@ -26,10 +26,9 @@
 // it is (kUnimplemented); a malformed schema is kInvalidArgument.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "grammar/gbnf_builder.h"

@@ -11,15 +11,28 @@ namespace {
 
 using Ranges = std::vector<CodepointRange>;
 
-Ranges digit_set() { return {{'0', '9'}}; }
-Ranges word_set() { return normalize_ranges({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}); }
+Ranges digit_set() {
+  return {{'0', '9'}};
+}
+Ranges word_set() {
+  return normalize_ranges({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}});
+}
 Ranges space_set() {
   // ECMAScript \s: WhiteSpace and LineTerminator.
-  return normalize_ranges({{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A},
-                           {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000},
+  return normalize_ranges({{'\t', '\r'},
+                           {' ', ' '},
+                           {0xA0, 0xA0},
+                           {0x1680, 0x1680},
+                           {0x2000, 0x200A},
+                           {0x2028, 0x2029},
+                           {0x202F, 0x202F},
+                           {0x205F, 0x205F},
+                           {0x3000, 0x3000},
                            {0xFEFF, 0xFEFF}});
 }
-Ranges dot_set() { return complement_ranges(normalize_ranges({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}})); }
+Ranges dot_set() {
+  return complement_ranges(normalize_ranges({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}));
+}
 
 class RegexParser {
  public:
@@ -52,8 +65,8 @@ class RegexParser {
   }
   // `what` at offset `at` (where the construct starts).
   Status unsupported_at(size_t at, const std::string& what) const {
-    return Status(StatusCode::kUnimplemented,
-                  "pattern '" + std::string(p_) + "', offset " + std::to_string(at) + ": " + what + " not supported");
+    return Status(StatusCode::kUnimplemented, "pattern '" + std::string(p_) + "', offset " +
+                                                  std::to_string(at) + ": " + what + " not supported");
   }
   Status unsupported(const std::string& what) const { return unsupported_at(pos_, what); }
 
@@ -87,7 +100,8 @@ class RegexParser {
         }
         return unsupported("'$' other than at the end of the pattern (or of a top-level alternative) is");
       }
-      if (peek() == '^') return unsupported("'^' other than at the start of the pattern (or of a top-level alternative) is");
+      if (peek() == '^')
+        return unsupported("'^' other than at the start of the pattern (or of a top-level alternative) is");
       Expr atom;
       LADDER_RETURN_IF_ERROR(parse_atom(depth, &atom));
       LADDER_RETURN_IF_ERROR(parse_quantifier(&atom));
@@ -214,7 +228,10 @@ class RegexParser {
     *v = 0;
     for (size_t i = 0; i < n; ++i) {
       char h = peek();
-      int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+      int d = (h >= '0' && h <= '9')   ? h - '0'
+              : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+              : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                       : -1;
       if (d < 0) return error("expected a hex digit");
       *v = *v * 16 + static_cast<uint32_t>(d);
       ++pos_;
@@ -246,7 +263,8 @@ class RegexParser {
         *cp = 0x10000 + ((*cp - 0xD800) << 10) + (low - 0xDC00);
       }
     }
-    if (*cp > kMaxCodepoint || (*cp >= 0xD800 && *cp <= 0xDFFF)) return error("escape is not a Unicode scalar value");
+    if (*cp > kMaxCodepoint || (*cp >= 0xD800 && *cp <= 0xDFFF))
+      return error("escape is not a Unicode scalar value");
     return Status::ok();
   }
 
@@ -281,7 +299,8 @@ class RegexParser {
         cp = 0x08;
         break;
       case 'B': return unsupported_at(start, "word boundaries (\\b, \\B) are");
-      case 'p': case 'P': return unsupported_at(start, "Unicode property escapes (\\p{...}) are");
+      case 'p':
+      case 'P': return unsupported_at(start, "Unicode property escapes (\\p{...}) are");
       case 'k': return unsupported_at(start, "backreferences are");
       case 'c': return unsupported_at(start, "control escapes (\\cX) are");
       default:
@@ -365,9 +384,7 @@ Result<std::string> json_char_from(const Ranges& set) {
         case '\n': alts.push_back(GbnfBuilder::literal("\\n")); break;
         case '\r': alts.push_back(GbnfBuilder::literal("\\r")); break;
         case '\t': alts.push_back(GbnfBuilder::literal("\\t")); break;
-        default:
-          std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
-          alts.push_back(GbnfBuilder::literal(buf));
+        default: std::snprintf(buf, sizeof(buf), "\\u%04x", cp); alts.push_back(GbnfBuilder::literal(buf));
       }
     }
     if (lo <= r.hi) raw.push_back({lo, r.hi});
@@ -377,7 +394,8 @@ Result<std::string> json_char_from(const Ranges& set) {
     if (r.lo <= '\\' && '\\' <= r.hi) alts.push_back(GbnfBuilder::literal("\\\\"));
   }
   // raw minus the characters that need escapes.
-  const std::vector<CodepointRange> plain = complement_ranges(normalize_ranges({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
+  const std::vector<CodepointRange> plain =
+      complement_ranges(normalize_ranges({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
   std::vector<CodepointRange> unescaped;
   for (const CodepointRange& r : raw) {
     for (const CodepointRange& p : plain) {
@@ -430,7 +448,8 @@ Result<std::string> emit(const Expr& e) {
       } else if (e.min == 0 && e.max == 1) {
         q = "?";
       } else {
-        q = "{" + std::to_string(e.min) + (e.max == e.min ? "" : "," + (e.max == kUnbounded ? "" : std::to_string(e.max))) + "}";
+        q = "{" + std::to_string(e.min) +
+            (e.max == e.min ? "" : "," + (e.max == kUnbounded ? "" : std::to_string(e.max))) + "}";
       }
       return "( " + body + " )" + q;
     }
@@ -450,7 +469,8 @@ Result<std::string> regex_to_json_content(std::string_view pattern, GbnfBuilder*
   for (size_t i = 0; i < branches.size(); ++i) {
     Result<std::string> emitted = emit(branches[i]);
     if (!emitted.is_ok()) {
-      return Status(emitted.status().code(), "pattern '" + std::string(pattern) + "': " + emitted.status().message());
+      return Status(emitted.status().code(),
+                    "pattern '" + std::string(pattern) + "': " + emitted.status().message());
     }
     const std::string& body = emitted.value();
     std::string alt = anchors[i].first ? body : any + " " + body;

@@ -28,8 +28,8 @@ Result<std::shared_ptr<const TokenVocabulary>> TokenVocabulary::create(std::vect
   v->end_.assign(n, false);
   for (int32_t id : end_ids) {
     if (id < 0 || static_cast<size_t>(id) >= n) {
-      return invalid_argument("token vocabulary: end token " + std::to_string(id) + " is outside the vocabulary of " +
-                              std::to_string(n));
+      return invalid_argument("token vocabulary: end token " + std::to_string(id) +
+                              " is outside the vocabulary of " + std::to_string(n));
     }
     if (!v->end_[id]) v->end_ids_.push_back(id);
     v->end_[id] = true;
@@ -42,7 +42,8 @@ Result<std::shared_ptr<const TokenVocabulary>> TokenVocabulary::create(std::vect
   return std::shared_ptr<const TokenVocabulary>(std::move(v));
 }
 
-std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(const tokenizer::Tokenizer& tokenizer) {
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(
+    const tokenizer::Tokenizer& tokenizer) {
   const int32_t n = tokenizer.n_vocab();
   std::vector<std::string> pieces(n);
   std::vector<std::string> texts(n);
@@ -81,7 +82,7 @@ void TokenVocabulary::build_trie() {
 
   trie_.clear();
   trie_.push_back(TrieNode{});
-  std::vector<int32_t> path = {0};  // path[d]: node at depth d on the current branch
+  std::vector<int32_t> path = {0};              // path[d]: node at depth d on the current branch
   std::vector<std::vector<int32_t>> tokens_at;  // [node] tokens ending there
   tokens_at.emplace_back();
   std::string_view prev;

@@ -33,7 +33,7 @@ struct TrieNode {
   int32_t tokens_begin = 0;  // [begin, end) into the node token list: tokens whose bytes end here
   int32_t tokens_end = 0;
   int32_t depth = 0;  // bytes from the root
-  uint8_t byte = 0;    // the byte on the edge from the parent
+  uint8_t byte = 0;   // the byte on the edge from the parent
 };
 
 class TokenVocabulary {
@@ -66,7 +66,8 @@ class TokenVocabulary {
   // the root (no byte, no tokens).
   const std::vector<TrieNode>& trie() const { return trie_; }
   std::span<const int32_t> node_tokens(const TrieNode& node) const {
-    return {node_tokens_.data() + node.tokens_begin, static_cast<size_t>(node.tokens_end - node.tokens_begin)};
+    return {node_tokens_.data() + node.tokens_begin,
+            static_cast<size_t>(node.tokens_end - node.tokens_begin)};
   }
   // Trie node of a token, or -1 (special or empty).
   int32_t node_of(int32_t id) const { return node_of_[id]; }

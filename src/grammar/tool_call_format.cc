@@ -5,7 +5,9 @@
 namespace ladder::grammar {
 namespace {
 
-bool has(std::string_view text, std::string_view what) { return text.find(what) != std::string_view::npos; }
+bool has(std::string_view text, std::string_view what) {
+  return text.find(what) != std::string_view::npos;
+}
 
 }  // namespace
 
@@ -34,7 +36,8 @@ DetectedToolCallFormat detect_tool_call_format(std::string_view tmpl, const Toke
   }
   if (vocabulary != nullptr) {
     if (vocabulary->find_token("[TOOL_CALLS]") >= 0) {
-      return {vocabulary->find_token("[ARGS]") >= 0 ? ToolCallFormat::kMistralArgs : ToolCallFormat::kMistralJsonArray,
+      return {vocabulary->find_token("[ARGS]") >= 0 ? ToolCallFormat::kMistralArgs
+                                                    : ToolCallFormat::kMistralJsonArray,
               true};
     }
     if (vocabulary->find_token("<tool_call>") >= 0) return {ToolCallFormat::kHermes, true};

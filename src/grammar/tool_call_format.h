@@ -32,7 +32,8 @@ struct DetectedToolCallFormat {
 
 // From the chat template's text first, then the vocabulary's marker tokens
 // (vocabulary may be null).
-DetectedToolCallFormat detect_tool_call_format(std::string_view chat_template, const TokenVocabulary* vocabulary);
+DetectedToolCallFormat detect_tool_call_format(std::string_view chat_template,
+                                               const TokenVocabulary* vocabulary);
 
 // The marker texts of a format. Where the vocabulary has one as a special
 // token, the detokenizer drops it by default: the text handed to the tool-call

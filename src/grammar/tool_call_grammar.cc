@@ -17,8 +17,10 @@ Result<std::vector<ToolSpec>> parse_openai_tools(const nlohmann::ordered_json& t
     const nlohmann::ordered_json& t = tools[i];
     const std::string at = "tools[" + std::to_string(i) + "]";
     if (!t.is_object()) return invalid_argument(at + " must be an object");
-    if (!t.contains("type") || t["type"] != "function") return invalid_argument(at + ".type must be \"function\"");
-    if (!t.contains("function") || !t["function"].is_object()) return invalid_argument(at + ".function must be an object");
+    if (!t.contains("type") || t["type"] != "function")
+      return invalid_argument(at + ".type must be \"function\"");
+    if (!t.contains("function") || !t["function"].is_object())
+      return invalid_argument(at + ".function must be an object");
     const nlohmann::ordered_json& f = t["function"];
     if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty()) {
       return invalid_argument(at + ".function.name must be a non-empty string");
@@ -26,12 +28,15 @@ Result<std::vector<ToolSpec>> parse_openai_tools(const nlohmann::ordered_json& t
     ToolSpec spec;
     spec.name = f["name"].get<std::string>();
     for (char c : spec.name) {
-      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+      bool ok =
+          (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
       if (!ok) return invalid_argument(at + ".function.name may hold only a-z, A-Z, 0-9, '_' and '-'");
     }
-    if (!names.insert(spec.name).second) return invalid_argument(at + ": a second tool named '" + spec.name + "'");
+    if (!names.insert(spec.name).second)
+      return invalid_argument(at + ": a second tool named '" + spec.name + "'");
     if (f.contains("parameters")) {
-      if (!f["parameters"].is_object()) return invalid_argument(at + ".function.parameters must be a JSON Schema object");
+      if (!f["parameters"].is_object())
+        return invalid_argument(at + ".function.parameters must be a JSON Schema object");
       spec.parameters = f["parameters"];
     }
     out.push_back(std::move(spec));
@@ -60,7 +65,8 @@ Result<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const Too
     if (options.function.empty() || t.name == options.function) chosen.push_back(&t);
   }
   if (chosen.empty()) {
-    return invalid_argument("tool_choice names function '" + options.function + "', which is not among the tools");
+    return invalid_argument("tool_choice names function '" + options.function +
+                            "', which is not among the tools");
   }
   GbnfBuilder b;
   const std::string w = json_rules::ws(&b);
@@ -84,7 +90,8 @@ Result<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const Too
     } else {
       call = "\"{\" " + w + " " + GbnfBuilder::literal("\"name\"") + " " + w + " \":\" " + w + " " +
              GbnfBuilder::literal(nlohmann::json(t->name).dump()) + " " + w + " \",\" " + w + " " +
-             GbnfBuilder::literal("\"" + args_key + "\"") + " " + w + " \":\" " + w + " " + args + " " + w + " \"}\"";
+             GbnfBuilder::literal("\"" + args_key + "\"") + " " + w + " \":\" " + w + " " + args + " " + w +
+             " \"}\"";
     }
     calls.push_back(b.add_rule("call-" + t->name, call));
   }
@@ -93,21 +100,18 @@ Result<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const Too
   std::string root;
   switch (options.format) {
     case ToolCallFormat::kHermes: {
-      const std::string block = b.add_rule(
-          "call-block", marker("<tool_call>", vocabulary) + " \"\\n\" " + call + " \"\\n\" " + marker("</tool_call>", vocabulary));
+      const std::string block =
+          b.add_rule("call-block", marker("<tool_call>", vocabulary) + " \"\\n\" " + call + " \"\\n\" " +
+                                       marker("</tool_call>", vocabulary));
       root = many ? block + " ( \"\\n\" " + block + " )*" : block;
       break;
     }
-    case ToolCallFormat::kLlama3Json:
-      root = call;
-      break;
+    case ToolCallFormat::kLlama3Json: root = call; break;
     case ToolCallFormat::kMistralJsonArray:
       root = marker("[TOOL_CALLS]", vocabulary) + " \"[\" " + call +
              (many ? " ( " + w + " \",\" " + w + " " + call + " )*" : "") + " \"]\"";
       break;
-    case ToolCallFormat::kMistralArgs:
-      root = many ? call + "+" : call;
-      break;
+    case ToolCallFormat::kMistralArgs: root = many ? call + "+" : call; break;
   }
   return b.text(root);
 }

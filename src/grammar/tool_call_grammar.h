@@ -12,10 +12,9 @@
 // (the model emits it so), otherwise as its text.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "grammar/tool_call_format.h"

@@ -13,7 +13,9 @@ constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 constexpr std::string_view kMistralArgs = "[ARGS]";
 constexpr std::string_view kMistralCallId = "[CALL_ID]";
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
@@ -35,7 +37,9 @@ bool decode_json_string(const std::string& literal, std::string* out) {
 }  // namespace
 
 ToolCallParser::ToolCallParser(ToolCallFormat format, uint64_t id_seed)
-    : format_(format), rng_(id_seed), mode_(format == ToolCallFormat::kLlama3Json ? Mode::kStart : Mode::kContent) {}
+    : format_(format),
+      rng_(id_seed),
+      mode_(format == ToolCallFormat::kLlama3Json ? Mode::kStart : Mode::kContent) {}
 
 ToolCallStreamDelta ToolCallParser::push(std::string_view text) {
   buf_.append(text);
@@ -93,7 +97,8 @@ bool ToolCallParser::step(bool at_end) {
         mode_ = Mode::kBeforeObject;
         return true;
       }
-      if (!at_end && rest.size() < kPythonTag.size() && kPythonTag.substr(0, rest.size()) == rest) return false;
+      if (!at_end && rest.size() < kPythonTag.size() && kPythonTag.substr(0, rest.size()) == rest)
+        return false;
       if (rest[0] == '{') {
         begin_call(true);  // the leading spaces belong to it, should it be content
         mode_ = Mode::kObject;
@@ -399,7 +404,8 @@ void ToolCallParser::emit_arguments(std::string_view text) {
     pending_args_.append(text);
     return;
   }
-  if (!out_.tool_calls.empty() && out_.tool_calls.back().index == index_ && out_.tool_calls.back().id.empty()) {
+  if (!out_.tool_calls.empty() && out_.tool_calls.back().index == index_ &&
+      out_.tool_calls.back().id.empty()) {
     out_.tool_calls.back().arguments.append(text);
   } else {
     out_.tool_calls.push_back({index_, "", "", std::string(text)});

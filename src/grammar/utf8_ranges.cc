@@ -7,7 +7,9 @@
 namespace ladder::grammar {
 namespace {
 
-int encoded_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+int encoded_length(uint32_t cp) {
+  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
 
 // lo..hi share one encoded length.
 void split_same_length(uint32_t lo, uint32_t hi, std::vector<ByteSequence>* out) {

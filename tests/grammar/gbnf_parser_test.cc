@@ -64,22 +64,28 @@ TEST(GbnfParser, ErrorsNameTheLineAndColumn) {
   EXPECT_EQ(error_of("root ::= \"abc"), "gbnf line 1, column 10: unterminated string");
   EXPECT_EQ(error_of("root ::= foo"), "gbnf line 1, column 10: rule 'foo' is not defined");
   EXPECT_EQ(error_of("a ::= \"x\""), "gbnf: no rule named 'root' (the start rule)");
-  EXPECT_EQ(error_of("root ::= \"a\"\nroot ::= \"b\""), "gbnf line 2, column 1: rule 'root' is defined twice");
-  EXPECT_EQ(error_of("root ::= (\"a\""), "gbnf line 1, column 14: expected ')' to close the group, found end of input");
+  EXPECT_EQ(error_of("root ::= \"a\"\nroot ::= \"b\""),
+            "gbnf line 2, column 1: rule 'root' is defined twice");
+  EXPECT_EQ(error_of("root ::= (\"a\""),
+            "gbnf line 1, column 14: expected ')' to close the group, found end of input");
   EXPECT_EQ(error_of("root ::= \"a\")"), "gbnf line 1, column 13: unmatched ')'");
   EXPECT_EQ(error_of("root ::= \"\\q\""), "gbnf line 1, column 11: unknown escape '\\q'");
-  EXPECT_EQ(error_of("root ::= [z-a]"), "gbnf line 1, column 11: character range is reversed (its end comes before its start)");
+  EXPECT_EQ(error_of("root ::= [z-a]"),
+            "gbnf line 1, column 11: character range is reversed (its end comes before its start)");
   EXPECT_EQ(error_of("root ::= [abc"), "gbnf line 1, column 10: unterminated character class");
   EXPECT_EQ(error_of("root ::= \"a\"{3,2}"), "gbnf line 1, column 13: repetition {3,2} has max < min");
-  EXPECT_EQ(error_of("root ::= \"a\"{1,x}"), "gbnf line 1, column 16: expected a number in '{m,n}', found 'x'");
+  EXPECT_EQ(error_of("root ::= \"a\"{1,x}"),
+            "gbnf line 1, column 16: expected a number in '{m,n}', found 'x'");
   EXPECT_EQ(error_of("root ::= \"a\"{99999}"),
             "gbnf line 1, column 14: repetition count above the limit of 10000");
   EXPECT_EQ(error_of("root ::= \"a\" b ::= \"c\""),
             "gbnf line 1, column 14: rule 'b' starts before the previous rule ended (missing newline?)");
   EXPECT_EQ(error_of("root := \"a\""), "gbnf line 1, column 6: expected '::=' after rule name 'root'");
   EXPECT_EQ(error_of("root ::= \"a\" @"), "gbnf line 1, column 14: unexpected '@'");
-  EXPECT_EQ(error_of("root ::= <abc>"), "gbnf line 1, column 11: expected '\"' after '<' (a token is written <\"text\">)");
-  EXPECT_EQ(error_of("root ::= \"\\uD800\""), "gbnf line 1, column 11: escape names U+D800, which is not a Unicode scalar value");
+  EXPECT_EQ(error_of("root ::= <abc>"),
+            "gbnf line 1, column 11: expected '\"' after '<' (a token is written <\"text\">)");
+  EXPECT_EQ(error_of("root ::= \"\\uD800\""),
+            "gbnf line 1, column 11: escape names U+D800, which is not a Unicode scalar value");
   EXPECT_EQ(error_of("root ::= \"a\"\n\n  x ::= y"), "gbnf line 3, column 9: rule 'y' is not defined");
   EXPECT_EQ(error_of("::= \"a\""), "gbnf line 1, column 1: expected a rule name, found ':'");
   EXPECT_EQ(error_of("root ::= \"\xFF\""), "gbnf line 1, column 11: invalid UTF-8 in the grammar text");
@@ -104,9 +110,13 @@ TEST(GbnfParser, SurvivesRandomEdits) {
       const size_t pos = rng() % (text.size() + 1);
       const char c = alphabet[rng() % alphabet.size()];
       switch (rng() % 3) {
-        case 0: if (pos < text.size()) text.erase(pos, 1); break;
+        case 0:
+          if (pos < text.size()) text.erase(pos, 1);
+          break;
         case 1: text.insert(pos, 1, c); break;
-        default: if (pos < text.size()) text[pos] = c; break;
+        default:
+          if (pos < text.size()) text[pos] = c;
+          break;
       }
     }
     auto g = parse_gbnf(text);

@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <nlohmann/json.hpp>
-#include <sstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +23,8 @@ namespace ladder::testing {
 
 // 256 single-byte tokens (id = byte), then the given extra tokens (multi-byte
 // pieces), then "<eos>" (an end token) and "<ctl>" (a special token).
-inline std::shared_ptr<const grammar::TokenVocabulary> byte_vocabulary(const std::vector<std::string>& extra = {}) {
+inline std::shared_ptr<const grammar::TokenVocabulary> byte_vocabulary(
+    const std::vector<std::string>& extra = {}) {
   std::vector<std::string> pieces;
   for (int b = 0; b < 256; ++b) pieces.push_back(std::string(1, static_cast<char>(b)));
   for (const std::string& e : extra) pieces.push_back(e);
@@ -70,7 +71,9 @@ inline std::shared_ptr<const grammar::TokenVocabulary> shared_vocabulary(const s
   return vocab;
 }
 
-inline bool mask_bit(const std::vector<uint64_t>& mask, int32_t id) { return ((mask[id / 64] >> (id % 64)) & 1) != 0; }
+inline bool mask_bit(const std::vector<uint64_t>& mask, int32_t id) {
+  return ((mask[id / 64] >> (id % 64)) & 1) != 0;
+}
 
 // The mask by brute force: every token tried on the matcher and rolled back.
 inline std::vector<uint64_t> brute_force_mask(grammar::GrammarMatcher& m) {
@@ -90,10 +93,10 @@ inline std::vector<uint64_t> brute_force_mask(grammar::GrammarMatcher& m) {
 }
 
 struct WalkResult {
-  std::string text;     // the bytes of the accepted tokens
-  bool ended = false;   // an end token was sampled
+  std::string text;    // the bytes of the accepted tokens
+  bool ended = false;  // an end token was sampled
   int steps = 0;
-  int mismatches = 0;   // steps whose fast mask differed from brute force
+  int mismatches = 0;  // steps whose fast mask differed from brute force
 };
 
 // Samples allowed tokens at random until an end token (or max_steps): half
@@ -101,8 +104,8 @@ struct WalkResult {
 // `closing_after` steps it steers towards an end: an end token, else a
 // closing byte ("\"", "}", "]", digits...), else a random single-byte token.
 // With check_masks, every step's mask is compared with brute_force_mask().
-inline WalkResult random_walk(const std::shared_ptr<const grammar::CompiledGrammar>& g, uint64_t seed, int max_steps,
-                              int closing_after, bool check_masks) {
+inline WalkResult random_walk(const std::shared_ptr<const grammar::CompiledGrammar>& g, uint64_t seed,
+                              int max_steps, int closing_after, bool check_masks) {
   const grammar::TokenVocabulary& v = g->vocabulary();
   grammar::GrammarMatcher m(g);
   std::mt19937_64 rng(seed);
@@ -177,7 +180,8 @@ inline std::vector<std::string> python_verdicts(const std::vector<nlohmann::json
                                                 const std::vector<std::pair<size_t, std::string>>& texts) {
   std::string input = nlohmann::json(schemas).dump() + "\n";
   for (const auto& [i, text] : texts) input += nlohmann::json({{"schema", i}, {"text", text}}).dump() + "\n";
-  CommandResult r = run_command({"/usr/bin/python3", std::string(LADDER_TEST_SOURCE_DIR) + "/grammar/validate_json.py"}, input);
+  CommandResult r = run_command(
+      {"/usr/bin/python3", std::string(LADDER_TEST_SOURCE_DIR) + "/grammar/validate_json.py"}, input);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> out;
   std::istringstream lines(r.out);

@@ -40,7 +40,8 @@ void compare_on(const char* gbnf, const VocabCase& vc, int max_steps, int closin
   ASSERT_NE(g, nullptr);
   int steps = 0;
   for (int w = 0; w < vc.walks; ++w) {
-    testing::WalkResult r = testing::random_walk(g, 1000 + static_cast<uint64_t>(w), max_steps, closing_after, true);
+    testing::WalkResult r =
+        testing::random_walk(g, 1000 + static_cast<uint64_t>(w), max_steps, closing_after, true);
     EXPECT_EQ(r.mismatches, 0) << vc.path << " walk " << w;
     steps += r.steps;
   }
@@ -48,10 +49,8 @@ void compare_on(const char* gbnf, const VocabCase& vc, int max_steps, int closin
 }
 
 const VocabCase kVocabs[] = {
-    {"models/stories260K.gguf", 6},
-    {"models/llama-2-tiny-random.gguf", 3},
-    {"tokenizers/ggml-vocab-gpt-2.gguf", 2},
-    {"tokenizers/ggml-vocab-deepseek-llm.gguf", 1},
+    {"models/stories260K.gguf", 6},           {"models/llama-2-tiny-random.gguf", 3},
+    {"tokenizers/ggml-vocab-gpt-2.gguf", 2},  {"tokenizers/ggml-vocab-deepseek-llm.gguf", 1},
     {"tokenizers/ggml-vocab-falcon.gguf", 1},  // lacks some single bytes
 };
 
@@ -99,7 +98,8 @@ TEST(GrammarMask, ToolGrammarsWithMarkerTokensMatchBruteForce) {
      "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
     {"type": "function", "function": {"name": "get_time"}}])"));
   ASSERT_TRUE(tools.is_ok());
-  for (ToolCallFormat format : {ToolCallFormat::kMistralArgs, ToolCallFormat::kMistralJsonArray, ToolCallFormat::kHermes}) {
+  for (ToolCallFormat format :
+       {ToolCallFormat::kMistralArgs, ToolCallFormat::kMistralJsonArray, ToolCallFormat::kHermes}) {
     ToolGrammarOptions options;
     options.format = format;
     auto gbnf = tool_call_gbnf(tools.value(), options, vocab.get());
@@ -132,7 +132,8 @@ TEST(GrammarMask, VocabularyTrieHoldsEveryOrdinaryToken) {
     ++in_trie;
     // The path from the root spells the piece.
     std::string spelled;
-    for (int32_t n = node; n != 0; n = trie[n].parent) spelled.insert(spelled.begin(), static_cast<char>(trie[n].byte));
+    for (int32_t n = node; n != 0; n = trie[n].parent)
+      spelled.insert(spelled.begin(), static_cast<char>(trie[n].byte));
     EXPECT_EQ(spelled, vocab->piece(id)) << id;
   }
   EXPECT_GT(in_trie, 31000);

@@ -30,10 +30,10 @@ void check(const char* gbnf, const std::vector<Case>& cases) {
 
 TEST(GrammarMatcher, LiteralsAndSequences) {
   check(R"(root ::= "ab" "c")", {{"abc", true, true},
-                                  {"ab", false, true},
-                                  {"", false, true},
-                                  {"abd", false, false},
-                                  {"abcc", false, false}});
+                                 {"ab", false, true},
+                                 {"", false, true},
+                                 {"abd", false, false},
+                                 {"abcc", false, false}});
   check(R"(root ::= "\x41\u00e9\n\t\"\\")", {{"A\xC3\xA9\n\t\"\\", true, true}, {"A\xC3", false, true}});
 }
 
@@ -46,7 +46,11 @@ b ::= "y"?)",
   check(R"(root ::= a a a "z"
 a ::= b
 b ::= "" | "q")",
-        {{"z", true, true}, {"qz", true, true}, {"qqqz", true, true}, {"qqqqz", false, false}, {"qqq", false, true}});
+        {{"z", true, true},
+         {"qz", true, true},
+         {"qqqz", true, true},
+         {"qqqqz", false, false},
+         {"qqq", false, true}});
   check(R"(root ::= "")", {{"", true, true}, {"a", false, false}});
 }
 
@@ -54,52 +58,67 @@ TEST(GrammarMatcher, AmbiguousGrammars) {
   // x x with x in {"", "a", "aa"}: zero to four a's, several parses each.
   check(R"(root ::= x x
 x ::= "a" | "aa" | "")",
-        {{"", true, true}, {"a", true, true}, {"aa", true, true}, {"aaa", true, true}, {"aaaa", true, true},
+        {{"", true, true},
+         {"a", true, true},
+         {"aa", true, true},
+         {"aaa", true, true},
+         {"aaaa", true, true},
          {"aaaaa", false, false}});
   // The classic ambiguous expression grammar (and left-recursive).
-  check(R"(root ::= root "+" root | "n")",
-        {{"n", true, true}, {"n+n+n", true, true}, {"n+", false, true}, {"+n", false, false}, {"nn", false, false}});
+  check(R"(root ::= root "+" root | "n")", {{"n", true, true},
+                                            {"n+n+n", true, true},
+                                            {"n+", false, true},
+                                            {"+n", false, false},
+                                            {"nn", false, false}});
 }
 
 TEST(GrammarMatcher, RecursionAndBalance) {
-  check(R"g(root ::= "(" root ")" root | "")g",
-        {{"", true, true}, {"()", true, true}, {"(())()", true, true}, {"(()", false, true},
-         {")(", false, false}, {"())", false, false}});
+  check(R"g(root ::= "(" root ")" root | "")g", {{"", true, true},
+                                                 {"()", true, true},
+                                                 {"(())()", true, true},
+                                                 {"(()", false, true},
+                                                 {")(", false, false},
+                                                 {"())", false, false}});
   check(R"(root ::= root "a" | "b")", {{"b", true, true}, {"baaa", true, true}, {"a", false, false}});
 }
 
 TEST(GrammarMatcher, Repetition) {
-  check(R"(root ::= "a"{2,4})", {{"a", false, true}, {"aa", true, true}, {"aaaa", true, true},
-                                  {"aaaaa", false, false}});
+  check(R"(root ::= "a"{2,4})",
+        {{"a", false, true}, {"aa", true, true}, {"aaaa", true, true}, {"aaaaa", false, false}});
   check(R"(root ::= "ab"{3})", {{"abab", false, true}, {"ababab", true, true}, {"abababa", false, false}});
   check(R"(root ::= "a"{2,} "b")", {{"ab", false, false}, {"aab", true, true}, {"aaaaaab", true, true}});
   check(R"(root ::= ("x" "y"?)* "z")", {{"z", true, true}, {"xxyxz", true, true}, {"yz", false, false}});
-  check(R"(root ::= "a"+ "b"?)", {{"", false, true}, {"a", true, true}, {"aab", true, true}, {"b", false, false}});
+  check(R"(root ::= "a"+ "b"?)",
+        {{"", false, true}, {"a", true, true}, {"aab", true, true}, {"b", false, false}});
   // A repetition of something nullable must not loop forever.
   check(R"(root ::= ("a"?)* "b")", {{"b", true, true}, {"aab", true, true}});
-  check(R"(root ::= ("a"? "b"?){0,3} "c")", {{"c", true, true}, {"ababc", true, true}, {"abababc", true, true},
-                                              {"ababababc", false, false}});
+  check(R"(root ::= ("a"? "b"?){0,3} "c")",
+        {{"c", true, true}, {"ababc", true, true}, {"abababc", true, true}, {"ababababc", false, false}});
 }
 
 TEST(GrammarMatcher, CharacterClassesAreUtf8) {
   check(R"(root ::= [a-c0-9_]+)", {{"abc_09", true, true}, {"d", false, false}, {"", false, true}});
   // Cyrillic: two-byte characters; a first byte alone is a viable prefix.
-  check(R"(root ::= [а-я]+)", {{"привет", true, true}, {"\xD0", false, true}, {"hello", false, false},
-                                {"\xD0\x41", false, false}});
+  check(R"(root ::= [а-я]+)",
+        {{"привет", true, true}, {"\xD0", false, true}, {"hello", false, false}, {"\xD0\x41", false, false}});
   // Negation covers every other scalar value, of any length, never raw bytes.
   check(R"(root ::= [^a"\\]*)", {{"b\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", true, true},
-                                  {"a", false, false},
-                                  {"\"", false, false},
-                                  {"\xFF", false, false},
-                                  {"\xED\xA0\x80", false, false},  // an encoded surrogate is not UTF-8
-                                  {"\xF0\x9F", false, true}});
-  check(R"(root ::= . .)", {{"a\xF0\x9F\x98\x80", true, true}, {"ab", true, true}, {"a", false, true},
-                            {"abc", false, false}});
+                                 {"a", false, false},
+                                 {"\"", false, false},
+                                 {"\xFF", false, false},
+                                 {"\xED\xA0\x80", false, false},  // an encoded surrogate is not UTF-8
+                                 {"\xF0\x9F", false, true}});
+  check(R"(root ::= . .)",
+        {{"a\xF0\x9F\x98\x80", true, true}, {"ab", true, true}, {"a", false, true}, {"abc", false, false}});
   // Ranges across encoding lengths: U+007E..U+0801 holds 1-, 2- and 3-byte characters.
-  check(R"(root ::= [\x7E-\u0801])", {{"~", true, true}, {"\x7F", true, true}, {"\xC2\x80", true, true},
-                                       {"\xDF\xBF", true, true}, {"\xE0\xA0\x80", true, true},
-                                       {"\xE0\xA0\x81", true, true}, {"\xE0\xA0\x82", false, false},
-                                       {"}", false, false}});
+  check(R"(root ::= [\x7E-\u0801])", {{"~", true, true},
+                                      {"\x7F", true, true},
+                                      {"\xC2\x80", true, true},
+                                      {"\xDF\xBF", true, true},
+                                      {"\xE0\xA0\x80", true, true},
+                                      {"\xE0\xA0\x81", true, true},
+                                      {"\xE0\xA0\x82", false, false},
+                                      {"}", false, false}});
 }
 
 TEST(GrammarMatcher, TokensNamedInTheGrammar) {
@@ -178,9 +197,11 @@ TEST(GrammarMatcher, EndOfGenerationAndRollback) {
 TEST(GrammarCompile, RulesThatCanNeverFinishAreErrors) {
   auto vocab = testing::byte_vocabulary();
   auto r = CompiledGrammar::from_gbnf(R"(root ::= "a" item
-item ::= "b" item)", vocab);
+item ::= "b" item)",
+                                      vocab);
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("rules 'root', 'item' can never be completed"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("rules 'root', 'item' can never be completed"), std::string::npos)
+      << r.status().message();
   r = CompiledGrammar::from_gbnf(R"(root ::= "a" root)", vocab);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("'root'"), std::string::npos) << r.status().message();
@@ -190,8 +211,8 @@ item ::= "b" item)", vocab);
   r = CompiledGrammar::from_gbnf(R"(root ::= "x" <"<eos>">)", vocab);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("end-of-generation"), std::string::npos) << r.status().message();
-  r = CompiledGrammar::from_gbnf(R"(root ::= [a-z]{0,10000} [a-z]{0,10000} [a-z]{0,10000} ([a-z]{0,10000}){0,200})",
-                                 vocab);
+  r = CompiledGrammar::from_gbnf(
+      R"(root ::= [a-z]{0,10000} [a-z]{0,10000} [a-z]{0,10000} ([a-z]{0,10000}){0,200})", vocab);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("grammar too large"), std::string::npos) << r.status().message();
 }

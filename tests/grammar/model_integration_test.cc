@@ -33,7 +33,8 @@ Generated generate(const model::ModelBundle& bundle, const std::shared_ptr<const
   const model::LlamaModel& m = *bundle.model;
   const int64_t n_vocab = m.config().n_vocab;
   std::vector<int32_t> prompt = bundle.tokenizer->encode("Once upon a time", true, false);
-  max_tokens = std::min<int>(max_tokens, static_cast<int>(m.config().context_length - static_cast<int64_t>(prompt.size())));
+  max_tokens = std::min<int>(
+      max_tokens, static_cast<int>(m.config().context_length - static_cast<int64_t>(prompt.size())));
   model::DenseKv kv(m.config(), 1, static_cast<int64_t>(prompt.size()) + max_tokens + 1);
   ops::ThreadPool pool(1);
   engine::Sampler sampler(params, seed);
@@ -137,8 +138,8 @@ TEST(GrammarWithModel, StoriesMakesAForcedToolCall) {
   EXPECT_EQ(calls.content, "");
   ASSERT_EQ(calls.tool_calls.size(), 1u) << out.text;
   EXPECT_EQ(calls.tool_calls[0].name, "find_friend");
-  std::vector<std::string> verdicts = testing::python_verdicts({nlohmann::json::parse(tools.value()[0].parameters.dump())},
-                                                               {{0, calls.tool_calls[0].arguments}});
+  std::vector<std::string> verdicts = testing::python_verdicts(
+      {nlohmann::json::parse(tools.value()[0].parameters.dump())}, {{0, calls.tool_calls[0].arguments}});
   ASSERT_EQ(verdicts.size(), 1u);
   EXPECT_EQ(verdicts[0], "valid") << calls.tool_calls[0].arguments;
 }

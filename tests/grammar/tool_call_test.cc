@@ -29,13 +29,15 @@ const std::vector<ParseCase>& parse_cases() {
   static const std::vector<ParseCase> cases = {
       // Qwen 2.5 / Hermes 3: text, then blocks.
       {ToolCallFormat::kHermes,
-       "I'll check both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n"
+       "I'll check both.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", "
+       "\"unit\": \"c\"}}\n"
        "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
        "I'll check both.",
        {{"get_weather", R"({"city": "Paris", "unit": "c"})"}, {"get_time", "{}"}}},
       // Hermes 2 Pro writes arguments first.
       {ToolCallFormat::kHermes,
-       "<tool_call>\n{\"arguments\": {\"symbol\": \"TSLA\"}, \"name\": \"get_stock_fundamentals\"}\n</tool_call>",
+       "<tool_call>\n{\"arguments\": {\"symbol\": \"TSLA\"}, \"name\": "
+       "\"get_stock_fundamentals\"}\n</tool_call>",
        "",
        {{"get_stock_fundamentals", R"({"symbol": "TSLA"})"}}},
       // Strings holding braces and escaped quotes; text after the call.
@@ -45,7 +47,8 @@ const std::vector<ParseCase>& parse_cases() {
        {{"say", R"({"text":"a } \" ] {"})"}}},
       // Arguments written as a string of JSON; no arguments at all.
       {ToolCallFormat::kHermes,
-       "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call><tool_call>{\"name\": \"g\"}</tool_call>",
+       "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call><tool_call>{\"name\": "
+       "\"g\"}</tool_call>",
        "",
        {{"f", R"({"a": 1})"}, {"g", "{}"}}},
       // Not a call: the block stays text, markers and all but the first.
@@ -53,32 +56,50 @@ const std::vector<ParseCase>& parse_cases() {
       {ToolCallFormat::kHermes, "a < b and <tool", "a < b and <tool", {}},
       {ToolCallFormat::kHermes, "plain text  \n", "plain text  \n", {}},
       // Cut off inside the arguments: the call keeps what was written.
-      {ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2", "", {{"f", R"({"a": [1, 2)"}}},
+      {ToolCallFormat::kHermes,
+       "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2",
+       "",
+       {{"f", R"({"a": [1, 2)"}}},
       // Llama 3.x.
-      {ToolCallFormat::kLlama3Json, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", "",
-       {{"get_weather", R"({"city": "Paris"})"}}},
-      {ToolCallFormat::kLlama3Json, "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"x\": 1.5}}", "", {{"f", R"({"x": 1.5})"}}},
       {ToolCallFormat::kLlama3Json,
-       " {\"type\": \"function\", \"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"k\": null}}",
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+       "",
+       {{"get_weather", R"({"city": "Paris"})"}}},
+      {ToolCallFormat::kLlama3Json,
+       "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"x\": 1.5}}",
+       "",
+       {{"f", R"({"x": 1.5})"}}},
+      {ToolCallFormat::kLlama3Json,
+       " {\"type\": \"function\", \"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": "
+       "{\"k\": null}}",
        "",
        {{"a", "{}"}, {"b", R"({"k": null})"}}},
-      {ToolCallFormat::kLlama3Json, "{\"answer\": 42, \"name\": \"x\"}", "{\"answer\": 42, \"name\": \"x\"}", {}},
+      {ToolCallFormat::kLlama3Json,
+       "{\"answer\": 42, \"name\": \"x\"}",
+       "{\"answer\": 42, \"name\": \"x\"}",
+       {}},
       {ToolCallFormat::kLlama3Json, "{\"name\": 3}", "{\"name\": 3}", {}},
       {ToolCallFormat::kLlama3Json, "The answer is {\"name\": \"f\"}", "The answer is {\"name\": \"f\"}", {}},
       {ToolCallFormat::kLlama3Json, "  \n", "  \n", {}},
       // Mistral v3: a JSON array after the marker.
       {ToolCallFormat::kMistralJsonArray,
-       "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"abc123def\"}, "
+       "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": "
+       "\"abc123def\"}, "
        "{\"name\": \"f2\", \"arguments\": {}}]",
        "",
        {{"get_weather", R"({"city": "Paris"})"}, {"f2", "{}"}}},
-      {ToolCallFormat::kMistralJsonArray, "Sure. [TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {\"a\": \"[b]\"}}]",
+      {ToolCallFormat::kMistralJsonArray,
+       "Sure. [TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {\"a\": \"[b]\"}}]",
        "Sure.",
        {{"f", R"({"a": "[b]"})"}}},
       // Mistral v11+: name[ARGS]arguments per call; [CALL_ID] gives the id.
-      {ToolCallFormat::kMistralArgs, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{}", "",
+      {ToolCallFormat::kMistralArgs,
+       "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{}",
+       "",
        {{"get_weather", R"({"city": "Paris"})"}, {"get_time", "{}"}}},
-      {ToolCallFormat::kMistralArgs, "Let me see.[TOOL_CALLS]f[ARGS] {\"q\": [1, {\"r\": \"]\"}]}\nThanks", "Let me see.Thanks",
+      {ToolCallFormat::kMistralArgs,
+       "Let me see.[TOOL_CALLS]f[ARGS] {\"q\": [1, {\"r\": \"]\"}]}\nThanks",
+       "Let me see.Thanks",
        {{"f", R"({"q": [1, {"r": "]"}]})"}}},
       {ToolCallFormat::kMistralArgs, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]", "", {{"f", "{}"}}},
       {ToolCallFormat::kMistralArgs, "[TOOL_CALLS]what is this? [ARGS", "what is this? [ARGS", {}},
@@ -109,7 +130,8 @@ TEST(ToolCallParser, IdsHaveTheFormatsShape) {
   auto mistral = parse_tool_calls(ToolCallFormat::kMistralArgs, "[TOOL_CALLS]f[ARGS]{}", 5);
   ASSERT_EQ(mistral.tool_calls.size(), 1u);
   EXPECT_EQ(mistral.tool_calls[0].id.size(), 9u);
-  auto given = parse_tool_calls(ToolCallFormat::kMistralArgs, "[TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{\"x\":1}", 5);
+  auto given =
+      parse_tool_calls(ToolCallFormat::kMistralArgs, "[TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{\"x\":1}", 5);
   ASSERT_EQ(given.tool_calls.size(), 1u);
   EXPECT_EQ(given.tool_calls[0].id, "a1b2c3d4e");
   EXPECT_EQ(given.tool_calls[0].arguments, "{\"x\":1}");
@@ -128,7 +150,8 @@ struct Assembled {
         parsed.tool_calls.push_back({t.id, t.name, ""});
       } else {
         EXPECT_TRUE(t.name.empty()) << how;
-        ASSERT_EQ(t.index + 1, static_cast<int32_t>(parsed.tool_calls.size())) << how << ": fragment of a call not begun";
+        ASSERT_EQ(t.index + 1, static_cast<int32_t>(parsed.tool_calls.size()))
+            << how << ": fragment of a call not begun";
         parsed.tool_calls.back().arguments += t.arguments;
       }
     }
@@ -147,7 +170,8 @@ TEST(ToolCallParser, StreamingSplitAtEveryByteMatchesTheWhole) {
       a.add(p.finish(), how);
       expect_parsed(c, a.parsed, how);
       ASSERT_EQ(a.parsed.tool_calls.size(), whole.tool_calls.size());
-      for (size_t i = 0; i < whole.tool_calls.size(); ++i) EXPECT_EQ(a.parsed.tool_calls[i].id, whole.tool_calls[i].id);
+      for (size_t i = 0; i < whole.tool_calls.size(); ++i)
+        EXPECT_EQ(a.parsed.tool_calls[i].id, whole.tool_calls[i].id);
     }
     // One byte at a time: content never shows a marker, even partly.
     ToolCallParser p(c.format, 9);
@@ -222,8 +246,8 @@ const char* kToolsJson = R"([
 std::shared_ptr<const TokenVocabulary> marker_vocabulary() {
   std::vector<std::string> pieces;
   for (int b = 0; b < 256; ++b) pieces.push_back(std::string(1, static_cast<char>(b)));
-  for (const char* w : {"{\"", "\": ", "\"name", "get_", "weather", "\", \"", "}}", "[{", "<tool_call>", "</s>",
-                        "[TOOL_CALLS]", "[ARGS]"}) {
+  for (const char* w : {"{\"", "\": ", "\"name", "get_", "weather", "\", \"", "}}", "[{", "<tool_call>",
+                        "</s>", "[TOOL_CALLS]", "[ARGS]"}) {
     pieces.push_back(w);
   }
   std::vector<bool> special(pieces.size(), false);
@@ -241,8 +265,8 @@ TEST(ToolCallGrammar, ForcedCallsParseBackAndValidate) {
   ASSERT_NE(stories, nullptr);
   std::vector<std::pair<size_t, std::string>> arguments;
   int n_calls = 0;
-  for (ToolCallFormat format : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistralJsonArray,
-                                ToolCallFormat::kMistralArgs}) {
+  for (ToolCallFormat format : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json,
+                                ToolCallFormat::kMistralJsonArray, ToolCallFormat::kMistralArgs}) {
     for (const std::string& function : {std::string(), std::string("add")}) {
       for (const auto& vocab : {marker_vocabulary(), stories}) {
         ToolGrammarOptions options;
@@ -287,17 +311,23 @@ TEST(ToolCallGrammar, MatchesWhatTemplatesShowAndUsesMarkerTokens) {
   ToolGrammarOptions hermes;
   auto g = testing::compile_gbnf(tool_call_gbnf(tools, hermes, nullptr).value());
   ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(testing::full_match(g,
+                                  "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+                                  "\"Paris\", \"unit\": \"c\"}}\n</tool_call>"));
   EXPECT_TRUE(testing::full_match(
-      g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>"));
-  EXPECT_TRUE(testing::full_match(g, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n"
-                                     "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": -5, \"b\": 7}}\n</tool_call>"));
+      g,
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": -5, \"b\": 7}}\n</tool_call>"));
   EXPECT_FALSE(testing::full_match(g, "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>"));
-  EXPECT_FALSE(testing::full_match(g, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 6, \"b\": 7}}\n</tool_call>"));
-  EXPECT_FALSE(testing::full_match(g, "Sure! <tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(testing::full_match(
+      g, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 6, \"b\": 7}}\n</tool_call>"));
+  EXPECT_FALSE(
+      testing::full_match(g, "Sure! <tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
   hermes.parallel = false;
   g = testing::compile_gbnf(tool_call_gbnf(tools, hermes, nullptr).value());
-  EXPECT_FALSE(testing::full_match(g, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n"
-                                      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(testing::full_match(g,
+                                   "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n"
+                                   "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
   // Mistral markers that are special tokens are named as tokens.
   ToolGrammarOptions mistral;
   mistral.format = ToolCallFormat::kMistralArgs;
@@ -311,13 +341,17 @@ TEST(ToolCallGrammar, MatchesWhatTemplatesShowAndUsesMarkerTokens) {
   missing.function = "nope";
   EXPECT_EQ(tool_call_gbnf(tools, missing, nullptr).status().message(),
             "tool_choice names function 'nope', which is not among the tools");
-  EXPECT_EQ(parse_openai_tools(nlohmann::ordered_json::parse(R"([{"type":"function","function":{}}])")).status().message(),
-            "tools[0].function.name must be a non-empty string");
-  EXPECT_EQ(parse_openai_tools(nlohmann::ordered_json::parse(
-                                   R"([{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}])"))
+  EXPECT_EQ(parse_openai_tools(nlohmann::ordered_json::parse(R"([{"type":"function","function":{}}])"))
                 .status()
                 .message(),
-            "tools[1]: a second tool named 'a'");
+            "tools[0].function.name must be a non-empty string");
+  EXPECT_EQ(
+      parse_openai_tools(
+          nlohmann::ordered_json::parse(
+              R"([{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}])"))
+          .status()
+          .message(),
+      "tools[1]: a second tool named 'a'");
   auto bad = parse_openai_tools(nlohmann::ordered_json::parse(
       R"([{"type":"function","function":{"name":"a","parameters":{"type":"object","properties":{"x":{"not":{}}}}}}])"));
   ASSERT_TRUE(bad.is_ok());
