@@ -14,6 +14,7 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2 python3-numpy curl
+  python3-jsonschema
   # report rendering test (headless browser)
   chromium
   # the replay's HTTPS test makes a self-signed certificate
