@@ -18,6 +18,7 @@
 
 #include "common/half.h"
 #include "common/tensor_type.h"
+#include "gguf/quant.h"
 #include "hwy/highway.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_q8_interleaved-inl.h"
@@ -370,24 +371,13 @@ struct Q32Tile {
   }
 };
 
-// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block.
-HWY_INLINE void k4_scale_min(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // d * sc_j and -dmin * m_j of the 8 sub-blocks of a Q4_K super-block.
 HWY_INLINE void q4k_scales(const BlockQ4_K& blk, float* dsc, float* negmin) {
   const float d = half_to_f32(blk.d);
   const float dmin = half_to_f32(blk.dmin);
   for (int j = 0; j < 8; ++j) {
     int sc, m;
-    k4_scale_min(j, blk.scales, &sc, &m);
+    gguf::k_scale_min(j, blk.scales, &sc, &m);
     dsc[j] = d * static_cast<float>(sc);
     negmin[j] = -(dmin * static_cast<float>(m));
   }

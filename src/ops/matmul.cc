@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "common/check.h"
+#include "gguf/quant.h"
+#include "ops/amx.h"
+#include "ops/kernel_choice.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_simd.h"
 #include "ops/packed_weights.h"
@@ -56,6 +59,13 @@ void group_sums(const int8_t* xq, int64_t n, int64_t group, int32_t* out) {
 
 }  // namespace
 
+void detail::dequantize_row_scalar(TensorType type, const void* src, float* dst, int64_t n) {
+  // The gguf module's reference dequantizer: the one definition of what
+  // every block format means, for the slow path and the tests alike.
+  const Status st = gguf::dequantize_row(type, src, dst, static_cast<size_t>(n));
+  LADDER_CHECK(st.is_ok(), st.to_string());
+}
+
 Status check_matmul_support(TensorType type, int64_t n_in) {
   if (n_in <= 0) return invalid_argument("matmul: n_in must be positive, got " + std::to_string(n_in));
   int64_t block = 0;
@@ -95,6 +105,8 @@ struct Product {
   const uint8_t* packed = nullptr;
   // Packed Q4_0 and Q6_K: sum(xq) per row and detail::packed_sum_group().
   const int32_t* xq_sums = nullptr;
+  // Packed: whole tiles of 16 rows that AMX computes (the rest on vectors).
+  int64_t amx_row_tiles = 0;
   int64_t col0 = 0;  // first column in the call's combined column space
 };
 
@@ -105,13 +117,32 @@ bool use_packed(const WeightMatrix& w, const PackedWeights* packed) {
   return detail::dispatched_target() == packed->target && detail::has_packed(w.type);
 }
 
+// Packed products: AMX tiles for the first 16 * amx_row_tiles rows, the
+// vector kernel for the rest (bit-identical, so the split is free).
+void run_packed_cols(const Product& p, int64_t o_begin, int64_t o_end) {
+  const int64_t amx_rows = p.amx_row_tiles * detail::kAmxTileRows;
+  if (amx_rows > 0) detail::matmul_amx_cols(p.t, p.packed, p.xq_sums, o_begin, o_end, p.amx_row_tiles);
+  if (amx_rows == p.t.rows) return;
+  detail::MatmulTask rest = p.t;
+  const int64_t nb = rest.n_in / detail::kActBlock;
+  rest.rows -= amx_rows;
+  rest.xq += amx_rows * rest.n_in;
+  rest.xu += amx_rows * rest.n_in;
+  rest.xd += amx_rows * nb;
+  rest.xsum += amx_rows * nb;
+  rest.y += amx_rows * rest.y_stride;
+  const int64_t group = detail::packed_sum_group(rest.type);
+  const int32_t* sums = p.xq_sums == nullptr ? nullptr : p.xq_sums + amx_rows * (rest.n_in / group);
+  detail::matmul_packed_cols(rest, p.packed, sums, o_begin, o_end);
+}
+
 // Columns [o_begin, o_end) of one product, every row.
 void run_cols(const Product& p, int64_t o_begin, int64_t o_end) {
   const detail::MatmulTask& t = p.t;
   switch (p.path) {
     case Path::kFloat: detail::matmul_float_cols(t, o_begin, o_end); return;
     case Path::kInt: detail::matmul_int_cols(t, o_begin, o_end); return;
-    case Path::kPacked: detail::matmul_packed_cols(t, p.packed, p.xq_sums, o_begin, o_end); return;
+    case Path::kPacked: run_packed_cols(p, o_begin, o_end); return;
     case Path::kDequant: break;
   }
   // Types without a fast kernel: dequantize a few weight rows at a time into
@@ -140,6 +171,8 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
   const int64_t n_in = outs[0].w->n_in;
   thread_local std::vector<Product> products;
   products.clear();
+  const StreamStrategy stream = kernel_choice().decode_stream;
+  const int64_t amx_row_tiles = amx_int8_active() ? rows / detail::kAmxTileRows : 0;
   bool quantize = false;
   bool need_sums32 = false;
   bool need_sums16 = false;
@@ -158,6 +191,7 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     p.t.x = x;
     p.t.y = out.y;
     p.t.y_stride = w.n_out;
+    p.t.stream = stream;
     // Q5_K has a packed kernel but no unpacked integer one: unpacked, or on
     // a target without the packed kernel, it dequantizes.
     const bool packed = !is_float_type(w.type) && use_packed(w, out.packed);
@@ -167,6 +201,7 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
       p.path = packed ? Path::kPacked : Path::kInt;
       if (p.path == Path::kPacked) {
         p.packed = out.packed->data.get();
+        p.amx_row_tiles = amx_row_tiles;
         need_sums32 |= detail::packed_sum_group(w.type) == 32;
         need_sums16 |= detail::packed_sum_group(w.type) == 16;
       }

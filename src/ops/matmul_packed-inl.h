@@ -75,8 +75,9 @@
 
 #include "common/half.h"
 #include "common/tensor_type.h"
+#include "gguf/quant.h"  // k_scale_min
 #include "hwy/highway.h"
-#include "ops/matmul-inl.h"  // k4_scale_min
+#include "ops/matmul-inl.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_q8_interleaved-inl.h"
 #include "ops/matmul_simd.h"
@@ -133,12 +134,26 @@ struct UnsignedWeights {
   }
 };
 
-// acc + float(isum) * (dw * dx) for block b of Q8_0 or Q4_0.
-template <class Fmt, int kChains>
-HWY_INLINE __m512 q32_step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
-  const __m512i s = dword_sum<Fmt, 8, kChains>(Fmt::row_bias(blk, row, b), blk.w, row_dwords(row, b));
+// Every format's step splits in two: the exact integer dot products of a
+// block with the row's xq (Fmt::kDots of them: one per scale; they may come
+// from vpdpbusd here or from AMX tiles, matmul_amx-inl.h, and are the same
+// integers either way), then Fmt::finish, the float epilogue, which alone
+// decides the bits of the result.
+
+// acc + float(isum) * (dw * dx) for block b of Q8_0 or Q4_0; isum is the
+// exact dot product plus Q4_0's offset (Fmt::exact_sum).
+template <class Fmt>
+HWY_INLINE __m512 q32_finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                             __m512 acc) {
+  const __m512i s = Fmt::exact_sum(dot[0], row, b);
   const __m512 scale = _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b]));
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc);
+}
+
+template <class Fmt, int kChains>
+HWY_INLINE __m512 q32_step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
+  const __m512i dot = dword_sum<Fmt, 8, kChains>(Fmt::vnni_init(blk), blk.w, row_dwords(row, b));
+  return q32_finish<Fmt>(blk, row, b, &dot, acc);
 }
 
 // Four vectors of nibble pairs at p: w[m] = low nibbles, w[m + 4] = high.
@@ -222,10 +237,18 @@ struct PackedQ8_0 {
     blk.dw = f16x16_to_ps(unit + 544);
   }
 
-  static HWY_INLINE __m512i row_bias(const PackedBlock& blk, const PackedRow&, int64_t) { return blk.bias; }
+  // vpdpbusd multiplies u = xq + 128: starting from -128 * sum(w) leaves
+  // exactly sum(xq * w).
+  static HWY_INLINE __m512i vnni_init(const PackedBlock& blk) { return blk.bias; }
+  static HWY_INLINE __m512i exact_sum(__m512i dot, const PackedRow&, int64_t) { return dot; }
 
   static HWY_INLINE __m512i dot(__m512i acc, __m512i w, int32_t x4) {
     return _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(x4), w);
+  }
+
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    return q32_finish<PackedQ8_0>(blk, row, b, dot, acc);
   }
 
   template <int kChains>
@@ -264,8 +287,14 @@ struct PackedQ4_0 : UnsignedWeights {
     blk.dw = f16x16_to_ps(unit + 512 + 32 * j);
   }
 
-  static HWY_INLINE __m512i row_bias(const PackedBlock&, const PackedRow& row, int64_t b) {
-    return _mm512_set1_epi32(-8 * row.xs[b]);
+  static HWY_INLINE __m512i vnni_init(const PackedBlock&) { return _mm512_setzero_si512(); }
+  static HWY_INLINE __m512i exact_sum(__m512i dot, const PackedRow& row, int64_t b) {
+    return _mm512_add_epi32(dot, _mm512_set1_epi32(-8 * row.xs[b]));
+  }
+
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    return q32_finish<PackedQ4_0>(blk, row, b, dot, acc);
   }
 
   template <int kChains>
@@ -283,7 +312,7 @@ HWY_INLINE void pack_k4_factors(const BlockOf& blk, uint8_t* dst) {
     const Block& b = blk(c);
     for (int j = 0; j < 8; ++j) {
       int sc = 0, m = 0;
-      k4_scale_min(j, b.scales, &sc, &m);
+      gguf::k_scale_min(j, b.scales, &sc, &m);
       dst[kSc + 16 * j + c] = static_cast<uint8_t>(sc);
       dst[kMin + 16 * j + c] = static_cast<uint8_t>(m);
     }
@@ -302,11 +331,16 @@ HWY_INLINE void load_k4_factors(const uint8_t* unit, int j, PackedBlock& blk) {
 }
 
 // Q4_K and Q5_K sub-block b: the chain at the top.
+HWY_INLINE __m512 k4_finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                            __m512 acc) {
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]), _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b])), acc);
+  return _mm512_fmadd_ps(blk.negmin, _mm512_set1_ps(row.xsum[b]), acc);
+}
+
 template <class Fmt, int kChains>
 HWY_INLINE __m512 k4_step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
-  const __m512i s = dword_sum<Fmt, 8, kChains>(_mm512_setzero_si512(), blk.w, row_dwords(row, b));
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b])), acc);
-  return _mm512_fmadd_ps(blk.negmin, _mm512_set1_ps(row.xsum[b]), acc);
+  const __m512i dot = dword_sum<Fmt, 8, kChains>(_mm512_setzero_si512(), blk.w, row_dwords(row, b));
+  return k4_finish(blk, row, b, &dot, acc);
 }
 
 struct PackedQ4_K : UnsignedWeights {
@@ -342,6 +376,11 @@ struct PackedQ4_K : UnsignedWeights {
   static HWY_INLINE void load(const uint8_t* unit, int j, PackedBlock& blk) {
     load_nibbles(unit + 256 * j, blk.w);
     load_k4_factors<kSc>(unit, j, blk);
+  }
+
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    return k4_finish(blk, row, b, dot, acc);
   }
 
   template <int kChains>
@@ -410,6 +449,11 @@ struct PackedQ5_K : UnsignedWeights {
     // 0xF8: a | (b & c), the low nibble joined by the masked high bit.
     for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_ternarylogic_epi32(blk.w[k], at4[k], bit4, 0xF8);
     load_k4_factors<kSc>(unit, j, blk);
+  }
+
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    return k4_finish(blk, row, b, dot, acc);
   }
 
   template <int kChains>
@@ -492,18 +536,25 @@ struct PackedQ6_K : UnsignedWeights {
     blk.dw_hi = _mm512_mul_ps(d, i8x16_to_ps(unit + kScales + 32 * j + 16));
   }
 
+  // dot[h]: the exact dot product of half h (16 elements, one scale each).
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    const int32_t* xs = row.xs + 2 * b;
+    const __m512i lo = _mm512_add_epi32(dot[0], _mm512_set1_epi32(-32 * xs[0]));
+    const __m512i hi = _mm512_add_epi32(dot[1], _mm512_set1_epi32(-32 * xs[1]));
+    const __m512 dx = _mm512_set1_ps(row.xd[b]);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), _mm512_mul_ps(blk.dw, dx), acc);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), _mm512_mul_ps(blk.dw_hi, dx), acc);
+  }
+
   template <int kChains>
   static HWY_INLINE __m512 step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
     // Four products per half: at most two chains each.
     constexpr int kHalfChains = kChains > 2 ? 2 : kChains;
     const int32_t* x4 = row_dwords(row, b);
-    const int32_t* xs = row.xs + 2 * b;
-    const __m512i lo = dword_sum<PackedQ6_K, 4, kHalfChains>(_mm512_set1_epi32(-32 * xs[0]), blk.w, x4);
-    const __m512i hi =
-        dword_sum<PackedQ6_K, 4, kHalfChains>(_mm512_set1_epi32(-32 * xs[1]), blk.w + 4, x4 + 4);
-    const __m512 dx = _mm512_set1_ps(row.xd[b]);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), _mm512_mul_ps(blk.dw, dx), acc);
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), _mm512_mul_ps(blk.dw_hi, dx), acc);
+    const __m512i dot[2] = {dword_sum<PackedQ6_K, 4, kHalfChains>(_mm512_setzero_si512(), blk.w, x4),
+                            dword_sum<PackedQ6_K, 4, kHalfChains>(_mm512_setzero_si512(), blk.w + 4, x4 + 4)};
+    return finish(blk, row, b, dot, acc);
   }
 };
 
@@ -535,12 +586,13 @@ void pack_groups(const detail::MatmulTask& t, int64_t g_begin, int64_t g_end, ui
 // With `next` set, unit u of the group at `next` is prefetched into L2 while
 // unit u of this one is computed, so memory latency hides behind the
 // arithmetic of a batch (the group is then reused by every row tile).
-// Decode (one row) instead streams about 4.5 KiB ahead of itself.
-template <class Fmt, int R>
+// Decode (one row) instead streams under the machine's strategy
+// (ops/kernel_choice.h): kHint is the prefetch locality (3 = T0 ... 0 =
+// NTA; -1 none), `ahead` its distance in bytes.
+template <class Fmt, int R, int kHint = -1>
 HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const PackedRow* rows, __m512* acc,
-                              const uint8_t* next) {
+                              const uint8_t* next, int64_t ahead = 0) {
   constexpr int kLines = static_cast<int>(Fmt::kUnitBytes / 64);
-  constexpr int64_t kDecodeAhead = (4608 + Fmt::kUnitBytes - 1) / Fmt::kUnitBytes * Fmt::kUnitBytes;
   constexpr int kChains = R == 1 ? 4 : 2;
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t b0 = 0; b0 < nb; b0 += Fmt::kBlocks, grp += Fmt::kUnitBytes) {
@@ -550,8 +602,8 @@ HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const PackedRow* r
       for (int l = j * kLines / Fmt::kBlocks; l < (j + 1) * kLines / Fmt::kBlocks; ++l) {
         if (next != nullptr) {
           _mm_prefetch(reinterpret_cast<const char*>(next + 64 * l), _MM_HINT_T1);
-        } else if constexpr (R == 1) {
-          _mm_prefetch(reinterpret_cast<const char*>(grp + kDecodeAhead + 64 * l), _MM_HINT_NTA);
+        } else if constexpr (kHint >= 0) {
+          __builtin_prefetch(grp + ahead + 64 * l, 0, kHint);
         }
       }
       PackedBlock blk;
@@ -560,6 +612,20 @@ HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const PackedRow* r
     }
     if (next != nullptr) next += Fmt::kUnitBytes;
   }
+}
+
+// One row against one packed group under the strategy `s`.
+template <class Fmt>
+HWY_INLINE void packed_row16_streamed(const uint8_t* grp, int64_t nb, const PackedRow* row, __m512* acc,
+                                      StreamStrategy s) {
+  switch (s.prefetch) {
+    case Prefetch::kT0: return packed_rows16<Fmt, 1, 3>(grp, nb, row, acc, nullptr, s.distance);
+    case Prefetch::kT1: return packed_rows16<Fmt, 1, 2>(grp, nb, row, acc, nullptr, s.distance);
+    case Prefetch::kT2: return packed_rows16<Fmt, 1, 1>(grp, nb, row, acc, nullptr, s.distance);
+    case Prefetch::kNta: return packed_rows16<Fmt, 1, 0>(grp, nb, row, acc, nullptr, s.distance);
+    case Prefetch::kNone: break;
+  }
+  packed_rows16<Fmt, 1>(grp, nb, row, acc, nullptr);
 }
 
 // Columns [o_begin, o_end) (o_begin a multiple of 16) from packed weights:
@@ -590,6 +656,8 @@ void packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const int32
       __m512 acc[kR];
       if (n == kR) {
         packed_rows16<Fmt, kR>(grp, nb, rows, acc, r == 0 ? next : nullptr);
+      } else if (t.rows == 1) {
+        packed_row16_streamed<Fmt>(grp, nb, rows, acc, t.stream);
       } else {
         packed_rows16<Fmt, 1>(grp, nb, rows, acc, r == 0 ? next : nullptr);
       }

@@ -1,10 +1,12 @@
-// Compiles matmul-inl.h and matmul_packed-inl.h once per Highway target and
-// exports the kernels for dynamic dispatch (called from matmul.cc).
+// Compiles matmul-inl.h, matmul_packed-inl.h and matmul_amx-inl.h once per
+// Highway target and exports the kernels for dynamic dispatch (called from
+// matmul.cc).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "ops/matmul-inl.h"
+#include "ops/matmul_amx-inl.h"
 #include "ops/matmul_packed-inl.h"
 
 #if HWY_ONCE
@@ -20,6 +22,8 @@ HWY_EXPORT(DispatchedTarget);
 HWY_EXPORT(PackGroups);
 HWY_EXPORT(MatmulPackedCols);
 HWY_EXPORT(HasPacked);
+HWY_EXPORT(HasAmxKernels);
+HWY_EXPORT(MatmulAmxCols);
 
 void matmul_float_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulFloatCols)(t, o_begin, o_end);
@@ -46,6 +50,14 @@ void pack_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* o
 void matmul_packed_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
                         int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulPackedCols)(t, packed, xq_sums, o_begin, o_end);
+}
+
+bool has_amx_kernels() {
+  return HWY_DYNAMIC_DISPATCH(HasAmxKernels)();
+}
+void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
+                     int64_t o_end, int64_t row_tiles) {
+  HWY_DYNAMIC_DISPATCH(MatmulAmxCols)(t, packed, xq_sums, o_begin, o_end, row_tiles);
 }
 
 }  // namespace ladder::ops::detail

@@ -74,4 +74,12 @@ void pack_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* o
 void matmul_packed_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
                         int64_t o_end);
 
+// AMX-INT8 tiles (matmul_amx-inl.h; AVX3_DL only, and only where
+// amx_int8_active()): rows [0, 16 * row_tiles) of the columns, from packed
+// weights, bit-identical to matmul_packed_cols().
+inline constexpr int64_t kAmxTileRows = 16;
+bool has_amx_kernels();
+void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
+                     int64_t o_end, int64_t row_tiles);
+
 }  // namespace ladder::ops::detail

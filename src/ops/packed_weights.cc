@@ -1,11 +1,38 @@
 #include "ops/packed_weights.h"
 
 #include "common/check.h"
+#include "ops/amx.h"
+#include "ops/kernel_choice.h"
 #include "ops/matmul_simd.h"
 
 namespace ladder::ops {
 
+namespace {
+
+// Q8_0 and Q4_0 stay as stored where this machine's calibration found the
+// stored layout faster at decode, unless AMX tiles (which read the packed
+// layout) serve their batches. Either way the results are the same bits.
+bool wants_packed(TensorType type) {
+  if (type != TensorType::kQ8_0 && type != TensorType::kQ4_0) return true;
+  return kernel_choice().repack_q32 || amx_int8_active();
+}
+
+}  // namespace
+
+bool has_packed_layout(TensorType type) {
+  return detail::has_packed(type);
+}
+
+size_t packed_weight_bytes(TensorType type, int64_t n_in, int64_t n_out) {
+  return detail::packed_bytes(type, n_in, n_out);
+}
+
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool) {
+  if (!detail::has_packed(w.type) || !wants_packed(w.type)) return {};
+  return pack_weights_always(w, pool);
+}
+
+PackedWeights pack_weights_always(const WeightMatrix& w, ThreadPool& pool) {
   PackedWeights p;
   if (!detail::has_packed(w.type) || !check_matmul_support(w.type, w.n_in).is_ok() || w.n_out <= 0) {
     return p;

@@ -37,9 +37,21 @@ struct PackedWeights {
   bool empty() const { return data == nullptr; }
 };
 
-// Packs w when the active target has a packed kernel for its type, else
-// returns an empty PackedWeights (matmul then reads w as usual).
+// Packs w when the active target has a packed kernel for its type and this
+// machine's kernel choice wants it (Q8_0 and Q4_0 may stay as stored where
+// that decodes faster: ops/kernel_choice.h), else returns an empty
+// PackedWeights (matmul then reads w as usual).
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool);
+
+// Whether the active target has a packed layout for `type`.
+bool has_packed_layout(TensorType type);
+
+// Packs whenever the target has the layout, whatever the kernel choice
+// (benchmarks compare layouts); empty otherwise.
+PackedWeights pack_weights_always(const WeightMatrix& w, ThreadPool& pool);
+
+// Bytes of a packed n_out x n_in matrix of `type` (has_packed_layout(type)).
+size_t packed_weight_bytes(TensorType type, int64_t n_in, int64_t n_out);
 
 // matmul() that reads `packed` instead of w.data when packed is non-empty and
 // was made for the active target; w must describe the same matrix. Otherwise

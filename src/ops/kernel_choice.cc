@@ -1,0 +1,295 @@
+#include "ops/kernel_choice.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "common/half.h"
+#include "common/tensor_type.h"
+#include "hwy/aligned_allocator.h"
+#include "ops/amx.h"
+#include "ops/matmul_simd.h"
+#include "ops/simd_targets.h"
+#include "ops/thread_pool.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace ladder::ops {
+namespace {
+
+// Bump when the candidates or the measurement change, so old caches are
+// ignored rather than trusted.
+constexpr int kCacheVersion = 1;
+
+// The calibration matrix: Q8_0, 2048 x 32768 (about 68 MiB as stored), far
+// beyond the private caches and most last-level caches, so it streams.
+constexpr int64_t kCalIn = 2048;
+constexpr int64_t kCalOut = 32768;
+
+// The CPU as CPUID names it: brand string and family/model/stepping (a VM's
+// brand string is often generic, e.g. "Intel(R) Xeon(R) Processor", while the
+// model number still tells generations apart).
+std::string cpu_identity() {
+#if defined(__x86_64__)
+  unsigned r[4] = {};
+  std::string brand;
+  for (unsigned leaf = 0x80000002; leaf <= 0x80000004; ++leaf) {
+    if (__get_cpuid(leaf, &r[0], &r[1], &r[2], &r[3]) == 0) break;
+    brand.append(reinterpret_cast<const char*>(r), sizeof(r));
+  }
+  brand = brand.c_str();  // drop trailing NULs
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __get_cpuid(1, &a, &b, &c, &d);
+  const unsigned family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);
+  const unsigned model = ((a >> 4) & 0xF) | (((a >> 16) & 0xF) << 4);
+  const unsigned stepping = a & 0xF;
+  return fmt::format("{} family {} model {} stepping {}", brand.empty() ? "x86-64" : brand, family, model,
+                     stepping);
+#else
+  return "unknown CPU";
+#endif
+}
+
+std::string cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') return std::string(x) + "/ladder";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return std::string(h) + "/.cache/ladder";
+  return "";
+}
+
+// kernels-v1-<identity and target, as a file name>.txt
+std::string cache_file() {
+  const std::string dir = cache_dir();
+  if (dir.empty()) return "";
+  std::string key = cpu_identity() + " " + active_target_name();
+  for (char& ch : key) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return fmt::format("{}/kernels-v{}-{}.txt", dir, kCacheVersion, key);
+}
+
+bool calibration_disabled() {
+  const char* v = std::getenv("LADDER_KERNEL_CALIBRATION");
+  return v != nullptr && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0);
+}
+
+std::optional<KernelChoice> read_cache(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  KernelChoice c;
+  bool have_stream = false, have_repack = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "decode_stream") {
+      auto s = parse_stream_strategy(value);
+      if (!s.is_ok()) return std::nullopt;
+      c.decode_stream = s.value();
+      have_stream = true;
+    } else if (key == "repack_q32") {
+      if (value != "0" && value != "1") return std::nullopt;
+      c.repack_q32 = value == "1";
+      have_repack = true;
+    } else if (key == "detail") {
+      c.detail = value;
+    }
+  }
+  if (!have_stream || !have_repack) return std::nullopt;
+  c.source = "cache " + path;
+  return c;
+}
+
+void write_cache(const std::string& path, const KernelChoice& c) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  // Write then rename: concurrent processes never read half a file.
+  const std::string tmp = fmt::format("{}.{}.tmp", path, std::hash<std::thread::id>()(std::this_thread::get_id()));
+  {
+    std::ofstream out(tmp);
+    if (!out) {
+      spdlog::warn("ops: cannot write the kernel choice cache {}", path);
+      return;
+    }
+    out << "# Ladder's decode kernel choice for " << cpu_identity() << ", target " << active_target_name()
+        << " (delete to measure again)\n";
+    out << "decode_stream=" << to_string(c.decode_stream) << "\n";
+    out << "repack_q32=" << (c.repack_q32 ? 1 : 0) << "\n";
+    out << "detail=" << c.detail << "\n";
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) spdlog::warn("ops: cannot write the kernel choice cache {}: {}", path, ec.message());
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Random Q8_0 rows with small finite scales.
+void fill_q8_0(uint8_t* data, size_t bytes) {
+  std::minstd_rand rng(11);
+  auto* blocks = reinterpret_cast<BlockQ8_0*>(data);
+  for (size_t i = 0; i < bytes / sizeof(BlockQ8_0); ++i) {
+    blocks[i].d = f32_to_f16(0.01f);
+    for (auto& q : blocks[i].qs) q = static_cast<int8_t>(rng() & 0xFF);
+  }
+}
+
+KernelChoice fallback(const std::string& why) {
+  KernelChoice c;
+  c.source = "fallback (" + why + ")";
+  return c;
+}
+
+}  // namespace
+
+KernelChoice calibrate_kernel_choice() {
+  if (!detail::has_packed(TensorType::kQ8_0)) {
+    return fallback("no packed kernels on " + active_target_name() + "; plain loads");
+  }
+  ThreadPool pool(0);
+  const size_t row_bytes_q8 = row_bytes(traits_of(TensorType::kQ8_0), kCalIn);
+  const size_t stored_bytes = row_bytes_q8 * kCalOut;
+  auto stored = hwy::AllocateAligned<uint8_t>(stored_bytes);
+  pool.parallel_for(kCalOut, 256, [&](int64_t b, int64_t e) {
+    fill_q8_0(stored.get() + b * row_bytes_q8, static_cast<size_t>(e - b) * row_bytes_q8);
+  });
+  detail::MatmulTask t;
+  t.type = TensorType::kQ8_0;
+  t.w = stored.get();
+  t.w_row_bytes = row_bytes_q8;
+  t.n_in = kCalIn;
+  t.y_stride = kCalOut;
+  auto packed = hwy::AllocateAligned<uint8_t>(detail::packed_bytes(TensorType::kQ8_0, kCalIn, kCalOut));
+  pool.parallel_for(kCalOut / 16, 1, [&](int64_t b, int64_t e) { detail::pack_groups(t, b, e, packed.get()); });
+
+  // One activation row.
+  std::vector<float> x(kCalIn);
+  std::minstd_rand rng(5);
+  for (float& v : x) v = static_cast<float>(rng() % 2001) / 1000.0f - 1.0f;
+  std::vector<int8_t> xq(kCalIn);
+  std::vector<uint8_t> xu(kCalIn);
+  std::vector<float> xd(kCalIn / detail::kActBlock), xsum(kCalIn / detail::kActBlock), y(kCalOut);
+  detail::quantize_activations_simd(x.data(), 1, kCalIn, xq.data(), xu.data(), xd.data(), xsum.data());
+  t.rows = 1;
+  t.xq = xq.data();
+  t.xu = xu.data();
+  t.xd = xd.data();
+  t.xsum = xsum.data();
+  t.y = y.data();
+
+  // Seconds per pass over the matrix. The candidates take turns, round
+  // after round, and each keeps its best pass: on a shared machine every
+  // candidate then sees the same quiet and busy moments.
+  auto time_pass = [&](const std::function<void(int64_t, int64_t)>& cols) {
+    const double t0 = now_s();
+    pool.parallel_for(kCalOut, 64, cols);
+    return now_s() - t0;
+  };
+  const std::vector<StreamStrategy> candidates = candidate_stream_strategies();
+  std::vector<double> best(candidates.size() + 1, 1e30);  // the last: as stored
+  constexpr int kRounds = 3;
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      detail::MatmulTask ts = t;
+      ts.stream = candidates[i];
+      best[i] = std::min(best[i], time_pass([&](int64_t b, int64_t e) {
+        detail::matmul_packed_cols(ts, packed.get(), nullptr, b, e);
+      }));
+    }
+    best.back() = std::min(best.back(), time_pass([&](int64_t b, int64_t e) { detail::matmul_int_cols(t, b, e); }));
+  }
+  KernelChoice c;
+  double best_packed = 1e30;
+  std::string detail_text;
+  const double packed_gb = static_cast<double>(detail::packed_bytes(TensorType::kQ8_0, kCalIn, kCalOut)) / 1e9;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    detail_text += fmt::format("{}{} {:.1f}", i == 0 ? "" : ", ", to_string(candidates[i]), packed_gb / best[i]);
+    if (best[i] < best_packed) best_packed = best[i], c.decode_stream = candidates[i];
+  }
+  const double secs_stored = best.back();
+  // Repacking must win by time per matrix (the packed layout is 6% larger).
+  c.repack_q32 = best_packed <= secs_stored * 1.02;
+  c.detail = fmt::format("Q8_0 {}x{} decode GB/s packed: {}; as stored {:.1f} ({} threads)", kCalIn, kCalOut,
+                         detail_text, static_cast<double>(stored_bytes) / secs_stored / 1e9, pool.size());
+  c.source = "measured";
+  return c;
+}
+
+namespace {
+
+std::mutex g_mu;
+std::optional<KernelChoice> g_choice;
+
+KernelChoice load_or_calibrate() {
+  if (calibration_disabled()) return fallback("LADDER_KERNEL_CALIBRATION=0: plain loads, repacked");
+  const std::string path = cache_file();
+  if (!path.empty()) {
+    if (auto cached = read_cache(path)) return *cached;
+  }
+  const double t0 = now_s();
+  KernelChoice c = calibrate_kernel_choice();
+  if (c.source == "measured") {
+    spdlog::info("ops: measured the decode kernels in {:.0f} ms: {} streaming, Q8_0/Q4_0 {}", 1e3 * (now_s() - t0),
+                 to_string(c.decode_stream), c.repack_q32 ? "repacked" : "as stored");
+    if (!path.empty()) write_cache(path, c);
+  }
+  return c;
+}
+
+}  // namespace
+
+const KernelChoice& kernel_choice() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_choice) g_choice = load_or_calibrate();
+  return *g_choice;
+}
+
+void set_kernel_choice(const KernelChoice& choice) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_choice = choice;
+  g_choice->source = "set";
+}
+
+std::string kernel_fingerprint() {
+  std::string f = active_target_name();
+  if (detail::has_packed(TensorType::kQ4_K)) f += ";kq=packed16";
+  return f;
+}
+
+std::string describe_kernel_paths() {
+  const KernelChoice& c = kernel_choice();
+  const bool packs = detail::has_packed(TensorType::kQ8_0);
+  std::string out = fmt::format("kernel fingerprint: {}\n", kernel_fingerprint());
+  out += fmt::format("decode streaming: {} ({})\n", to_string(c.decode_stream), c.source);
+  if (!c.detail.empty()) out += fmt::format("  calibration: {}\n", c.detail);
+  out += fmt::format("Q8_0/Q4_0 weights: {}\n",
+                     !packs ? "as stored (no packed kernels on this target)"
+                            : (c.repack_q32 || amx_int8_active() ? "repacked at load (16 columns interleaved)"
+                                                                  : "as stored (measured faster here)"));
+  out += fmt::format("K-quant weights: {}\n", packs ? "repacked at load" : "as stored");
+  const AmxSupport& amx = amx_support();
+  if (amx_int8_active()) {
+    out += "AMX: int8 tiles for batched and prefill matmuls on repacked weights (bit-identical to the vectors)\n";
+  } else if (amx.int8()) {
+    out += "AMX: available, not used (switched off, or the AVX3_DL kernels are not dispatched)\n";
+  } else {
+    out += "AMX: not used: " + (amx.why_not.empty() ? std::string("no AMX-INT8") : amx.why_not) + "\n";
+  }
+  return out;
+}
+
+}  // namespace ladder::ops
