@@ -44,19 +44,17 @@ namespace ladder::ops::HWY_NAMESPACE {
 
 inline constexpr int64_t kAmxRows = 16;
 
-// Tiles: 0 the integer sums C (1 the second half's for Q6_K), 2 (3) the
-// activations A, 4 (5) the weights B. Q6_K multiplies 16-element halves
-// (K = 16: A 16 bytes a row, B 4 rows); the others whole blocks (K = 32).
+// Tiles: 0-3 integer sums C, 4-5 activations A, 6-7 weights B. Products
+// go in runs of four (four blocks with K = 32, or two Q6_K blocks as
+// 16-element halves, K = 16: one product per scale) before their sums are
+// read back.
 template <class Fmt>
 HWY_INLINE void amx_configure() {
-  constexpr bool kHalves = Fmt::kType == TensorType::kQ6_K;
-  constexpr int kK = kHalves ? 16 : 32;
+  constexpr int kK = Fmt::kType == TensorType::kQ6_K ? 16 : 32;
   TileConfig cfg;
-  for (int c = 0; c < (kHalves ? 2 : 1); ++c) {
-    cfg.set(0 + c, kAmxRows, 64);
-    cfg.set(2 + c, kAmxRows, kK);
-    cfg.set(4 + c, kK / 4, 64);
-  }
+  for (int c = 0; c < 4; ++c) cfg.set(c, kAmxRows, 64);
+  for (int a = 4; a < 6; ++a) cfg.set(a, kAmxRows, kK);
+  for (int b = 6; b < 8; ++b) cfg.set(b, kK / 4, 64);
   _tile_loadconfig(&cfg);
 }
 
@@ -74,43 +72,70 @@ struct AmxScratch {
   }
 };
 
-// kAmxRows rows starting at r0 against one group's unpacked blocks; acc[i]
-// gets row r0 + i's 16 outputs.
+// One tile product: C (tile c) = A (tile ta: K bytes of 16 rows at a, row
+// stride `stride`) x B (tile tb: K/4 rows of 64 bytes at w). Tile numbers
+// must be literals (the instructions name them).
+#define LADDER_AMX_PRODUCT(c, ta, tb, a, stride, w, kSigned) \
+  do {                                                      \
+    _tile_zero(c);                                          \
+    LADDER_TILE_LOAD(ta, a, stride);                        \
+    LADDER_TILE_LOAD(tb, w, 64);                            \
+    if constexpr (kSigned) {                                \
+      _tile_dpbssd(c, ta, tb);                              \
+    } else {                                                \
+      _tile_dpbsud(c, ta, tb);                              \
+    }                                                       \
+  } while (0)
+
+// kAmxRows rows starting at r0 against one group's unpacked blocks: the
+// valid lanes of row r0 + i's 16 outputs go to y + (r0 + i) * y_stride.
+// Each row still runs Fmt::finish over the blocks in order. The
+// accumulators are locals whose address never escapes, so the tile
+// instructions' memory barriers cannot force them out of registers.
 template <class Fmt>
 HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blocks, int64_t nb,
-                             const PackedRow* rows, int64_t r0, __m512* acc) {
+                             const PackedRow* rows, int64_t r0, float* y, __mmask16 valid) {
+  __m512 acc[kAmxRows];
   constexpr bool kHalves = Fmt::kType == TensorType::kQ6_K;
   constexpr bool kSigned = Fmt::kType == TensorType::kQ8_0;
-  alignas(64) int32_t sums[2][kAmxRows * 16];
+  constexpr int kPer = kHalves ? 2 : 1;  // products per block
+  constexpr int kK = 32 / kPer;
+  constexpr int kRun = 4;                // products per run
+  alignas(64) int32_t sums[kRun][kAmxRows * 16];
   const int8_t* a = t.xq + r0 * t.n_in;
   const long stride = static_cast<long>(t.n_in);
+  const int64_t products = nb * kPer;
+  // Product p: block p / kPer, part p % kPer (K elements each).
+  const auto a_at = [&](int64_t p) { return a + p * kK; };
+  const auto w_at = [&](int64_t p) { return blocks[p / kPer].w + 4 * (p % kPer); };
   for (int i = 0; i < kAmxRows; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const PackedBlock& blk = blocks[b];
-    _tile_zero(0);
-    LADDER_TILE_LOAD(2, a + b * 32, stride);
-    LADDER_TILE_LOAD(4, blk.w, 64);
-    if constexpr (kHalves) {
-      _tile_zero(1);
-      LADDER_TILE_LOAD(3, a + b * 32 + 16, stride);
-      LADDER_TILE_LOAD(5, blk.w + 4, 64);
-      _tile_dpbsud(0, 2, 4);
-      _tile_dpbsud(1, 3, 5);
-      LADDER_TILE_STORE(1, sums[1], 64);
-    } else if constexpr (kSigned) {
-      _tile_dpbssd(0, 2, 4);
-    } else {
-      _tile_dpbsud(0, 2, 4);
-    }
+  for (int64_t p0 = 0; p0 < products; p0 += kRun) {
+    const int n = static_cast<int>(std::min<int64_t>(kRun, products - p0));
+    LADDER_AMX_PRODUCT(0, 4, 6, a_at(p0), stride, w_at(p0), kSigned);
+    if (n > 1) LADDER_AMX_PRODUCT(1, 5, 7, a_at(p0 + 1), stride, w_at(p0 + 1), kSigned);
+    if (n > 2) LADDER_AMX_PRODUCT(2, 4, 6, a_at(p0 + 2), stride, w_at(p0 + 2), kSigned);
+    if (n > 3) LADDER_AMX_PRODUCT(3, 5, 7, a_at(p0 + 3), stride, w_at(p0 + 3), kSigned);
     LADDER_TILE_STORE(0, sums[0], 64);
-    for (int i = 0; i < kAmxRows; ++i) {
-      __m512i dot[2];
-      dot[0] = _mm512_load_si512(sums[0] + 16 * i);
-      if constexpr (kHalves) dot[1] = _mm512_load_si512(sums[1] + 16 * i);
-      acc[i] = Fmt::finish(blk, rows[i], b, dot, acc[i]);
+    if (n > 1) LADDER_TILE_STORE(1, sums[1], 64);
+    if (n > 2) LADDER_TILE_STORE(2, sums[2], 64);
+    if (n > 3) LADDER_TILE_STORE(3, sums[3], 64);
+    // Blocks in order for every row; the rows unrolled so that the
+    // accumulators stay in registers.
+    for (int k = 0; k < n; k += kPer) {
+      const int64_t b = (p0 + k) / kPer;
+      const PackedBlock& blk = blocks[b];
+#pragma GCC unroll 16
+      for (int i = 0; i < kAmxRows; ++i) {
+        __m512i dot[2];
+        dot[0] = _mm512_load_si512(sums[k] + 16 * i);
+        if constexpr (kHalves) dot[1] = _mm512_load_si512(sums[k + 1] + 16 * i);
+        acc[i] = Fmt::finish(blk, rows[i], b, dot, acc[i]);
+      }
     }
   }
+  for (int i = 0; i < kAmxRows; ++i) _mm512_mask_storeu_ps(y + (r0 + i) * t.y_stride, valid, acc[i]);
 }
+#undef LADDER_AMX_PRODUCT
 
 // Rows [0, row_tiles * 16) of columns [o_begin, o_end) (o_begin a multiple
 // of 16) from packed weights; the caller runs the remaining rows on vectors.
@@ -140,9 +165,7 @@ void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const i
         rows[i].xs = Fmt::kSumGroup > 0 ? xq_sums + r * sums_per_row : nullptr;
         rows[i].xsum = t.xsum + r * nb;
       }
-      __m512 acc[kAmxRows];
-      amx_row_tile<Fmt>(t, blocks, nb, rows, r0, acc);
-      for (int i = 0; i < kAmxRows; ++i) _mm512_mask_storeu_ps(t.y + (r0 + i) * t.y_stride + o, valid, acc[i]);
+      amx_row_tile<Fmt>(t, blocks, nb, rows, r0, t.y + o, valid);
     }
   }
   _tile_release();
