@@ -69,8 +69,10 @@ std::string cache_dir() {
   return "";
 }
 
+}  // namespace
+
 // kernels-v1-<identity and target, as a file name>.txt
-std::string cache_file() {
+std::string kernel_choice_cache_path() {
   const std::string dir = cache_dir();
   if (dir.empty()) return "";
   std::string key = cpu_identity() + " " + active_target_name();
@@ -80,12 +82,16 @@ std::string cache_file() {
   return fmt::format("{}/kernels-v{}-{}.txt", dir, kCacheVersion, key);
 }
 
+namespace {
+
 bool calibration_disabled() {
   const char* v = std::getenv("LADDER_KERNEL_CALIBRATION");
   return v != nullptr && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0);
 }
 
-std::optional<KernelChoice> read_cache(const std::string& path) {
+}  // namespace
+
+std::optional<KernelChoice> read_kernel_choice(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
   KernelChoice c;
@@ -113,26 +119,27 @@ std::optional<KernelChoice> read_cache(const std::string& path) {
   return c;
 }
 
-void write_cache(const std::string& path, const KernelChoice& c) {
+bool write_kernel_choice(const std::string& path, const KernelChoice& c) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   // Write then rename: concurrent processes never read half a file.
   const std::string tmp = fmt::format("{}.{}.tmp", path, std::hash<std::thread::id>()(std::this_thread::get_id()));
   {
     std::ofstream out(tmp);
-    if (!out) {
-      spdlog::warn("ops: cannot write the kernel choice cache {}", path);
-      return;
-    }
+    if (!out) return false;
     out << "# Ladder's decode kernel choice for " << cpu_identity() << ", target " << active_target_name()
         << " (delete to measure again)\n";
     out << "decode_stream=" << to_string(c.decode_stream) << "\n";
     out << "repack_q32=" << (c.repack_q32 ? 1 : 0) << "\n";
     out << "detail=" << c.detail << "\n";
+    if (!out.flush()) return false;
   }
   std::filesystem::rename(tmp, path, ec);
-  if (ec) spdlog::warn("ops: cannot write the kernel choice cache {}: {}", path, ec.message());
+  if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
 }
+
+namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -236,16 +243,18 @@ std::optional<KernelChoice> g_choice;
 
 KernelChoice load_or_calibrate() {
   if (calibration_disabled()) return fallback("LADDER_KERNEL_CALIBRATION=0: plain loads, repacked");
-  const std::string path = cache_file();
+  const std::string path = kernel_choice_cache_path();
   if (!path.empty()) {
-    if (auto cached = read_cache(path)) return *cached;
+    if (auto cached = read_kernel_choice(path)) return *cached;
   }
   const double t0 = now_s();
   KernelChoice c = calibrate_kernel_choice();
   if (c.source == "measured") {
     spdlog::info("ops: measured the decode kernels in {:.0f} ms: {} streaming, Q8_0/Q4_0 {}", 1e3 * (now_s() - t0),
                  to_string(c.decode_stream), c.repack_q32 ? "repacked" : "as stored");
-    if (!path.empty()) write_cache(path, c);
+    if (!path.empty() && !write_kernel_choice(path, c)) {
+      spdlog::warn("ops: cannot write the kernel choice cache {}; it will be measured again", path);
+    }
   }
   return c;
 }

@@ -15,6 +15,7 @@
 // named by kernel_fingerprint(), for configuration fingerprints.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "ops/stream_strategy.h"
@@ -41,6 +42,17 @@ void set_kernel_choice(const KernelChoice& choice);
 // Times the decode kernels on this machine and returns the best choice,
 // without caching it (ladder bench roofline shows it next to the probes).
 KernelChoice calibrate_kernel_choice();
+
+// The cache file of this CPU model and SIMD target:
+// $XDG_CACHE_HOME/ladder/kernels-v1-<cpu>.txt (else ~/.cache/ladder/...);
+// empty when neither variable is set.
+std::string kernel_choice_cache_path();
+
+// Reads a cache file: nullopt when it is missing or malformed (then the
+// choice is measured again). Writes one atomically (rename), creating its
+// directory; false when it cannot.
+std::optional<KernelChoice> read_kernel_choice(const std::string& path);
+bool write_kernel_choice(const std::string& path, const KernelChoice& choice);
 
 // What fixes the kernels' reduction order on this machine, as a short
 // string: the SIMD target (e.g. "AVX3_DL"), and for targets with packed

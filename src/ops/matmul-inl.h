@@ -134,7 +134,9 @@ inline constexpr int kFloatCols = 2;
 #endif
 inline constexpr int kFloatRows = 4;
 
-template <TensorType kType>
+// kHint >= 0: a one-row (decode) call prefetches each column's weights
+// t.stream.distance bytes ahead with that locality (ops/kernel_choice.h).
+template <TensorType kType, int kHint = -1>
 struct FloatTile {
   using WT = WeightElem<kType>;
   const detail::MatmulTask& t;
@@ -153,8 +155,12 @@ struct FloatTile {
     for (int i = 0; i < R; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = hn::Zero(d);
     size_t k = 0;
+    const size_t ahead = static_cast<size_t>(t.stream.distance) / sizeof(WT);
     for (; k + N <= n; k += N) {
       VF wv[C];
+      if constexpr (kHint >= 0) {
+        for (int c = 0; c < C; ++c) __builtin_prefetch(wc[c] + k + ahead, 0, kHint);
+      }
       for (int c = 0; c < C; ++c) wv[c] = load_weights<kType>(d, wc[c] + k);
       for (int i = 0; i < R; ++i) {
         const VF xv = hn::LoadU(d, xr[i] + k);
@@ -183,8 +189,21 @@ struct FloatTile {
 
 template <TensorType kType>
 void float_cols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
-  FloatTile<kType> tile{t};
-  drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, col_block_for<kFloatCols>(t.w_row_bytes), tile);
+  const int64_t block = col_block_for<kFloatCols>(t.w_row_bytes);
+  const auto drive = [&]<int kHint>() {
+    FloatTile<kType, kHint> tile{t};
+    drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, block, tile);
+  };
+  // Decode streams the weights under the machine's strategy; prefetching
+  // never changes a result.
+  switch (t.rows == 1 ? t.stream.prefetch : Prefetch::kNone) {
+    case Prefetch::kT0: drive.template operator()<3>(); return;
+    case Prefetch::kT1: drive.template operator()<2>(); return;
+    case Prefetch::kT2: drive.template operator()<1>(); return;
+    case Prefetch::kNta: drive.template operator()<0>(); return;
+    case Prefetch::kNone: break;
+  }
+  drive.template operator()<-1>();
 }
 
 // Exported: detail::quantize_activations with vectors; the same results bit

@@ -1,0 +1,182 @@
+// AMX-INT8 tiles for packed weights (ops/amx.h, matmul_amx-inl.h). Where the
+// CPU has no usable AMX these tests say so and skip; the vector kernels they
+// compare against keep their own tests on every target
+// (packed_weights_test.cc, matmul_test.cc).
+#include "ops/amx.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "ops/packed_weights.h"
+#include "ops/simd_targets.h"
+#include "ops_test_util.h"
+
+namespace ladder::ops {
+namespace {
+
+using testing::dequantized;
+using testing::random_floats;
+using testing::random_weights;
+
+// The CPU flags as the kernel reports them in /proc/cpuinfo: an independent
+// source for what CPUID detection must find.
+bool cpuinfo_has_flag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    return (line + " ").find(" " + flag + " ") != std::string::npos;
+  }
+  return false;
+}
+
+TEST(Amx, DetectionAgreesWithTheKernel) {
+  const AmxSupport& s = amx_support();
+  if (!std::ifstream("/proc/cpuinfo")) GTEST_SKIP() << "no /proc/cpuinfo to compare with";
+  EXPECT_EQ(s.cpu_tile, cpuinfo_has_flag("amx_tile"));
+  EXPECT_EQ(s.cpu_int8, cpuinfo_has_flag("amx_int8"));
+  EXPECT_EQ(s.cpu_bf16, cpuinfo_has_flag("amx_bf16"));
+  // The kernel lists the flag only when it supports the state, so with the
+  // flag present the permission request must succeed.
+  if (s.cpu_tile) {
+    EXPECT_TRUE(s.usable()) << s.why_not;
+  } else {
+    EXPECT_FALSE(s.usable());
+    EXPECT_FALSE(s.why_not.empty());
+  }
+}
+
+TEST(Amx, SwitchingOffFallsBackToVectors) {
+  set_amx_enabled(false);
+  EXPECT_FALSE(amx_int8_active());
+  set_amx_enabled(true);
+  EXPECT_EQ(amx_int8_active(), amx_support().int8() && active_target_name() == "AVX3_DL");
+}
+
+struct Case {
+  TensorType type;
+  int64_t n_in, n_out;
+};
+
+// Odd block counts (96: 3 blocks, a partial run; 288: 9), a short last
+// column group (40, 33) and every packed format.
+const Case kCases[] = {{TensorType::kQ8_0, 96, 40},  {TensorType::kQ8_0, 768, 48}, {TensorType::kQ4_0, 288, 33},
+                       {TensorType::kQ4_0, 256, 32}, {TensorType::kQ4_K, 512, 40}, {TensorType::kQ5_K, 256, 33},
+                       {TensorType::kQ6_K, 768, 24}, {TensorType::kQ6_K, 256, 17}};
+
+// Tiles give the vector kernels' bits exactly: the same integer block sums,
+// the same float epilogue. Checked for whole tiles of 16 rows and batches
+// with a vector remainder, at 1-3 threads; and each row equals that row
+// computed alone (batch invariance across the switch between the paths).
+TEST(Amx, PackedMatmulBitIdenticalToVectorsAndBatchInvariant) {
+  if (!amx_support().int8()) GTEST_SKIP() << "AMX-INT8 is not usable here: " << amx_support().why_not;
+  if (active_target_name() != "AVX3_DL") GTEST_SKIP() << "the AMX kernels come with the AVX3_DL target";
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(std::string(tensor_type_name(c.type)) + " " + std::to_string(c.n_in) + "x" +
+                 std::to_string(c.n_out));
+    const auto w = random_weights(c.type, c.n_in, c.n_out, 91);
+    const WeightMatrix wm{c.type, w.data(), c.n_in, c.n_out};
+    ThreadPool pack_pool(2);
+    const PackedWeights packed = pack_weights_always(wm, pack_pool);
+    ASSERT_FALSE(packed.empty());
+    const int64_t max_rows = 49;
+    const auto x = random_floats(static_cast<size_t>(max_rows * c.n_in), 92, -2.0f, 2.0f);
+    // Every row alone, on vectors (one row never takes the tiles).
+    std::vector<float> alone(static_cast<size_t>(max_rows * c.n_out));
+    ThreadPool one(1);
+    for (int64_t r = 0; r < max_rows; ++r) {
+      matmul(wm, packed, x.data() + r * c.n_in, 1, alone.data() + r * c.n_out, one);
+    }
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (int64_t rows : {16, 17, 32, 49}) {
+        std::vector<float> tiles(static_cast<size_t>(rows * c.n_out)), vectors(tiles.size());
+        set_amx_enabled(true);
+        ASSERT_TRUE(amx_int8_active());
+        matmul(wm, packed, x.data(), rows, tiles.data(), pool);
+        set_amx_enabled(false);
+        matmul(wm, packed, x.data(), rows, vectors.data(), pool);
+        set_amx_enabled(true);
+        ASSERT_EQ(std::memcmp(tiles.data(), vectors.data(), tiles.size() * sizeof(float)), 0)
+            << "rows " << rows << " threads " << threads;
+        ASSERT_EQ(std::memcmp(tiles.data(), alone.data(), tiles.size() * sizeof(float)), 0)
+            << "rows " << rows << " threads " << threads;
+      }
+    }
+  }
+}
+
+// Against the scalar reference (dequantize, double-precision dot products),
+// within the bound every integer kernel is held to.
+TEST(Amx, PackedMatmulMatchesScalarReference) {
+  if (!amx_support().int8()) GTEST_SKIP() << "AMX-INT8 is not usable here: " << amx_support().why_not;
+  if (active_target_name() != "AVX3_DL") GTEST_SKIP() << "the AMX kernels come with the AVX3_DL target";
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(tensor_type_name(c.type));
+    const auto w = random_weights(c.type, c.n_in, c.n_out, 93);
+    const WeightMatrix wm{c.type, w.data(), c.n_in, c.n_out};
+    ThreadPool pool(2);
+    const PackedWeights packed = pack_weights_always(wm, pool);
+    const int64_t rows = 32;
+    const auto x = random_floats(static_cast<size_t>(rows * c.n_in), 94);
+    std::vector<float> y(static_cast<size_t>(rows * c.n_out)), ref(y.size());
+    matmul(wm, packed, x.data(), rows, y.data(), pool);
+    matmul_reference(wm, x.data(), rows, ref.data());
+    const auto wf = dequantized(c.type, w.data(), c.n_in, c.n_out);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t o = 0; o < c.n_out; ++o) {
+        const double bound =
+            testing::matmul_error_bound(true, wf.data() + o * c.n_in, x.data() + r * c.n_in, c.n_in);
+        ASSERT_NEAR(y[r * c.n_out + o], ref[r * c.n_out + o], bound) << "row " << r << " out " << o;
+      }
+    }
+  }
+}
+
+// The tiles' largest integer sums: every Q8_0 weight and activation at
+// +-127 (one sign per block), so each block sum reaches 32 * 127 * 127.
+TEST(Amx, Q8_0ExtremesBitIdentical) {
+  if (!amx_support().int8()) GTEST_SKIP() << "AMX-INT8 is not usable here: " << amx_support().why_not;
+  if (active_target_name() != "AVX3_DL") GTEST_SKIP() << "the AMX kernels come with the AVX3_DL target";
+  const int64_t n_in = 128, n_out = 16, rows = 16;
+  const size_t rb = row_bytes(traits_of(TensorType::kQ8_0), static_cast<size_t>(n_in));
+  std::vector<uint8_t> w(rb * n_out);
+  for (int64_t o = 0; o < n_out; ++o) {
+    for (int64_t b = 0; b < n_in / 32; ++b) {
+      auto* blk = reinterpret_cast<BlockQ8_0*>(w.data() + o * rb) + b;
+      blk->d = 0x3C00;  // 1.0
+      for (int i = 0; i < 32; ++i) blk->qs[i] = static_cast<int8_t>((o + b) % 2 == 0 ? 127 : -127);
+    }
+  }
+  const WeightMatrix wm{TensorType::kQ8_0, w.data(), n_in, n_out};
+  std::vector<float> x(static_cast<size_t>(rows * n_in));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 32) % 3 == 0 ? -1.0f : 1.0f;
+  ThreadPool pool(1);
+  const PackedWeights packed = pack_weights_always(wm, pool);
+  std::vector<float> tiles(static_cast<size_t>(rows * n_out)), vectors(tiles.size());
+  matmul(wm, packed, x.data(), rows, tiles.data(), pool);
+  set_amx_enabled(false);
+  matmul(wm, packed, x.data(), rows, vectors.data(), pool);
+  set_amx_enabled(true);
+  EXPECT_EQ(std::memcmp(tiles.data(), vectors.data(), tiles.size() * sizeof(float)), 0);
+  // Independently: each block adds +-32 * 127 * 127 * (1 / 127).
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t o = 0; o < n_out; ++o) {
+      double want = 0;
+      for (int64_t b = 0; b < n_in / 32; ++b) {
+        const double sw = (o + b) % 2 == 0 ? 1.0 : -1.0;
+        const double sx = (r * (n_in / 32) + b) % 3 == 0 ? -1.0 : 1.0;
+        want += sw * sx * 32.0 * 127.0;
+      }
+      ASSERT_NEAR(tiles[r * n_out + o], want, 1e-3) << "row " << r << " out " << o;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ladder::ops
