@@ -83,6 +83,11 @@ bool amx_int8_active() {
          detail::has_amx_kernels();
 }
 
+bool amx_bf16_active() {
+  static const bool env_off = env_disables_amx();
+  return !env_off && amx_support().bf16() && detail::has_amx_bf16_kernels();
+}
+
 void set_amx_enabled(bool enabled) {
   g_enabled.store(enabled, std::memory_order_relaxed);
 }

@@ -10,7 +10,8 @@
 // at batches of several rows: the tiles give each output's exact integer
 // block sums, and the float epilogue is the vector kernels' own, so results
 // are bit-identical with or without AMX (batch invariance holds across the
-// switch). See matmul_amx-inl.h.
+// switch). See matmul_amx-inl.h. F16/BF16 weights run on AMX-BF16 tiles at
+// every batch size (matmul_amx_bf16-inl.h).
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,16 @@ const AmxSupport& amx_support();
 // the environment (LADDER_AMX=0).
 bool amx_int8_active();
 
-// Benchmarks and tests: compare the same kernels with and without tiles.
+// Whether F16/BF16 weights are packed for AMX-BF16 tiles at load:
+// amx_support().bf16(), the AVX3_DL kernels dispatched, and not switched off
+// by LADDER_AMX=0. Unlike int8, this path changes results (bf16x3
+// arithmetic, matmul_amx_bf16-inl.h), so it is decided once, at packing,
+// and a packed matrix then runs on tiles at every batch size; it is part of
+// kernel_fingerprint().
+bool amx_bf16_active();
+
+// Benchmarks and tests: compare the same int8 kernels with and without
+// tiles (set_amx_enabled does not touch matrices already packed for bf16).
 // Results do not change (see above), only speed. Must not race with running
 // kernels.
 void set_amx_enabled(bool enabled);

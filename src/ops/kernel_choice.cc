@@ -276,6 +276,7 @@ void set_kernel_choice(const KernelChoice& choice) {
 std::string kernel_fingerprint() {
   std::string f = active_target_name();
   if (detail::has_packed(TensorType::kQ4_K)) f += ";kq=packed16";
+  if (amx_bf16_active()) f += ";f16=amx-bf16x3";
   return f;
 }
 
@@ -290,6 +291,9 @@ std::string describe_kernel_paths() {
                             : (c.repack_q32 || amx_int8_active() ? "repacked at load (16 columns interleaved)"
                                                                   : "as stored (measured faster here)"));
   out += fmt::format("K-quant weights: {}\n", packs ? "repacked at load" : "as stored");
+  out += fmt::format("F16/BF16 weights: {}\n", amx_bf16_active()
+                                                   ? "AMX-BF16 tiles at every batch size (bf16x3 arithmetic)"
+                                                   : "FMA on F32 (converted per load)");
   const AmxSupport& amx = amx_support();
   if (amx_int8_active()) {
     out += "AMX: int8 tiles for batched and prefill matmuls on repacked weights (bit-identical to the vectors)\n";

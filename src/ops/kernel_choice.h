@@ -55,11 +55,13 @@ std::optional<KernelChoice> read_kernel_choice(const std::string& path);
 bool write_kernel_choice(const std::string& path, const KernelChoice& choice);
 
 // What fixes the kernels' reduction order on this machine, as a short
-// string: the SIMD target (e.g. "AVX3_DL"), and for targets with packed
-// weights the K-quant layout ("kq=packed16"). Two processes with equal
-// fingerprints produce bit-identical logits for the same model and inputs;
-// AMX, prefetching and the Q8_0/Q4_0 layout never change results, so they
-// are not part of it. Replicas of one deployment should match on it.
+// string: the SIMD target (e.g. "AVX3_DL"), for targets with packed weights
+// the K-quant layout (";kq=packed16"), and where F16/BF16 weights run on
+// AMX-BF16 tiles, that arithmetic (";f16=amx-bf16x3"). Two processes with
+// equal fingerprints produce bit-identical logits for the same model and
+// inputs; AMX-INT8, prefetching and the Q8_0/Q4_0 layout never change
+// results, so they are not part of it. Replicas of one deployment should
+// match on it (a configuration fingerprint should include it).
 std::string kernel_fingerprint();
 
 // `ladder info`: the active paths, one per line (target, AMX, decode

@@ -45,6 +45,9 @@ struct ActScratch {
   std::vector<float> xsum;
   std::vector<int32_t> xq_sums32;  // [rows][n_in / 32], only for packed Q4_0
   std::vector<int32_t> xq_sums16;  // [rows][n_in / 16], only for packed Q6_K
+  // AMX-BF16 products: x as bf16 hi and lo parts, [rows padded to 16][n_in
+  // padded to 32].
+  std::vector<uint16_t> xh, xl;
 };
 
 // sum(xq) of every run of `group` elements (n a multiple of it): the offset
@@ -97,7 +100,7 @@ Status check_matmul_support(TensorType type, int64_t n_in) {
 namespace {
 
 // How one product of a call runs.
-enum class Path { kFloat, kInt, kPacked, kDequant };
+enum class Path { kFloat, kInt, kPacked, kAmxBf16, kDequant };
 
 struct Product {
   detail::MatmulTask t;
@@ -107,6 +110,9 @@ struct Product {
   const int32_t* xq_sums = nullptr;
   // Packed: whole tiles of 16 rows that AMX computes (the rest on vectors).
   int64_t amx_row_tiles = 0;
+  // AMX-BF16: the activations' bf16 parts (ActScratch::xh, xl).
+  const uint16_t* xh = nullptr;
+  const uint16_t* xl = nullptr;
   int64_t col0 = 0;  // first column in the call's combined column space
 };
 
@@ -114,7 +120,8 @@ bool use_packed(const WeightMatrix& w, const PackedWeights* packed) {
   if (packed == nullptr || packed->empty()) return false;
   LADDER_CHECK(packed->type == w.type && packed->n_in == w.n_in && packed->n_out == w.n_out,
                "matmul: packed weights describe another matrix");
-  return detail::dispatched_target() == packed->target && detail::has_packed(w.type);
+  if (detail::dispatched_target() != packed->target) return false;
+  return is_float_type(w.type) ? detail::has_amx_bf16_kernels() : detail::has_packed(w.type);
 }
 
 // Packed products: AMX tiles for the first 16 * amx_row_tiles rows, the
@@ -143,6 +150,7 @@ void run_cols(const Product& p, int64_t o_begin, int64_t o_end) {
     case Path::kFloat: detail::matmul_float_cols(t, o_begin, o_end); return;
     case Path::kInt: detail::matmul_int_cols(t, o_begin, o_end); return;
     case Path::kPacked: run_packed_cols(p, o_begin, o_end); return;
+    case Path::kAmxBf16: detail::matmul_amx_bf16_cols(t, p.packed, p.xh, p.xl, o_begin, o_end); return;
     case Path::kDequant: break;
   }
   // Types without a fast kernel: dequantize a few weight rows at a time into
@@ -174,6 +182,7 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
   const StreamStrategy stream = kernel_choice().decode_stream;
   const int64_t amx_row_tiles = amx_int8_active() ? rows / detail::kAmxTileRows : 0;
   bool quantize = false;
+  bool split_bf16 = false;
   bool need_sums32 = false;
   bool need_sums16 = false;
   int64_t cols = 0;
@@ -194,8 +203,12 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     p.t.stream = stream;
     // Q5_K has a packed kernel but no unpacked integer one: unpacked, or on
     // a target without the packed kernel, it dequantizes.
-    const bool packed = !is_float_type(w.type) && use_packed(w, out.packed);
-    if (is_float_type(w.type)) {
+    const bool packed = use_packed(w, out.packed);
+    if (is_float_type(w.type) && packed) {
+      p.path = Path::kAmxBf16;  // F16/BF16 packed for tiles: every batch size
+      p.packed = out.packed->data.get();
+      split_bf16 = true;
+    } else if (is_float_type(w.type)) {
       p.path = Path::kFloat;
     } else if (packed || (has_int_kernel(w.type) && detail::has_int_kernels())) {
       p.path = packed ? Path::kPacked : Path::kInt;
@@ -214,11 +227,11 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     cols += (w.n_out + kColGrain - 1) / kColGrain * kColGrain;
     products.push_back(p);
   }
+  thread_local ActScratch scratch;  // the caller's; workers see it through `s`
+  ActScratch& s = scratch;
   if (quantize) {
     // Once for every product; each row is quantized on its own, so the split
     // cannot change results.
-    thread_local ActScratch scratch;  // the caller's; workers see it through `s`
-    ActScratch& s = scratch;
     const int64_t nb = n_in / detail::kActBlock;
     s.xq.resize(static_cast<size_t>(rows * n_in));
     s.xu.resize(static_cast<size_t>(rows * n_in));
@@ -242,6 +255,24 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
       const int64_t group = detail::packed_sum_group(p.t.type);
       if (group == 32) p.xq_sums = s.xq_sums32.data();
       if (group == 16) p.xq_sums = s.xq_sums16.data();
+    }
+  }
+  if (split_bf16) {
+    const int64_t padded = (n_in + detail::kBf16StepElems - 1) / detail::kBf16StepElems * detail::kBf16StepElems;
+    const int64_t padded_rows = (rows + 15) / 16 * 16;
+    s.xh.resize(static_cast<size_t>(padded_rows * padded));
+    s.xl.resize(s.xh.size());
+    pool.parallel_for(rows, 4, [&](int64_t b, int64_t e) {
+      detail::split_activations_bf16(x + b * n_in, e - b, n_in, padded, s.xh.data() + b * padded,
+                                     s.xl.data() + b * padded);
+    });
+    // Zero padding rows: their sums are computed and dropped.
+    std::fill(s.xh.begin() + rows * padded, s.xh.end(), uint16_t{0});
+    std::fill(s.xl.begin() + rows * padded, s.xl.end(), uint16_t{0});
+    for (Product& p : products) {
+      if (p.path != Path::kAmxBf16) continue;
+      p.xh = s.xh.data();
+      p.xl = s.xl.data();
     }
   }
   // Workers reach the caller's thread_local list through this span.

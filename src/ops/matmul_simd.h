@@ -82,4 +82,19 @@ bool has_amx_kernels();
 void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
                      int64_t o_end, int64_t row_tiles);
 
+// AMX-BF16 tiles for F16/BF16 weights (matmul_amx_bf16-inl.h; AVX3_DL only,
+// and only where amx_bf16_active()): the packed layout is 1 KiB per 16
+// columns x 32 elements (n_in padded to 32), the activations bf16 hi and lo
+// parts padded to 32 elements a row and 16 rows.
+inline constexpr int64_t kBf16StepElems = 32;
+constexpr size_t bf16_packed_bytes(int64_t n_in, int64_t n_out) {
+  return static_cast<size_t>((n_out + 15) / 16 * ((n_in + kBf16StepElems - 1) / kBf16StepElems)) * 1024;
+}
+bool has_amx_bf16_kernels();
+void pack_bf16_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out);
+void split_activations_bf16(const float* x, int64_t rows, int64_t n_in, int64_t padded, uint16_t* hi,
+                            uint16_t* lo);
+void matmul_amx_bf16_cols(const MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
+                          int64_t o_begin, int64_t o_end);
+
 }  // namespace ladder::ops::detail

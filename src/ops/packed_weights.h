@@ -1,5 +1,7 @@
 // Weights repacked once, at model load, into the layout the fastest kernel
-// streams. Today: Q8_0, Q4_0, Q4_K, Q5_K and Q6_K on AVX-512 VNNI CPUs
+// streams. F16 and BF16 weights on CPUs with AMX-BF16 are packed for tiles
+// (1 KiB per 16 columns x 32 elements, their own size; they then run on
+// tiles at every batch size, with bf16x3 arithmetic: matmul_amx_bf16-inl.h). Today: Q8_0, Q4_0, Q4_K, Q5_K and Q6_K on AVX-512 VNNI CPUs
 // (AVX3_DL), where 16 output columns are interleaved per 32-element block so
 // a decode step does no shuffling at all (the unpacked kernels transpose or
 // reduce across lanes, and unpack nibbles, on every call). Per 16 columns x
@@ -43,7 +45,8 @@ struct PackedWeights {
 // PackedWeights (matmul then reads w as usual).
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool);
 
-// Whether the active target has a packed layout for `type`.
+// Whether the active target has a packed layout for `type` (F16 and BF16:
+// the AMX-BF16 layout, where amx_bf16_active(); ops/amx.h).
 bool has_packed_layout(TensorType type);
 
 // Packs whenever the target has the layout, whatever the kernel choice

@@ -178,5 +178,87 @@ TEST(Amx, Q8_0ExtremesBitIdentical) {
   }
 }
 
+// ---- F16/BF16 weights on AMX-BF16 tiles (bf16x3, every batch size) ----
+
+struct FloatCase {
+  TensorType type;
+  int64_t n_in, n_out;
+};
+// n_in 8 and 40: padded to whole 32-element steps; 33 and 17 columns: short
+// last groups.
+const FloatCase kFloatCases[] = {{TensorType::kF16, 8, 33},   {TensorType::kF16, 40, 16},
+                                 {TensorType::kF16, 768, 48}, {TensorType::kBF16, 256, 17},
+                                 {TensorType::kBF16, 96, 32}};
+
+// bf16x3 keeps about 16 significant bits of each product (the dropped xl*wl
+// term and x's split are each within 2^-16 of |x w|), then F32 sums.
+double bf16x3_bound(const float* w, const float* x, int64_t n_in) {
+  double sum_abs = 0;
+  for (int64_t k = 0; k < n_in; ++k) sum_abs += std::fabs(static_cast<double>(w[k]) * x[k]);
+  return (std::ldexp(1.0, -15) + static_cast<double>(n_in + 2) * 1.2e-7) * sum_abs + 1e-6;
+}
+
+TEST(AmxBf16, FloatWeightsMatchReferenceAndAreBatchInvariant) {
+  if (!amx_bf16_active()) {
+    GTEST_SKIP() << "AMX-BF16 is not in use here (" << (amx_support().why_not.empty() ? "switched off or another target" : amx_support().why_not)
+                 << "); F16/BF16 weights run on FMA, tested in matmul_test.cc";
+  }
+  for (const FloatCase& c : kFloatCases) {
+    SCOPED_TRACE(std::string(tensor_type_name(c.type)) + " " + std::to_string(c.n_in) + "x" +
+                 std::to_string(c.n_out));
+    const auto w = random_weights(c.type, c.n_in, c.n_out, 95);
+    const WeightMatrix wm{c.type, w.data(), c.n_in, c.n_out};
+    ThreadPool pack_pool(2);
+    const PackedWeights packed = pack_weights(wm, pack_pool);
+    ASSERT_FALSE(packed.empty());
+    EXPECT_EQ(packed.bytes, static_cast<size_t>((c.n_out + 15) / 16 * ((c.n_in + 31) / 32)) * 1024);
+    const int64_t max_rows = 33;
+    const auto x = random_floats(static_cast<size_t>(max_rows * c.n_in), 96, -3.0f, 3.0f);
+    std::vector<float> alone(static_cast<size_t>(max_rows * c.n_out));
+    ThreadPool one(1);
+    for (int64_t r = 0; r < max_rows; ++r) {
+      matmul(wm, packed, x.data() + r * c.n_in, 1, alone.data() + r * c.n_out, one);
+    }
+    const auto wf = dequantized(c.type, w.data(), c.n_in, c.n_out);
+    std::vector<float> ref(alone.size());
+    matmul_reference(wm, x.data(), max_rows, ref.data());
+    for (int64_t r = 0; r < max_rows; ++r) {
+      for (int64_t o = 0; o < c.n_out; ++o) {
+        const double bound = bf16x3_bound(wf.data() + o * c.n_in, x.data() + r * c.n_in, c.n_in);
+        ASSERT_NEAR(alone[r * c.n_out + o], ref[r * c.n_out + o], bound) << "row " << r << " out " << o;
+      }
+    }
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (int64_t rows : {2, 16, 17, 33}) {
+        std::vector<float> batch(static_cast<size_t>(rows * c.n_out));
+        matmul(wm, packed, x.data(), rows, batch.data(), pool);
+        ASSERT_EQ(std::memcmp(batch.data(), alone.data(), batch.size() * sizeof(float)), 0)
+            << "rows " << rows << " threads " << threads;
+      }
+    }
+  }
+}
+
+// In a group with other products (one activation split for all), each
+// output equals its own matmul bit for bit.
+TEST(AmxBf16, GroupedProductsMatchEachAlone) {
+  if (!amx_bf16_active()) GTEST_SKIP() << "AMX-BF16 is not in use here; FMA paths are tested in matmul_test.cc";
+  const int64_t n_in = 64;
+  const auto wf16 = random_weights(TensorType::kF16, n_in, 20, 97);
+  const auto wq8 = random_weights(TensorType::kQ8_0, n_in, 24, 98);
+  const WeightMatrix a{TensorType::kF16, wf16.data(), n_in, 20}, b{TensorType::kQ8_0, wq8.data(), n_in, 24};
+  ThreadPool pool(2);
+  const PackedWeights pa = pack_weights(a, pool), pb = pack_weights_always(b, pool);
+  const auto x = random_floats(static_cast<size_t>(18 * n_in), 99);
+  std::vector<float> ya(18 * 20), yb(18 * 24), wa(ya.size()), wb(yb.size());
+  const MatmulOutput outs[] = {{&a, &pa, ya.data()}, {&b, &pb, yb.data()}};
+  matmul_group(outs, x.data(), 18, pool);
+  matmul(a, pa, x.data(), 18, wa.data(), pool);
+  matmul(b, pb, x.data(), 18, wb.data(), pool);
+  EXPECT_EQ(std::memcmp(ya.data(), wa.data(), ya.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(yb.data(), wb.data(), yb.size() * sizeof(float)), 0);
+}
+
 }  // namespace
 }  // namespace ladder::ops

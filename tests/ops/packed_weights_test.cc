@@ -11,6 +11,7 @@
 #include "common/half.h"
 #include "common/tensor_type.h"
 #include "gguf/quant.h"
+#include "ops/amx.h"
 #include "ops_test_util.h"
 
 namespace ladder::ops {
@@ -147,9 +148,15 @@ TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
 TEST(PackedWeights, OnlyIntegerKernelTypesArePackedAndOtherTargetsFallBack) {
   ThreadPool pool(2);
   const bool vnni = active_target_name() == "AVX3_DL";
-  for (TensorType type : {TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_1, TensorType::kF16}) {
+  for (TensorType type : {TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_1}) {
     const auto w = random_weights(type, 256, 16, 3);
     EXPECT_TRUE(pack_weights_always({type, w.data(), 256, 16}, pool).empty()) << tensor_type_name(type);
+  }
+  // F16 and BF16 pack only for AMX-BF16 tiles (amx_test.cc).
+  for (TensorType type : {TensorType::kF16, TensorType::kBF16}) {
+    const auto w = random_weights(type, 256, 16, 3);
+    EXPECT_EQ(!pack_weights_always({type, w.data(), 256, 16}, pool).empty(), amx_bf16_active())
+        << tensor_type_name(type);
   }
   for (TensorType type :
        {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
