@@ -258,17 +258,20 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     }
   }
   if (split_bf16) {
-    const int64_t padded = (n_in + detail::kBf16StepElems - 1) / detail::kBf16StepElems * detail::kBf16StepElems;
+    const int64_t stride = detail::bf16_act_stride(n_in);
     const int64_t padded_rows = (rows + 15) / 16 * 16;
-    s.xh.resize(static_cast<size_t>(padded_rows * padded));
+    s.xh.resize(static_cast<size_t>(padded_rows * stride));
     s.xl.resize(s.xh.size());
     pool.parallel_for(rows, 4, [&](int64_t b, int64_t e) {
-      detail::split_activations_bf16(x + b * n_in, e - b, n_in, padded, s.xh.data() + b * padded,
-                                     s.xl.data() + b * padded);
+      detail::split_activations_bf16(x + b * n_in, e - b, n_in, s.xh.data() + b * stride, s.xl.data() + b * stride);
     });
-    // Zero padding rows: their sums are computed and dropped.
-    std::fill(s.xh.begin() + rows * padded, s.xh.end(), uint16_t{0});
-    std::fill(s.xl.begin() + rows * padded, s.xl.end(), uint16_t{0});
+    // Zero padding rows of a last partial 16-row tile: their sums are
+    // computed and dropped. (A batch of at most 16 rows uses tiles of its
+    // own height.)
+    if (rows > 16) {
+      std::fill(s.xh.begin() + rows * stride, s.xh.end(), uint16_t{0});
+      std::fill(s.xl.begin() + rows * stride, s.xl.end(), uint16_t{0});
+    }
     for (Product& p : products) {
       if (p.path != Path::kAmxBf16) continue;
       p.xh = s.xh.data();

@@ -72,9 +72,8 @@ bool has_amx_bf16_kernels() {
 void pack_bf16_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(PackBf16Groups)(t, g_begin, g_end, out);
 }
-void split_activations_bf16(const float* x, int64_t rows, int64_t n_in, int64_t padded, uint16_t* hi,
-                            uint16_t* lo) {
-  HWY_DYNAMIC_DISPATCH(SplitActivationsBf16)(x, rows, n_in, padded, hi, lo);
+void split_activations_bf16(const float* x, int64_t rows, int64_t n_in, uint16_t* hi, uint16_t* lo) {
+  HWY_DYNAMIC_DISPATCH(SplitActivationsBf16)(x, rows, n_in, hi, lo);
 }
 void matmul_amx_bf16_cols(const MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
                           int64_t o_begin, int64_t o_end) {

@@ -90,10 +90,19 @@ inline constexpr int64_t kBf16StepElems = 32;
 constexpr size_t bf16_packed_bytes(int64_t n_in, int64_t n_out) {
   return static_cast<size_t>((n_out + 15) / 16 * ((n_in + kBf16StepElems - 1) / kBf16StepElems)) * 1024;
 }
+// Row stride of the bf16 activation parts, in elements: n_in padded to 32,
+// plus 32 when that is an even number of 64-byte lines, so the 16 rows a
+// tile loads fall in 16 different L1 sets (a stride of a multiple of 4 KiB
+// would put them all in one).
+constexpr int64_t bf16_act_stride(int64_t n_in) {
+  const int64_t padded = (n_in + kBf16StepElems - 1) / kBf16StepElems * kBf16StepElems;
+  return padded / kBf16StepElems % 2 == 0 ? padded + kBf16StepElems : padded;
+}
 bool has_amx_bf16_kernels();
 void pack_bf16_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out);
-void split_activations_bf16(const float* x, int64_t rows, int64_t n_in, int64_t padded, uint16_t* hi,
-                            uint16_t* lo);
+// x [rows][n_in] as hi and lo parts, [rows][bf16_act_stride(n_in)] each
+// (zeros after n_in).
+void split_activations_bf16(const float* x, int64_t rows, int64_t n_in, uint16_t* hi, uint16_t* lo);
 void matmul_amx_bf16_cols(const MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
                           int64_t o_begin, int64_t o_end);
 
