@@ -45,6 +45,7 @@ struct ActScratch {
   std::vector<float> xsum;
   std::vector<int32_t> xq_sums32;  // [rows][n_in / 32], only for packed Q4_0
   std::vector<int32_t> xq_sums16;  // [rows][n_in / 16], only for packed Q6_K
+  std::vector<int8_t> xq_tiles;    // AMX-INT8 products: MatmulTask::xq_tiles
   // AMX-BF16 products: x as bf16 hi and lo parts, [rows padded to 16][n_in
   // padded to 32].
   std::vector<uint16_t> xh, xl;
@@ -246,7 +247,16 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
       if (need_sums32) group_sums(xq, (e - b) * n_in, 32, s.xq_sums32.data() + b * (n_in / 32));
       if (need_sums16) group_sums(xq, (e - b) * n_in, 16, s.xq_sums16.data() + b * (n_in / 16));
     });
+    bool amx = false;
+    for (const Product& p : products) amx |= p.amx_row_tiles > 0;
+    if (amx) {
+      s.xq_tiles.resize(static_cast<size_t>(amx_row_tiles * detail::kAmxTileRows * n_in));
+      pool.parallel_for(amx_row_tiles, 1, [&](int64_t b, int64_t e) {
+        detail::tile_activations(s.xq.data(), n_in, b, e, s.xq_tiles.data());
+      });
+    }
     for (Product& p : products) {
+      p.t.xq_tiles = s.xq_tiles.data();
       p.t.xq = s.xq.data();
       p.t.xu = s.xu.data();
       p.t.xd = s.xd.data();

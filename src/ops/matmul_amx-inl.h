@@ -102,11 +102,11 @@ HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blo
   constexpr int kK = 32 / kPer;
   constexpr int kRun = 4;                // products per run
   alignas(64) int32_t sums[kRun][kAmxRows * 16];
-  const int8_t* a = t.xq + r0 * t.n_in;
-  const long stride = static_cast<long>(t.n_in);
+  const int8_t* a = t.xq_tiles + r0 * t.n_in;  // this row tile's blocks, 512 bytes each
+  constexpr long stride = 32;
   const int64_t products = nb * kPer;
   // Product p: block p / kPer, part p % kPer (K elements each).
-  const auto a_at = [&](int64_t p) { return a + p * kK; };
+  const auto a_at = [&](int64_t p) { return a + (p / kPer) * 512 + (p % kPer) * kK; };
   const auto w_at = [&](int64_t p) { return blocks[p / kPer].w + 4 * (p % kPer); };
   for (int i = 0; i < kAmxRows; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t p0 = 0; p0 < products; p0 += kRun) {
@@ -171,6 +171,22 @@ void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const i
   _tile_release();
 }
 
+// Exported: rows [0, 16 * row_tiles) of xq ([rows][n_in]) as MatmulTask::
+// xq_tiles wants them, row tiles [rt_begin, rt_end).
+void TileActivations(const int8_t* xq, int64_t n_in, int64_t rt_begin, int64_t rt_end, int8_t* out) {
+  const int64_t nb = n_in / 32;
+  for (int64_t rt = rt_begin; rt < rt_end; ++rt) {
+    for (int64_t i = 0; i < kAmxRows; ++i) {
+      const int8_t* row = xq + (rt * kAmxRows + i) * n_in;
+      int8_t* dst = out + rt * kAmxRows * n_in + i * 32;
+      for (int64_t b = 0; b < nb; ++b) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * 512),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + b * 32)));
+      }
+    }
+  }
+}
+
 // Exported: whether this target has the AMX kernels (it does; AMX must still
 // be usable and switched on: ops/amx.h).
 bool HasAmxKernels() {
@@ -193,6 +209,7 @@ bool HasAmxKernels() {
   return false;
 }
 void MatmulAmxCols(const detail::MatmulTask&, const uint8_t*, const int32_t*, int64_t, int64_t, int64_t) {}
+void TileActivations(const int8_t*, int64_t, int64_t, int64_t, int8_t*) {}
 }  // namespace ladder::ops::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

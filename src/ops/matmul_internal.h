@@ -29,6 +29,10 @@ struct MatmulTask {
   const uint8_t* xu = nullptr;  // [rows][n_in] xq + 128 (for u8 x s8 dot products)
   const float* xd = nullptr;    // [rows][n_in / kActBlock] block scales
   const float* xsum = nullptr;  // [rows][n_in / kActBlock] xd * sum(xq) of the block
+  // AMX-INT8 kernels: xq regrouped as [row tile of 16][block][16 rows][32
+  // bytes], so a tile load reads 512 contiguous bytes (rows n_in apart would
+  // fall in one L1 set when n_in is a multiple of 4 KiB).
+  const int8_t* xq_tiles = nullptr;
   float* y = nullptr;
   int64_t y_stride = 0;
   // How a one-row (decode) call streams the weights (ops/kernel_choice.h).

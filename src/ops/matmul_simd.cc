@@ -26,6 +26,7 @@ HWY_EXPORT(MatmulPackedCols);
 HWY_EXPORT(HasPacked);
 HWY_EXPORT(HasAmxKernels);
 HWY_EXPORT(MatmulAmxCols);
+HWY_EXPORT(TileActivations);
 HWY_EXPORT(HasAmxBf16Kernels);
 HWY_EXPORT(PackBf16Groups);
 HWY_EXPORT(SplitActivationsBf16);
@@ -66,6 +67,9 @@ void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* 
   HWY_DYNAMIC_DISPATCH(MatmulAmxCols)(t, packed, xq_sums, o_begin, o_end, row_tiles);
 }
 
+void tile_activations(const int8_t* xq, int64_t n_in, int64_t rt_begin, int64_t rt_end, int8_t* out) {
+  HWY_DYNAMIC_DISPATCH(TileActivations)(xq, n_in, rt_begin, rt_end, out);
+}
 bool has_amx_bf16_kernels() {
   return HWY_DYNAMIC_DISPATCH(HasAmxBf16Kernels)();
 }

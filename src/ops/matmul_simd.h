@@ -79,6 +79,8 @@ void matmul_packed_cols(const MatmulTask& t, const uint8_t* packed, const int32_
 // weights, bit-identical to matmul_packed_cols().
 inline constexpr int64_t kAmxTileRows = 16;
 bool has_amx_kernels();
+// xq [rows][n_in] regrouped for MatmulTask::xq_tiles, row tiles [rt_begin, rt_end).
+void tile_activations(const int8_t* xq, int64_t n_in, int64_t rt_begin, int64_t rt_end, int8_t* out);
 void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
                      int64_t o_end, int64_t row_tiles);
 
