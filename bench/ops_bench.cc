@@ -11,8 +11,8 @@
 #include "common/tensor_type.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
-#include "perf/roofline_report.h"
 #include "ops/thread_pool.h"
+#include "perf/roofline_report.h"
 
 namespace ladder::ops {
 namespace {

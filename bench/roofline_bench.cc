@@ -9,8 +9,8 @@
 #include <cstdlib>
 
 #include "ops/roofline.h"
-#include "perf/roofline_report.h"
 #include "ops/thread_pool.h"
+#include "perf/roofline_report.h"
 
 namespace ladder::ops {
 namespace {

@@ -35,7 +35,8 @@ CommandRegistrar reg{
       cmd->require_subcommand(1);
       auto roof = std::make_shared<RooflineCliOptions>();
       auto* roofline = cmd->add_subcommand(
-          "roofline", "The best read bandwidth and arithmetic peaks of this machine, and matmul as fractions of them");
+          "roofline",
+          "The best read bandwidth and arithmetic peaks of this machine, and matmul as fractions of them");
       roofline->add_option("-t,--threads", roof->threads, "Threads (the caller counts; 0 = all)")
           ->capture_default_str();
       roofline->add_option("--seconds", roof->seconds, "Seconds spent timing each matmul shape")

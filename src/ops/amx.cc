@@ -105,58 +105,61 @@ LADDER_AMX_FUNCTION void load_peak_config() {
 
 constexpr int64_t kPeakIters = 2'000'000;
 
+// Four chains of tile products (int8: tdpbssd, 16 x 16 x 64 multiply-adds;
+// bf16: tdpbf16ps, 16 x 16 x 32, 2 FLOPs each) on operands of ones-ish.
+template <bool kBf16>
+LADDER_AMX_FUNCTION void amx_peak_chains(int64_t seed, double* ops) {
+  alignas(64) uint8_t a[16 * 64];
+  for (int i = 0; i < 16 * 64; i += 2) {
+    // bf16 lanes near 1.0 (0x3F80 + small), int8 lanes in [-3, 3].
+    const uint16_t v = kBf16 ? static_cast<uint16_t>(0x3F80 + (i + seed) % 16)
+                             : static_cast<uint16_t>((static_cast<uint8_t>((i + seed) % 7 - 3)) * 0x0101u);
+    std::memcpy(a + i, &v, 2);
+  }
+  load_peak_config();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  LADDER_TILE_LOAD(4, a, 64);
+  LADDER_TILE_LOAD(5, a, 64);
+  LADDER_TILE_LOAD(6, a, 64);
+  LADDER_TILE_LOAD(7, a, 64);
+  for (int64_t i = 0; i < kPeakIters; ++i) {
+    if constexpr (kBf16) {
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    } else {
+      _tile_dpbssd(0, 4, 6);
+      _tile_dpbssd(1, 4, 7);
+      _tile_dpbssd(2, 5, 6);
+      _tile_dpbssd(3, 5, 7);
+    }
+  }
+  alignas(64) uint32_t c[16 * 16];
+  LADDER_TILE_STORE(0, c, 64);
+  _tile_release();
+  const double macs = 4.0 * 16 * 16 * (kBf16 ? 32 : 64) * static_cast<double>(kPeakIters);
+  *ops = (kBf16 ? 2.0 : 1.0) * macs + (c[0] == 1 ? 1e-9 : 0.0);  // the sums are used
+}
+
 }  // namespace
 
-LADDER_AMX_FUNCTION void amx_int8_peak_chains(int64_t seed, double* ops) {
-  alignas(64) int8_t a[16 * 64];
-  for (int i = 0; i < 16 * 64; ++i) a[i] = static_cast<int8_t>((i + seed) % 7 - 3);
-  load_peak_config();
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  LADDER_TILE_LOAD(4, a, 64);
-  LADDER_TILE_LOAD(5, a, 64);
-  LADDER_TILE_LOAD(6, a, 64);
-  LADDER_TILE_LOAD(7, a, 64);
-  for (int64_t i = 0; i < kPeakIters; ++i) {
-    _tile_dpbssd(0, 4, 6);
-    _tile_dpbssd(1, 4, 7);
-    _tile_dpbssd(2, 5, 6);
-    _tile_dpbssd(3, 5, 7);
-  }
-  alignas(64) int32_t c[16 * 16];
-  LADDER_TILE_STORE(0, c, 64);
-  _tile_release();
-  *ops = 4.0 * 16 * 16 * 64 * static_cast<double>(kPeakIters) + (c[0] == 1 ? 1e-9 : 0.0);
+void amx_int8_peak_chains(int64_t seed, double* ops) {
+  amx_peak_chains<false>(seed, ops);
 }
-
-LADDER_AMX_FUNCTION void amx_bf16_peak_chains(int64_t seed, double* ops) {
-  alignas(64) uint16_t a[16 * 32];
-  for (int i = 0; i < 16 * 32; ++i) a[i] = static_cast<uint16_t>(0x3F80 + (i + seed) % 16);  // about 1.0
-  load_peak_config();
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  LADDER_TILE_LOAD(4, a, 64);
-  LADDER_TILE_LOAD(5, a, 64);
-  LADDER_TILE_LOAD(6, a, 64);
-  LADDER_TILE_LOAD(7, a, 64);
-  for (int64_t i = 0; i < kPeakIters; ++i) {
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-  }
-  alignas(64) float c[16 * 16];
-  LADDER_TILE_STORE(0, c, 64);
-  _tile_release();
-  *ops = 2.0 * 4.0 * 16 * 16 * 32 * static_cast<double>(kPeakIters) + (c[0] == 1.0f ? 1e-9 : 0.0);
+void amx_bf16_peak_chains(int64_t seed, double* ops) {
+  amx_peak_chains<true>(seed, ops);
 }
 #else
-void amx_int8_peak_chains(int64_t, double* ops) { *ops = 0; }
-void amx_bf16_peak_chains(int64_t, double* ops) { *ops = 0; }
+void amx_int8_peak_chains(int64_t, double* ops) {
+  *ops = 0;
+}
+void amx_bf16_peak_chains(int64_t, double* ops) {
+  *ops = 0;
+}
 #endif
 
 }  // namespace ladder::ops

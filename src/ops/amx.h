@@ -20,9 +20,9 @@
 namespace ladder::ops {
 
 struct AmxSupport {
-  bool cpu_tile = false;     // CPUID.(7,0):EDX[24]
-  bool cpu_int8 = false;     // EDX[25]
-  bool cpu_bf16 = false;     // EDX[22]
+  bool cpu_tile = false;        // CPUID.(7,0):EDX[24]
+  bool cpu_int8 = false;        // EDX[25]
+  bool cpu_bf16 = false;        // EDX[22]
   bool os_saves_tiles = false;  // XCR0 bits 17 and 18
   bool permitted = false;       // arch_prctl granted XTILEDATA (or not needed)
   std::string why_not;          // empty when usable

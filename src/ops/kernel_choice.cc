@@ -64,8 +64,10 @@ std::string cpu_identity() {
 }
 
 std::string cache_dir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') return std::string(x) + "/ladder";
-  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return std::string(h) + "/.cache/ladder";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0')
+    return std::string(x) + "/ladder";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
+    return std::string(h) + "/.cache/ladder";
   return "";
 }
 
@@ -123,7 +125,8 @@ bool write_kernel_choice(const std::string& path, const KernelChoice& c) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   // Write then rename: concurrent processes never read half a file.
-  const std::string tmp = fmt::format("{}.{}.tmp", path, std::hash<std::thread::id>()(std::this_thread::get_id()));
+  const std::string tmp =
+      fmt::format("{}.{}.tmp", path, std::hash<std::thread::id>()(std::this_thread::get_id()));
   {
     std::ofstream out(tmp);
     if (!out) return false;
@@ -181,7 +184,8 @@ KernelChoice calibrate_kernel_choice() {
   t.n_in = kCalIn;
   t.y_stride = kCalOut;
   auto packed = hwy::AllocateAligned<uint8_t>(detail::packed_bytes(TensorType::kQ8_0, kCalIn, kCalOut));
-  pool.parallel_for(kCalOut / 16, 1, [&](int64_t b, int64_t e) { detail::pack_groups(t, b, e, packed.get()); });
+  pool.parallel_for(kCalOut / 16, 1,
+                    [&](int64_t b, int64_t e) { detail::pack_groups(t, b, e, packed.get()); });
 
   // One activation row.
   std::vector<float> x(kCalIn);
@@ -214,17 +218,20 @@ KernelChoice calibrate_kernel_choice() {
       detail::MatmulTask ts = t;
       ts.stream = candidates[i];
       best[i] = std::min(best[i], time_pass([&](int64_t b, int64_t e) {
-        detail::matmul_packed_cols(ts, packed.get(), nullptr, b, e);
-      }));
+                           detail::matmul_packed_cols(ts, packed.get(), nullptr, b, e);
+                         }));
     }
-    best.back() = std::min(best.back(), time_pass([&](int64_t b, int64_t e) { detail::matmul_int_cols(t, b, e); }));
+    best.back() =
+        std::min(best.back(), time_pass([&](int64_t b, int64_t e) { detail::matmul_int_cols(t, b, e); }));
   }
   KernelChoice c;
   double best_packed = 1e30;
   std::string detail_text;
-  const double packed_gb = static_cast<double>(detail::packed_bytes(TensorType::kQ8_0, kCalIn, kCalOut)) / 1e9;
+  const double packed_gb =
+      static_cast<double>(detail::packed_bytes(TensorType::kQ8_0, kCalIn, kCalOut)) / 1e9;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    detail_text += fmt::format("{}{} {:.1f}", i == 0 ? "" : ", ", to_string(candidates[i]), packed_gb / best[i]);
+    detail_text +=
+        fmt::format("{}{} {:.1f}", i == 0 ? "" : ", ", to_string(candidates[i]), packed_gb / best[i]);
     if (best[i] < best_packed) best_packed = best[i], c.decode_stream = candidates[i];
   }
   const double secs_stored = best.back();
@@ -250,8 +257,8 @@ KernelChoice load_or_calibrate() {
   const double t0 = now_s();
   KernelChoice c = calibrate_kernel_choice();
   if (c.source == "measured") {
-    spdlog::info("ops: measured the decode kernels in {:.0f} ms: {} streaming, Q8_0/Q4_0 {}", 1e3 * (now_s() - t0),
-                 to_string(c.decode_stream), c.repack_q32 ? "repacked" : "as stored");
+    spdlog::info("ops: measured the decode kernels in {:.0f} ms: {} streaming, Q8_0/Q4_0 {}",
+                 1e3 * (now_s() - t0), to_string(c.decode_stream), c.repack_q32 ? "repacked" : "as stored");
     if (!path.empty() && !write_kernel_choice(path, c)) {
       spdlog::warn("ops: cannot write the kernel choice cache {}; it will be measured again", path);
     }
@@ -289,14 +296,16 @@ std::string describe_kernel_paths() {
   out += fmt::format("Q8_0/Q4_0 weights: {}\n",
                      !packs ? "as stored (no packed kernels on this target)"
                             : (c.repack_q32 || amx_int8_active() ? "repacked at load (16 columns interleaved)"
-                                                                  : "as stored (measured faster here)"));
+                                                                 : "as stored (measured faster here)"));
   out += fmt::format("K-quant weights: {}\n", packs ? "repacked at load" : "as stored");
   out += fmt::format("F16/BF16 weights: {}\n", amx_bf16_active()
                                                    ? "AMX-BF16 tiles at every batch size (bf16x3 arithmetic)"
                                                    : "FMA on F32 (converted per load)");
   const AmxSupport& amx = amx_support();
   if (amx_int8_active()) {
-    out += "AMX: int8 tiles for batched and prefill matmuls on repacked weights (bit-identical to the vectors)\n";
+    out +=
+        "AMX: int8 tiles for batched and prefill matmuls on repacked weights (bit-identical to the "
+        "vectors)\n";
   } else if (amx.int8()) {
     out += "AMX: available, not used (switched off, or the AVX3_DL kernels are not dispatched)\n";
   } else {

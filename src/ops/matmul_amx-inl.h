@@ -76,15 +76,15 @@ struct AmxScratch {
 // stride `stride`) x B (tile tb: K/4 rows of 64 bytes at w). Tile numbers
 // must be literals (the instructions name them).
 #define LADDER_AMX_PRODUCT(c, ta, tb, a, stride, w, kSigned) \
-  do {                                                      \
-    _tile_zero(c);                                          \
-    LADDER_TILE_LOAD(ta, a, stride);                        \
-    LADDER_TILE_LOAD(tb, w, 64);                            \
-    if constexpr (kSigned) {                                \
-      _tile_dpbssd(c, ta, tb);                              \
-    } else {                                                \
-      _tile_dpbsud(c, ta, tb);                              \
-    }                                                       \
+  do {                                                       \
+    _tile_zero(c);                                           \
+    LADDER_TILE_LOAD(ta, a, stride);                         \
+    LADDER_TILE_LOAD(tb, w, 64);                             \
+    if constexpr (kSigned) {                                 \
+      _tile_dpbssd(c, ta, tb);                               \
+    } else {                                                 \
+      _tile_dpbsud(c, ta, tb);                               \
+    }                                                        \
   } while (0)
 
 // kAmxRows rows starting at r0 against one group's unpacked blocks: the
@@ -100,7 +100,7 @@ HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blo
   constexpr bool kSigned = Fmt::kType == TensorType::kQ8_0;
   constexpr int kPer = kHalves ? 2 : 1;  // products per block
   constexpr int kK = 32 / kPer;
-  constexpr int kRun = 4;                // products per run
+  constexpr int kRun = 4;  // products per run
   alignas(64) int32_t sums[kRun][kAmxRows * 16];
   const int8_t* a = t.xq_tiles + r0 * t.n_in;  // this row tile's blocks, 512 bytes each
   constexpr long stride = 32;
@@ -140,8 +140,8 @@ HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blo
 // Rows [0, row_tiles * 16) of columns [o_begin, o_end) (o_begin a multiple
 // of 16) from packed weights; the caller runs the remaining rows on vectors.
 template <class Fmt>
-void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
-                     int64_t o_end, int64_t row_tiles) {
+void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums,
+                     int64_t o_begin, int64_t o_end, int64_t row_tiles) {
   const int64_t nb = t.n_in / 32;
   const int64_t group_bytes = packed_group_bytes<Fmt>(nb);
   const int64_t sums_per_row = t.n_in / std::max(Fmt::kSumGroup, 1);
@@ -193,9 +193,10 @@ bool HasAmxKernels() {
   return true;
 }
 
-void MatmulAmxCols(const detail::MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
-                   int64_t o_end, int64_t row_tiles) {
-  with_packed_format(t.type, [&]<class Fmt>() { amx_packed_cols<Fmt>(t, packed, xq_sums, o_begin, o_end, row_tiles); });
+void MatmulAmxCols(const detail::MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums,
+                   int64_t o_begin, int64_t o_end, int64_t row_tiles) {
+  with_packed_format(
+      t.type, [&]<class Fmt>() { amx_packed_cols<Fmt>(t, packed, xq_sums, o_begin, o_end, row_tiles); });
 }
 
 }  // namespace ladder::ops::HWY_NAMESPACE

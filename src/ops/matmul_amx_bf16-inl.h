@@ -46,8 +46,8 @@ HWY_BEFORE_NAMESPACE();
 #pragma GCC target("amx-tile,amx-int8,amx-bf16,avx512bf16")
 namespace ladder::ops::HWY_NAMESPACE {
 
-inline constexpr int64_t kBf16Step = 32;        // elements of a row per tile product
-inline constexpr int64_t kBf16StepBytes = 1024; // 16 columns x 32 elements x 2 bytes
+inline constexpr int64_t kBf16Step = 32;         // elements of a row per tile product
+inline constexpr int64_t kBf16StepBytes = 1024;  // 16 columns x 32 elements x 2 bytes
 
 // v rounded to the nearest bf16 (ties to even), as an F32 whose low 16 bits
 // are zero (finite values; an infinity stays one).
@@ -78,7 +78,8 @@ void PackBf16Groups(const detail::MatmulTask& t, int64_t g_begin, int64_t g_end,
       const int64_t col = std::min<int64_t>(g * 16 + c, t.y_stride - 1);
       const auto* row = reinterpret_cast<const uint16_t*>(t.w + col * t.w_row_bytes);
       for (int64_t k = 0; k < t.n_in; ++k) {
-        const int64_t at = (k / kBf16Step) * kBf16StepBytes + ((k % kBf16Step) / 2) * 64 + c * 4 + (k % 2) * 2;
+        const int64_t at =
+            (k / kBf16Step) * kBf16StepBytes + ((k % kBf16Step) / 2) * 64 + c * 4 + (k % 2) * 2;
         std::memcpy(dst + at, &row[k], 2);
       }
     }
@@ -100,8 +101,8 @@ void SplitActivationsBf16(const float* x, int64_t rows, int64_t n_in, uint16_t* 
         return static_cast<__mmask16>((1u << n) - 1);
       };
       __m512i vh, vl;
-      split_bf16x32(_mm512_maskz_loadu_ps(mask(k), xr + k), _mm512_maskz_loadu_ps(mask(k + 16), xr + k + 16), &vh,
-                    &vl);
+      split_bf16x32(_mm512_maskz_loadu_ps(mask(k), xr + k), _mm512_maskz_loadu_ps(mask(k + 16), xr + k + 16),
+                    &vh, &vl);
       _mm512_storeu_si512(h + k, vh);
       _mm512_storeu_si512(l + k, vl);
     }
@@ -124,7 +125,8 @@ HWY_INLINE void split_f16_step(const uint8_t* src, uint8_t* hi, uint8_t* lo) {
       const __m512 hb = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(b), top));
       // Both conversions are exact (hi has 8 significant bits, lo 3).
       _mm512_storeu_si512(hi + i, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hb, ha)));
-      _mm512_storeu_si512(lo + i, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb), _mm512_sub_ps(a, ha))));
+      _mm512_storeu_si512(
+          lo + i, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb), _mm512_sub_ps(a, ha))));
     }
   }
 }
@@ -153,12 +155,12 @@ HWY_INLINE void prefetch_line(const uint8_t* p, Prefetch kind) {
 #define LADDER_BF16_STORE(tile, r0)                                                                      \
   do {                                                                                                   \
     if (take == 16 && (r0) + 16 <= t.rows) {                                                             \
-      LADDER_TILE_STORE(tile, t.y + (r0) * t.y_stride + o, t.y_stride * static_cast<long>(sizeof(float))); \
+      LADDER_TILE_STORE(tile, t.y + (r0)*t.y_stride + o, t.y_stride * static_cast<long>(sizeof(float))); \
     } else {                                                                                             \
       alignas(64) float buf[16 * 16];                                                                    \
       LADDER_TILE_STORE(tile, buf, 64);                                                                  \
       for (int64_t i = 0; i < 16 && (r0) + i < t.rows; ++i)                                              \
-        std::memcpy(t.y + ((r0) + i) * t.y_stride + o, buf + 16 * i, static_cast<size_t>(take) * 4);    \
+        std::memcpy(t.y + ((r0) + i) * t.y_stride + o, buf + 16 * i, static_cast<size_t>(take) * 4);     \
     }                                                                                                    \
   } while (0)
 
@@ -168,8 +170,8 @@ HWY_INLINE void prefetch_line(const uint8_t* p, Prefetch kind) {
 #define LADDER_BF16_STEP(c, ah, al, bh, bl, row0, kLoadA)                         \
   do {                                                                            \
     if (kLoadA) {                                                                 \
-      LADDER_TILE_LOAD(ah, xh + (row0) * a_stride_elems + s * kBf16Step, a_stride); \
-      LADDER_TILE_LOAD(al, xl + (row0) * a_stride_elems + s * kBf16Step, a_stride); \
+      LADDER_TILE_LOAD(ah, xh + (row0)*a_stride_elems + s * kBf16Step, a_stride); \
+      LADDER_TILE_LOAD(al, xl + (row0)*a_stride_elems + s * kBf16Step, a_stride); \
     }                                                                             \
     _tile_dpbf16ps(c, ah, bh);                                                    \
     _tile_dpbf16ps(c, al, bh);                                                    \
@@ -178,14 +180,14 @@ HWY_INLINE void prefetch_line(const uint8_t* p, Prefetch kind) {
 
 // The weight tiles (hi, lo) of step s of a group: F16 from its split copy,
 // BF16 straight from the packed group.
-#define LADDER_BF16_LOAD_B(bh, bl, grp, split_at)                                  \
-  do {                                                                             \
-    if constexpr (kF16) {                                                          \
-      LADDER_TILE_LOAD(bh, (split_at) + s * 2 * kBf16StepBytes, 64);               \
-      LADDER_TILE_LOAD(bl, (split_at) + (s * 2 + 1) * kBf16StepBytes, 64);         \
-    } else {                                                                       \
-      LADDER_TILE_LOAD(bh, (grp) + s * kBf16StepBytes, 64);                        \
-    }                                                                              \
+#define LADDER_BF16_LOAD_B(bh, bl, grp, split_at)                          \
+  do {                                                                     \
+    if constexpr (kF16) {                                                  \
+      LADDER_TILE_LOAD(bh, (split_at) + s * 2 * kBf16StepBytes, 64);       \
+      LADDER_TILE_LOAD(bl, (split_at) + (s * 2 + 1) * kBf16StepBytes, 64); \
+    } else {                                                               \
+      LADDER_TILE_LOAD(bh, (grp) + s * kBf16StepBytes, 64);                \
+    }                                                                      \
   } while (0)
 
 // Columns [o_begin, o_end) (o_begin a multiple of 16) of every row from
@@ -237,7 +239,8 @@ void amx_bf16_cols(const detail::MatmulTask& t, const uint8_t* packed, const uin
         uint8_t* slot = ring[s % 2];
         prefetch_step(s);
         split_f16_step(grp0 + s * kBf16StepBytes, slot, slot + kBf16StepBytes);
-        if (two) split_f16_step(grp1 + s * kBf16StepBytes, slot + 2 * kBf16StepBytes, slot + 3 * kBf16StepBytes);
+        if (two)
+          split_f16_step(grp1 + s * kBf16StepBytes, slot + 2 * kBf16StepBytes, slot + 3 * kBf16StepBytes);
       };
       if constexpr (kF16) split_step(0);
       _tile_zero(0);
@@ -309,8 +312,8 @@ bool HasAmxBf16Kernels() {
   return true;
 }
 
-void MatmulAmxBf16Cols(const detail::MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
-                       int64_t o_begin, int64_t o_end) {
+void MatmulAmxBf16Cols(const detail::MatmulTask& t, const uint8_t* packed, const uint16_t* xh,
+                       const uint16_t* xl, int64_t o_begin, int64_t o_end) {
   if (t.type == TensorType::kF16) {
     amx_bf16_cols<true>(t, packed, xh, xl, o_begin, o_end);
   } else {

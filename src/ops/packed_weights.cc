@@ -29,7 +29,8 @@ bool has_packed_layout(TensorType type) {
 }
 
 size_t packed_weight_bytes(TensorType type, int64_t n_in, int64_t n_out) {
-  return is_bf16_tile_type(type) ? detail::bf16_packed_bytes(n_in, n_out) : detail::packed_bytes(type, n_in, n_out);
+  return is_bf16_tile_type(type) ? detail::bf16_packed_bytes(n_in, n_out)
+                                 : detail::packed_bytes(type, n_in, n_out);
 }
 
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool) {

@@ -26,24 +26,28 @@ constexpr size_t kChunkWords = kChunkBytes / sizeof(uint64_t);
 // it is compiled for the widest vectors this CPU has: on some CPUs a core's
 // streaming bandwidth depends on how many loads its out-of-order window
 // holds, so a baseline (SSE2) build would understate the machine.
-#define LADDER_SUM_CHUNK_BODY                                                  \
-  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;     \
-  for (size_t i = 0; i < kChunkWords; i += 8) {                                \
-    s0 += p[i];                                                                \
-    s1 += p[i + 1];                                                            \
-    s2 += p[i + 2];                                                            \
-    s3 += p[i + 3];                                                            \
-    s4 += p[i + 4];                                                            \
-    s5 += p[i + 5];                                                            \
-    s6 += p[i + 6];                                                            \
-    s7 += p[i + 7];                                                            \
-  }                                                                            \
+#define LADDER_SUM_CHUNK_BODY                                              \
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0; \
+  for (size_t i = 0; i < kChunkWords; i += 8) {                            \
+    s0 += p[i];                                                            \
+    s1 += p[i + 1];                                                        \
+    s2 += p[i + 2];                                                        \
+    s3 += p[i + 3];                                                        \
+    s4 += p[i + 4];                                                        \
+    s5 += p[i + 5];                                                        \
+    s6 += p[i + 6];                                                        \
+    s7 += p[i + 7];                                                        \
+  }                                                                        \
   return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;
 
-uint64_t sum_chunk_baseline(const uint64_t* p) { LADDER_SUM_CHUNK_BODY }
+uint64_t sum_chunk_baseline(const uint64_t* p) {
+  LADDER_SUM_CHUNK_BODY
+}
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target("avx2"))) uint64_t sum_chunk_avx2(const uint64_t* p) { LADDER_SUM_CHUNK_BODY }
+__attribute__((target("avx2"))) uint64_t sum_chunk_avx2(const uint64_t* p) {
+  LADDER_SUM_CHUNK_BODY
+}
 __attribute__((target("avx512f,prefer-vector-width=512"))) uint64_t sum_chunk_avx512(const uint64_t* p) {
   LADDER_SUM_CHUNK_BODY
 }

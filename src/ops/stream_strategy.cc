@@ -25,8 +25,9 @@ Result<StreamStrategy> parse_stream_strategy(std::string_view text) {
   if (text == "plain") return StreamStrategy{};
   const size_t plus = text.find('+');
   const auto bad = [&] {
-    return invalid_argument("stream strategy '" + std::string(text) +
-                            "': expected plain or HINT+BYTES (HINT T0, T1, T2 or NTA; BYTES like 4096 or 4K)");
+    return invalid_argument(
+        "stream strategy '" + std::string(text) +
+        "': expected plain or HINT+BYTES (HINT T0, T1, T2 or NTA; BYTES like 4096 or 4K)");
   };
   if (plus == std::string_view::npos) return bad();
   StreamStrategy s;

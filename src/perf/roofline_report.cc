@@ -165,9 +165,11 @@ ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch
   auto pass = [&] {
     for (size_t i = 0; i < shapes.size(); ++i) {
       if (packed) {
-        ops::matmul({type, nullptr, shapes[i].n_in, shapes[i].n_out}, packs[i], x.data(), batch, y.data(), pool);
+        ops::matmul({type, nullptr, shapes[i].n_in, shapes[i].n_out}, packs[i], x.data(), batch, y.data(),
+                    pool);
       } else {
-        ops::matmul({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, x.data(), batch, y.data(), pool);
+        ops::matmul({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, x.data(), batch, y.data(),
+                    pool);
       }
     }
   };
@@ -250,7 +252,8 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
       g.rows = 512;
       g.n_in = s.first;
       g.n_out = s.second;
-      const double secs = time_matmul(pool, c.type, s.first, s.second, g.rows, opts.seconds_per_case, 0, c.packed);
+      const double secs =
+          time_matmul(pool, c.type, s.first, s.second, g.rows, opts.seconds_per_case, 0, c.packed);
       const double macs = static_cast<double>(g.rows * g.n_in * g.n_out);
       g.ms_per_call = secs * 1e3;
       if (c.type == TensorType::kF32) {
@@ -287,7 +290,8 @@ bool probe_agrees_with_stream(const ops::BandwidthResult& b) {
 std::string format_roofline(const RooflineReport& r) {
   const ops::BandwidthResult& bw = r.bandwidth;
   std::string out = fmt::format("roofline: {} threads, target {}\n", r.threads, r.target);
-  out += fmt::format("memory read, every strategy at each thread count (GB/s, {} MiB buffer):\n", bw.bytes >> 20);
+  out += fmt::format("memory read, every strategy at each thread count (GB/s, {} MiB buffer):\n",
+                     bw.bytes >> 20);
   out += fmt::format("  {:<10}", "strategy");
   for (int t = 1; t <= r.threads; ++t) out += fmt::format(" {:>9}", fmt::format("{} thr", t));
   out += "\n";
@@ -303,15 +307,18 @@ std::string format_roofline(const RooflineReport& r) {
   }
   out += fmt::format("  best: {} at {} threads, {:.1f} GB/s: the read roofline every % below divides by\n",
                      ops::to_string(bw.best.strategy), bw.best.threads, bw.read_gbps);
-  out += fmt::format("  STREAM-style check (plain C++ loops, own threads): {:.1f} GB/s; best / check = {:.2f} ({})\n",
-                     bw.stream_read_gbps, probe_over_stream(bw),
-                     probe_agrees_with_stream(bw) ? "within 10%" : "NOT within 10%: a noisy moment, or a probe bug");
+  out += fmt::format(
+      "  STREAM-style check (plain C++ loops, own threads): {:.1f} GB/s; best / check = {:.2f} ({})\n",
+      bw.stream_read_gbps, probe_over_stream(bw),
+      probe_agrees_with_stream(bw) ? "within 10%" : "NOT within 10%: a noisy moment, or a probe bug");
   out += fmt::format("  triad {:.1f} GB/s\n", bw.triad_gbps);
   out += "arithmetic peaks, all threads:\n";
   out += fmt::format("  FMA (F32)      {:8.1f} GFLOP/s\n", r.peaks.fma_gflops);
   out += fmt::format("  int8 {:<9} {:8.1f} GMAC/s\n", r.peaks.int8_method, r.peaks.int8_gmacs);
-  if (r.peaks.amx_int8_gmacs > 0) out += fmt::format("  AMX int8       {:8.1f} GMAC/s\n", r.peaks.amx_int8_gmacs);
-  if (r.peaks.amx_bf16_gflops > 0) out += fmt::format("  AMX bf16       {:8.1f} GFLOP/s\n", r.peaks.amx_bf16_gflops);
+  if (r.peaks.amx_int8_gmacs > 0)
+    out += fmt::format("  AMX int8       {:8.1f} GMAC/s\n", r.peaks.amx_int8_gmacs);
+  if (r.peaks.amx_bf16_gflops > 0)
+    out += fmt::format("  AMX bf16       {:8.1f} GFLOP/s\n", r.peaks.amx_bf16_gflops);
   out += "kernel paths:\n";
   std::string paths = r.kernel_paths;
   for (size_t at = 0; at < paths.size();) {
@@ -327,9 +334,10 @@ std::string format_roofline(const RooflineReport& r) {
   out += "GEMM, 512 rows (weights in cache):\n";
   for (const auto& g : r.gemm) {
     const bool f32 = g.type == TensorType::kF32;
-    out += fmt::format("  {:<5} {:<7} {}x{} {:8.2f} ms  {:7.1f} {}  {:5.1f}% of {}\n", kind_name(g.type, g.packed),
-                       f32 ? "FMA" : (g.amx ? "AMX" : "vectors"), g.n_in, g.n_out, g.ms_per_call, g.gops,
-                       f32 ? "GFLOP/s" : "GMAC/s ", g.pct_of_peak, f32 ? "FMA peak" : "best int8 peak");
+    out += fmt::format("  {:<5} {:<7} {}x{} {:8.2f} ms  {:7.1f} {}  {:5.1f}% of {}\n",
+                       kind_name(g.type, g.packed), f32 ? "FMA" : (g.amx ? "AMX" : "vectors"), g.n_in,
+                       g.n_out, g.ms_per_call, g.gops, f32 ? "GFLOP/s" : "GMAC/s ", g.pct_of_peak,
+                       f32 ? "FMA peak" : "best int8 peak");
   }
   out += "model-shaped decode step, matmuls only (dim 768, 12 layers, FFN 2048, vocab 32000):\n";
   for (const auto& m : r.model) {

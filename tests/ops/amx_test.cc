@@ -63,10 +63,39 @@ struct Case {
   int64_t n_in, n_out;
 };
 
+// Random weights of a case, packed (pack_weights_always for the int8 types,
+// pack_weights for F16/BF16, which pack only for tiles), and `rows` random
+// activation rows with each row's output computed alone (one row per call).
+struct Packed {
+  std::vector<uint8_t> bytes;
+  WeightMatrix wm;
+  PackedWeights packed;
+  std::vector<float> x, alone;
+
+  Packed(const Case& c, int64_t rows, uint32_t seed, float range) {
+    bytes = random_weights(c.type, c.n_in, c.n_out, seed);
+    wm = {c.type, bytes.data(), c.n_in, c.n_out};
+    ThreadPool pool(2);
+    const bool float_type = c.type == TensorType::kF16 || c.type == TensorType::kBF16;
+    packed = float_type ? pack_weights(wm, pool) : pack_weights_always(wm, pool);
+    x = random_floats(static_cast<size_t>(rows * c.n_in), seed + 1, -range, range);
+    alone.resize(static_cast<size_t>(rows * c.n_out));
+    ThreadPool one(1);
+    for (int64_t r = 0; r < rows; ++r) {
+      matmul(wm, packed, x.data() + r * c.n_in, 1, alone.data() + r * c.n_out, one);
+    }
+  }
+};
+
+std::string case_name(const Case& c) {
+  return std::string(tensor_type_name(c.type)) + " " + std::to_string(c.n_in) + "x" + std::to_string(c.n_out);
+}
+
 // Odd block counts (96: 3 blocks, a partial run; 288: 9), a short last
 // column group (40, 33) and every packed format.
-const Case kCases[] = {{TensorType::kQ8_0, 96, 40},  {TensorType::kQ8_0, 768, 48}, {TensorType::kQ4_0, 288, 33},
-                       {TensorType::kQ4_0, 256, 32}, {TensorType::kQ4_K, 512, 40}, {TensorType::kQ5_K, 256, 33},
+const Case kCases[] = {{TensorType::kQ8_0, 96, 40},  {TensorType::kQ8_0, 768, 48},
+                       {TensorType::kQ4_0, 288, 33}, {TensorType::kQ4_0, 256, 32},
+                       {TensorType::kQ4_K, 512, 40}, {TensorType::kQ5_K, 256, 33},
                        {TensorType::kQ6_K, 768, 24}, {TensorType::kQ6_K, 256, 17}};
 
 // Tiles give the vector kernels' bits exactly: the same integer block sums,
@@ -77,21 +106,14 @@ TEST(Amx, PackedMatmulBitIdenticalToVectorsAndBatchInvariant) {
   if (!amx_support().int8()) GTEST_SKIP() << "AMX-INT8 is not usable here: " << amx_support().why_not;
   if (active_target_name() != "AVX3_DL") GTEST_SKIP() << "the AMX kernels come with the AVX3_DL target";
   for (const Case& c : kCases) {
-    SCOPED_TRACE(std::string(tensor_type_name(c.type)) + " " + std::to_string(c.n_in) + "x" +
-                 std::to_string(c.n_out));
-    const auto w = random_weights(c.type, c.n_in, c.n_out, 91);
-    const WeightMatrix wm{c.type, w.data(), c.n_in, c.n_out};
-    ThreadPool pack_pool(2);
-    const PackedWeights packed = pack_weights_always(wm, pack_pool);
-    ASSERT_FALSE(packed.empty());
-    const int64_t max_rows = 49;
-    const auto x = random_floats(static_cast<size_t>(max_rows * c.n_in), 92, -2.0f, 2.0f);
-    // Every row alone, on vectors (one row never takes the tiles).
-    std::vector<float> alone(static_cast<size_t>(max_rows * c.n_out));
-    ThreadPool one(1);
-    for (int64_t r = 0; r < max_rows; ++r) {
-      matmul(wm, packed, x.data() + r * c.n_in, 1, alone.data() + r * c.n_out, one);
-    }
+    SCOPED_TRACE(case_name(c));
+    // Every row alone runs on vectors (one row never takes the tiles).
+    const Packed p(c, 49, 91, 2.0f);
+    ASSERT_FALSE(p.packed.empty());
+    const WeightMatrix& wm = p.wm;
+    const PackedWeights& packed = p.packed;
+    const std::vector<float>& x = p.x;
+    const std::vector<float>& alone = p.alone;
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       for (int64_t rows : {16, 17, 32, 49}) {
@@ -180,15 +202,13 @@ TEST(Amx, Q8_0ExtremesBitIdentical) {
 
 // ---- F16/BF16 weights on AMX-BF16 tiles (bf16x3, every batch size) ----
 
-struct FloatCase {
-  TensorType type;
-  int64_t n_in, n_out;
-};
 // n_in 8 and 40: padded to whole 32-element steps; 33 and 17 columns: short
 // last groups.
-const FloatCase kFloatCases[] = {{TensorType::kF16, 8, 33},   {TensorType::kF16, 40, 16},
-                                 {TensorType::kF16, 768, 48}, {TensorType::kBF16, 256, 17},
-                                 {TensorType::kBF16, 96, 32}};
+const Case kFloatCases[] = {{TensorType::kF16, 8, 33},
+                            {TensorType::kF16, 40, 16},
+                            {TensorType::kF16, 768, 48},
+                            {TensorType::kBF16, 256, 17},
+                            {TensorType::kBF16, 96, 32}};
 
 // bf16x3 keeps about 16 significant bits of each product (the dropped xl*wl
 // term and x's split are each within 2^-16 of |x w|), then F32 sums.
@@ -200,25 +220,22 @@ double bf16x3_bound(const float* w, const float* x, int64_t n_in) {
 
 TEST(AmxBf16, FloatWeightsMatchReferenceAndAreBatchInvariant) {
   if (!amx_bf16_active()) {
-    GTEST_SKIP() << "AMX-BF16 is not in use here (" << (amx_support().why_not.empty() ? "switched off or another target" : amx_support().why_not)
+    const std::string why =
+        amx_support().why_not.empty() ? "switched off or another target" : amx_support().why_not;
+    GTEST_SKIP() << "AMX-BF16 is not in use here (" << why
                  << "); F16/BF16 weights run on FMA, tested in matmul_test.cc";
   }
-  for (const FloatCase& c : kFloatCases) {
-    SCOPED_TRACE(std::string(tensor_type_name(c.type)) + " " + std::to_string(c.n_in) + "x" +
-                 std::to_string(c.n_out));
-    const auto w = random_weights(c.type, c.n_in, c.n_out, 95);
-    const WeightMatrix wm{c.type, w.data(), c.n_in, c.n_out};
-    ThreadPool pack_pool(2);
-    const PackedWeights packed = pack_weights(wm, pack_pool);
-    ASSERT_FALSE(packed.empty());
-    EXPECT_EQ(packed.bytes, static_cast<size_t>((c.n_out + 15) / 16 * ((c.n_in + 31) / 32)) * 1024);
+  for (const Case& c : kFloatCases) {
+    SCOPED_TRACE(case_name(c));
     const int64_t max_rows = 33;
-    const auto x = random_floats(static_cast<size_t>(max_rows * c.n_in), 96, -3.0f, 3.0f);
-    std::vector<float> alone(static_cast<size_t>(max_rows * c.n_out));
-    ThreadPool one(1);
-    for (int64_t r = 0; r < max_rows; ++r) {
-      matmul(wm, packed, x.data() + r * c.n_in, 1, alone.data() + r * c.n_out, one);
-    }
+    const Packed p(c, max_rows, 95, 3.0f);
+    ASSERT_FALSE(p.packed.empty());
+    EXPECT_EQ(p.packed.bytes, static_cast<size_t>((c.n_out + 15) / 16 * ((c.n_in + 31) / 32)) * 1024);
+    const WeightMatrix& wm = p.wm;
+    const PackedWeights& packed = p.packed;
+    const std::vector<float>& x = p.x;
+    const std::vector<float>& alone = p.alone;
+    const std::vector<uint8_t>& w = p.bytes;
     const auto wf = dequantized(c.type, w.data(), c.n_in, c.n_out);
     std::vector<float> ref(alone.size());
     matmul_reference(wm, x.data(), max_rows, ref.data());
@@ -243,7 +260,8 @@ TEST(AmxBf16, FloatWeightsMatchReferenceAndAreBatchInvariant) {
 // In a group with other products (one activation split for all), each
 // output equals its own matmul bit for bit.
 TEST(AmxBf16, GroupedProductsMatchEachAlone) {
-  if (!amx_bf16_active()) GTEST_SKIP() << "AMX-BF16 is not in use here; FMA paths are tested in matmul_test.cc";
+  if (!amx_bf16_active())
+    GTEST_SKIP() << "AMX-BF16 is not in use here; FMA paths are tested in matmul_test.cc";
   const int64_t n_in = 64;
   const auto wf16 = random_weights(TensorType::kF16, n_in, 20, 97);
   const auto wq8 = random_weights(TensorType::kQ8_0, n_in, 24, 98);

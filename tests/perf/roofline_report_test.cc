@@ -17,7 +17,9 @@ TEST(RooflineReport, FormatsEveryStrategyAndDividesByTheBest) {
   r.target = "X";
   r.threads = 2;
   r.bandwidth.bytes = size_t{512} << 20;
-  r.bandwidth.reads = {{{}, 1, 9.0}, {{}, 2, 18.0}, {{ops::Prefetch::kNta, 4096}, 1, 5.0},
+  r.bandwidth.reads = {{{}, 1, 9.0},
+                       {{}, 2, 18.0},
+                       {{ops::Prefetch::kNta, 4096}, 1, 5.0},
                        {{ops::Prefetch::kNta, 4096}, 2, 10.0}};
   r.bandwidth.best = r.bandwidth.reads[1];
   r.bandwidth.read_gbps = 18.0;
