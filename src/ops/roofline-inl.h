@@ -12,6 +12,7 @@
 #endif
 
 #include <cstdint>
+#include <cstring>
 
 #include "hwy/highway.h"
 #include "ops/stream_strategy.h"
@@ -100,49 +101,50 @@ float FmaChains(int64_t iters, float seed, double* flops) {
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(s, hn::Add(hn::Add(v8, v9), hn::Add(v10, v11)))));
 }
 
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3
+using DotVec = __m512i;
+HWY_INLINE DotVec dot_set1_epi8(char v) { return _mm512_set1_epi8(v); }
+HWY_INLINE DotVec dot_set1_epi32(int32_t v) { return _mm512_set1_epi32(v); }
+HWY_INLINE DotVec dot_add(DotVec a, DotVec b) { return _mm512_add_epi32(a, b); }
+// One int8 dot-product step: acc + the 4-byte dot products of u and s.
+HWY_INLINE DotVec dot_step(DotVec acc, DotVec u, DotVec s) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return _mm512_dpbusd_epi32(acc, u, s);
+#else
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+#endif
+}
+#elif HWY_TARGET == HWY_AVX2
+using DotVec = __m256i;
+HWY_INLINE DotVec dot_set1_epi8(char v) { return _mm256_set1_epi8(v); }
+HWY_INLINE DotVec dot_set1_epi32(int32_t v) { return _mm256_set1_epi32(v); }
+HWY_INLINE DotVec dot_add(DotVec a, DotVec b) { return _mm256_add_epi32(a, b); }
+HWY_INLINE DotVec dot_step(DotVec acc, DotVec u, DotVec s) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+#endif
+
 // 12 independent chains of `iters` int8 dot-product steps, with the widest
 // instruction the target has: AVX512-VNNI vpdpbusd (64 multiply-adds per
 // instruction), else vpmaddubsw + vpmaddwd (32 or 64 per pair, as the
 // kernels do without VNNI). *macs gets the multiply-add count; 0 where the
 // target has no integer dot product (the kernels then dequantize to float).
 int32_t Int8DotChains(int64_t iters, int32_t seed, double* macs) {
-#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3
-  using V = __m512i;
-  const V u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
-  V v[12];
-  for (int c = 0; c < 12; ++c) v[c] = _mm512_set1_epi32(seed + c);
-  V uu = u;
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+  const DotVec s = dot_set1_epi8(-2);
+  DotVec u = dot_set1_epi8(3);
+  DotVec v[12];
+  for (int c = 0; c < 12; ++c) v[c] = dot_set1_epi32(seed + c);
   for (int64_t i = 0; i < iters; ++i) {
     // Opaque to the optimizer, so no product is hoisted out of the loop.
-    asm volatile("" : "+v"(uu));
-    for (int c = 0; c < 12; ++c) {
-#if HWY_TARGET == HWY_AVX3_DL
-      v[c] = _mm512_dpbusd_epi32(v[c], uu, s);
-#else
-      v[c] = _mm512_add_epi32(v[c], _mm512_madd_epi16(_mm512_maddubs_epi16(uu, s), _mm512_set1_epi16(1)));
-#endif
-    }
+    asm volatile("" : "+v"(u));
+    for (int c = 0; c < 12; ++c) v[c] = dot_step(v[c], u, s);
   }
-  V t = v[0];
-  for (int c = 1; c < 12; ++c) t = _mm512_add_epi32(t, v[c]);
-  *macs = 12.0 * 64.0 * static_cast<double>(iters);
-  return _mm512_reduce_add_epi32(t);
-#elif HWY_TARGET == HWY_AVX2
-  using V = __m256i;
-  const V u = _mm256_set1_epi8(3), s = _mm256_set1_epi8(-2);
-  V v[12];
-  for (int c = 0; c < 12; ++c) v[c] = _mm256_set1_epi32(seed + c);
-  V uu = u;
-  for (int64_t i = 0; i < iters; ++i) {
-    asm volatile("" : "+v"(uu));
-    for (int c = 0; c < 12; ++c)
-      v[c] = _mm256_add_epi32(v[c], _mm256_madd_epi16(_mm256_maddubs_epi16(uu, s), _mm256_set1_epi16(1)));
-  }
-  V t = v[0];
-  for (int c = 1; c < 12; ++c) t = _mm256_add_epi32(t, v[c]);
-  *macs = 12.0 * 32.0 * static_cast<double>(iters);
-  alignas(32) int32_t lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), t);
+  DotVec t = v[0];
+  for (int c = 1; c < 12; ++c) t = dot_add(t, v[c]);
+  *macs = 12.0 * static_cast<double>(sizeof(DotVec)) * static_cast<double>(iters);
+  alignas(64) int32_t lanes[sizeof(DotVec) / 4];
+  std::memcpy(lanes, &t, sizeof(t));
   int32_t sum = 0;
   for (int32_t x : lanes) sum += x;
   return sum;
