@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -32,10 +34,11 @@ namespace {
 
 // Bump when the candidates or the measurement change, so old caches are
 // ignored rather than trusted.
-constexpr int kCacheVersion = 1;
+constexpr int kCacheVersion = 2;
 
-// The calibration matrix: Q8_0, 2048 x 32768 (about 68 MiB as stored), far
-// beyond the private caches and most last-level caches, so it streams.
+// The calibration matrices: 2048 x 32768 of Q8_0 (about 68 MiB) and of
+// Q4_0 (36 MiB), beyond the private caches and most last-level caches, so
+// they stream.
 constexpr int64_t kCalIn = 2048;
 constexpr int64_t kCalOut = 32768;
 
@@ -73,7 +76,7 @@ std::string cache_dir() {
 
 }  // namespace
 
-// kernels-v1-<identity and target, as a file name>.txt
+// kernels-v<kCacheVersion>-<identity and target, as a file name>.txt
 std::string kernel_choice_cache_path() {
   const std::string dir = cache_dir();
   if (dir.empty()) return "";
@@ -148,14 +151,20 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Random Q8_0 rows with small finite scales.
-void fill_q8_0(uint8_t* data, size_t bytes) {
-  std::minstd_rand rng(11);
-  auto* blocks = reinterpret_cast<BlockQ8_0*>(data);
-  for (size_t i = 0; i < bytes / sizeof(BlockQ8_0); ++i) {
-    blocks[i].d = f32_to_f16(0.01f);
-    for (auto& q : blocks[i].qs) q = static_cast<int8_t>(rng() & 0xFF);
-  }
+// CPU time of the calling thread, nanoseconds.
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Random rows of Q8_0 or Q4_0 blocks with small finite scales.
+void fill_blocks(TensorType type, uint8_t* data, size_t bytes, uint32_t seed) {
+  std::minstd_rand rng(seed);
+  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(rng() & 0xFF);
+  const size_t block = traits_of(type).block_bytes;
+  const uint16_t d = f32_to_f16(0.01f);
+  for (size_t b = 0; b + block <= bytes; b += block) std::memcpy(data + b, &d, 2);  // scale first
 }
 
 KernelChoice fallback(const std::string& why) {
@@ -164,6 +173,33 @@ KernelChoice fallback(const std::string& why) {
   return c;
 }
 
+// One calibration matrix: as stored and packed, with one activation row.
+struct CalMatrix {
+  TensorType type;
+  int64_t n_out;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> stored, packed;
+  size_t packed_bytes = 0;
+  detail::MatmulTask t;
+
+  CalMatrix(TensorType ty, int64_t out, ThreadPool& pool, const detail::MatmulTask& row)
+      : type(ty), n_out(out) {
+    const size_t rb = row_bytes(traits_of(type), kCalIn);
+    stored = hwy::AllocateAligned<uint8_t>(rb * static_cast<size_t>(n_out));
+    pool.parallel_for(n_out, 256, [&](int64_t b, int64_t e) {
+      fill_blocks(type, stored.get() + b * rb, static_cast<size_t>(e - b) * rb, static_cast<uint32_t>(b + 1));
+    });
+    t = row;
+    t.type = type;
+    t.w = stored.get();
+    t.w_row_bytes = rb;
+    t.y_stride = n_out;
+    packed_bytes = detail::packed_bytes(type, kCalIn, n_out);
+    packed = hwy::AllocateAligned<uint8_t>(packed_bytes);
+    pool.parallel_for(n_out / 16, 1,
+                      [&](int64_t b, int64_t e) { detail::pack_groups(t, b, e, packed.get()); });
+  }
+};
+
 }  // namespace
 
 KernelChoice calibrate_kernel_choice() {
@@ -171,74 +207,87 @@ KernelChoice calibrate_kernel_choice() {
     return fallback("no packed kernels on " + active_target_name() + "; plain loads");
   }
   ThreadPool pool(0);
-  const size_t row_bytes_q8 = row_bytes(traits_of(TensorType::kQ8_0), kCalIn);
-  const size_t stored_bytes = row_bytes_q8 * kCalOut;
-  auto stored = hwy::AllocateAligned<uint8_t>(stored_bytes);
-  pool.parallel_for(kCalOut, 256, [&](int64_t b, int64_t e) {
-    fill_q8_0(stored.get() + b * row_bytes_q8, static_cast<size_t>(e - b) * row_bytes_q8);
-  });
-  detail::MatmulTask t;
-  t.type = TensorType::kQ8_0;
-  t.w = stored.get();
-  t.w_row_bytes = row_bytes_q8;
-  t.n_in = kCalIn;
-  t.y_stride = kCalOut;
-  auto packed = hwy::AllocateAligned<uint8_t>(detail::packed_bytes(TensorType::kQ8_0, kCalIn, kCalOut));
-  pool.parallel_for(kCalOut / 16, 1,
-                    [&](int64_t b, int64_t e) { detail::pack_groups(t, b, e, packed.get()); });
-
-  // One activation row.
+  // One activation row, quantized, with its sums per 32 (packed Q4_0).
   std::vector<float> x(kCalIn);
   std::minstd_rand rng(5);
   for (float& v : x) v = static_cast<float>(rng() % 2001) / 1000.0f - 1.0f;
   std::vector<int8_t> xq(kCalIn);
   std::vector<uint8_t> xu(kCalIn);
   std::vector<float> xd(kCalIn / detail::kActBlock), xsum(kCalIn / detail::kActBlock), y(kCalOut);
+  std::vector<int32_t> sums32(kCalIn / 32);
   detail::quantize_activations_simd(x.data(), 1, kCalIn, xq.data(), xu.data(), xd.data(), xsum.data());
-  t.rows = 1;
-  t.xq = xq.data();
-  t.xu = xu.data();
-  t.xd = xd.data();
-  t.xsum = xsum.data();
-  t.y = y.data();
+  for (int64_t b = 0; b < kCalIn / 32; ++b) {
+    for (int64_t j = 0; j < 32; ++j) sums32[static_cast<size_t>(b)] += xq[static_cast<size_t>(b * 32 + j)];
+  }
+  detail::MatmulTask row;
+  row.n_in = kCalIn;
+  row.rows = 1;
+  row.xq = xq.data();
+  row.xu = xu.data();
+  row.xd = xd.data();
+  row.xsum = xsum.data();
+  row.y = y.data();
+  // Q8_0 (one byte a weight, little work per byte) and Q4_0 (half a byte,
+  // twice the work per byte): the strategy must serve both kinds of stream.
+  CalMatrix mats[] = {{TensorType::kQ8_0, kCalOut, pool, row}, {TensorType::kQ4_0, kCalOut, pool, row}};
 
-  // Seconds per pass over the matrix. The candidates take turns, round
-  // after round, and each keeps its best pass: on a shared machine every
-  // candidate then sees the same quiet and busy moments.
-  auto time_pass = [&](const std::function<void(int64_t, int64_t)>& cols) {
-    const double t0 = now_s();
-    pool.parallel_for(kCalOut, 64, cols);
-    return now_s() - t0;
+  // Seconds per pass over a matrix, as CPU time of the threads that ran it
+  // divided by their number: a thread that a shared machine deschedules for
+  // a while does not count that while against the strategy it was running.
+  // The candidates also take turns, round after round, and each keeps its
+  // best pass, so every candidate sees the same quiet and busy moments.
+  auto time_pass = [&](int64_t n_out, const std::function<void(int64_t, int64_t)>& cols) {
+    std::atomic<int64_t> cpu_ns{0};
+    pool.parallel_for(n_out, 64, [&](int64_t b, int64_t e) {
+      const int64_t t0 = thread_cpu_ns();
+      cols(b, e);
+      cpu_ns.fetch_add(thread_cpu_ns() - t0, std::memory_order_relaxed);
+    });
+    return static_cast<double>(cpu_ns.load()) * 1e-9 / pool.size();
   };
   const std::vector<StreamStrategy> candidates = candidate_stream_strategies();
-  std::vector<double> best(candidates.size() + 1, 1e30);  // the last: as stored
-  constexpr int kRounds = 3;
+  // best[m][i]: matrix m under candidate i; best_stored: Q8_0 as stored.
+  std::vector<std::vector<double>> best(2, std::vector<double>(candidates.size(), 1e30));
+  double best_stored = 1e30;
+  constexpr int kRounds = 4;
   for (int round = 0; round < kRounds; ++round) {
     for (size_t i = 0; i < candidates.size(); ++i) {
-      detail::MatmulTask ts = t;
-      ts.stream = candidates[i];
-      best[i] = std::min(best[i], time_pass([&](int64_t b, int64_t e) {
-                           detail::matmul_packed_cols(ts, packed.get(), nullptr, b, e);
-                         }));
+      for (size_t m = 0; m < 2; ++m) {
+        detail::MatmulTask ts = mats[m].t;
+        ts.stream = candidates[i];
+        const int32_t* sums = mats[m].type == TensorType::kQ4_0 ? sums32.data() : nullptr;
+        best[m][i] = std::min(best[m][i], time_pass(mats[m].n_out, [&](int64_t b, int64_t e) {
+                                detail::matmul_packed_cols(ts, mats[m].packed.get(), sums, b, e);
+                              }));
+      }
     }
-    best.back() =
-        std::min(best.back(), time_pass([&](int64_t b, int64_t e) { detail::matmul_int_cols(t, b, e); }));
+    best_stored = std::min(best_stored, time_pass(mats[0].n_out, [&](int64_t b, int64_t e) {
+                             detail::matmul_int_cols(mats[0].t, b, e);
+                           }));
   }
+  // The score of a candidate: the sum over the matrices of (fastest time /
+  // its time), so each format counts equally whatever its size.
   KernelChoice c;
-  double best_packed = 1e30;
+  double best_score = -1;
   std::string detail_text;
-  const double packed_gb =
-      static_cast<double>(detail::packed_bytes(TensorType::kQ8_0, kCalIn, kCalOut)) / 1e9;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    detail_text +=
-        fmt::format("{}{} {:.1f}", i == 0 ? "" : ", ", to_string(candidates[i]), packed_gb / best[i]);
-    if (best[i] < best_packed) best_packed = best[i], c.decode_stream = candidates[i];
+    double score = 0;
+    std::string speeds;
+    for (size_t m = 0; m < 2; ++m) {
+      score += *std::min_element(best[m].begin(), best[m].end()) / best[m][i];
+      speeds += fmt::format("{}{:.1f}", m == 0 ? "" : "/",
+                            static_cast<double>(mats[m].packed_bytes) / best[m][i] / 1e9);
+    }
+    detail_text += fmt::format("{}{} {}", i == 0 ? "" : ", ", to_string(candidates[i]), speeds);
+    if (score > best_score) best_score = score, c.decode_stream = candidates[i];
   }
-  const double secs_stored = best.back();
-  // Repacking must win by time per matrix (the packed layout is 6% larger).
-  c.repack_q32 = best_packed <= secs_stored * 1.02;
-  c.detail = fmt::format("Q8_0 {}x{} decode GB/s packed: {}; as stored {:.1f} ({} threads)", kCalIn, kCalOut,
-                         detail_text, static_cast<double>(stored_bytes) / secs_stored / 1e9, pool.size());
+  const size_t stored_bytes = row_bytes(traits_of(TensorType::kQ8_0), kCalIn) * kCalOut;
+  const double best_packed_q8 = *std::min_element(best[0].begin(), best[0].end());
+  // Repacking must win by time per matrix (the packed Q8_0 layout is 6% larger).
+  c.repack_q32 = best_packed_q8 <= best_stored * 1.02;
+  c.detail =
+      fmt::format("{}x{} decode GB/s of packed Q8_0/Q4_0: {}; Q8_0 as stored {:.1f} ({} threads)", kCalIn,
+                  kCalOut, detail_text, static_cast<double>(stored_bytes) / best_stored / 1e9, pool.size());
   c.source = "measured";
   return c;
 }

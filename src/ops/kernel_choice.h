@@ -2,7 +2,7 @@
 // streams weights (plain loads or a software prefetch of some kind and
 // distance) and whether Q8_0/Q4_0 weights are repacked at load or read as
 // stored. Both are measured here, not assumed from the vendor: a short
-// calibration (about 0.2 s) times the real decode kernels under each
+// calibration (about a second) times the real decode kernels under each
 // candidate, and its result is cached per CPU model in
 // $XDG_CACHE_HOME/ladder/ (~/.cache/ladder/), so later processes on the same
 // CPU model read it back. LADDER_KERNEL_CALIBRATION=0 skips the measurement
@@ -44,7 +44,7 @@ void set_kernel_choice(const KernelChoice& choice);
 KernelChoice calibrate_kernel_choice();
 
 // The cache file of this CPU model and SIMD target:
-// $XDG_CACHE_HOME/ladder/kernels-v1-<cpu>.txt (else ~/.cache/ladder/...);
+// $XDG_CACHE_HOME/ladder/kernels-v2-<cpu>.txt (else ~/.cache/ladder/...);
 // empty when neither variable is set.
 std::string kernel_choice_cache_path();
 
