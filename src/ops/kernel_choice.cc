@@ -207,7 +207,7 @@ KernelChoice calibrate_kernel_choice() {
     return fallback("no packed kernels on " + active_target_name() + "; plain loads");
   }
   ThreadPool pool(0);
-  // One activation row, quantized, with its sums per 32 (packed Q4_0).
+  // One activation row, quantized, with its sums per 32 (packed Q8_0 and Q4_0).
   std::vector<float> x(kCalIn);
   std::minstd_rand rng(5);
   for (float& v : x) v = static_cast<float>(rng() % 2001) / 1000.0f - 1.0f;
@@ -255,7 +255,7 @@ KernelChoice calibrate_kernel_choice() {
       for (size_t m = 0; m < 2; ++m) {
         detail::MatmulTask ts = mats[m].t;
         ts.stream = candidates[i];
-        const int32_t* sums = mats[m].type == TensorType::kQ4_0 ? sums32.data() : nullptr;
+        const int32_t* sums = sums32.data();  // packed Q8_0 and Q4_0 both read sum(xq) per 32
         best[m][i] = std::min(best[m][i], time_pass(mats[m].n_out, [&](int64_t b, int64_t e) {
                                 detail::matmul_packed_cols(ts, mats[m].packed.get(), sums, b, e);
                               }));

@@ -6,8 +6,8 @@
 // columns x 4 bytes] gives, per row and column, the exact integer dot
 // product of K activation bytes with K weights. B's layout, 4 consecutive
 // elements of each of 16 columns per 64-byte row, is the packed layout's
-// "dword k" vectors as they are (Q8_0 signed: tdpbssd) or once unpacked from
-// nibbles (the others, unsigned: tdpbsud). K is one 32-element block (16 for
+// "dword k" vectors (unsigned weights against signed activations:
+// tdpbsud), as they are (Q8_0) or once unpacked from nibbles (the others). K is one 32-element block (16 for
 // Q6_K, one per scale), so C holds exactly the integer sums that vpdpbusd
 // forms in the vector kernels, and each row then runs the format's own float
 // epilogue (Fmt::finish) over the blocks in order. Same integers, same float
@@ -75,16 +75,12 @@ struct AmxScratch {
 // One tile product: C (tile c) = A (tile ta: K bytes of 16 rows at a, row
 // stride `stride`) x B (tile tb: K/4 rows of 64 bytes at w). Tile numbers
 // must be literals (the instructions name them).
-#define LADDER_AMX_PRODUCT(c, ta, tb, a, stride, w, kSigned) \
-  do {                                                       \
-    _tile_zero(c);                                           \
-    LADDER_TILE_LOAD(ta, a, stride);                         \
-    LADDER_TILE_LOAD(tb, w, 64);                             \
-    if constexpr (kSigned) {                                 \
-      _tile_dpbssd(c, ta, tb);                               \
-    } else {                                                 \
-      _tile_dpbsud(c, ta, tb);                               \
-    }                                                        \
+#define LADDER_AMX_PRODUCT(c, ta, tb, a, stride, w) \
+  do {                                              \
+    _tile_zero(c);                                  \
+    LADDER_TILE_LOAD(ta, a, stride);                \
+    LADDER_TILE_LOAD(tb, w, 64);                    \
+    _tile_dpbsud(c, ta, tb);                        \
   } while (0)
 
 // kAmxRows rows starting at r0 against one group's unpacked blocks: the
@@ -97,7 +93,6 @@ HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blo
                              const PackedRow* rows, int64_t r0, float* y, __mmask16 valid) {
   __m512 acc[kAmxRows];
   constexpr bool kHalves = Fmt::kType == TensorType::kQ6_K;
-  constexpr bool kSigned = Fmt::kType == TensorType::kQ8_0;
   constexpr int kPer = kHalves ? 2 : 1;  // products per block
   constexpr int kK = 32 / kPer;
   constexpr int kRun = 4;  // products per run
@@ -111,10 +106,10 @@ HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blo
   for (int i = 0; i < kAmxRows; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t p0 = 0; p0 < products; p0 += kRun) {
     const int n = static_cast<int>(std::min<int64_t>(kRun, products - p0));
-    LADDER_AMX_PRODUCT(0, 4, 6, a_at(p0), stride, w_at(p0), kSigned);
-    if (n > 1) LADDER_AMX_PRODUCT(1, 5, 7, a_at(p0 + 1), stride, w_at(p0 + 1), kSigned);
-    if (n > 2) LADDER_AMX_PRODUCT(2, 4, 6, a_at(p0 + 2), stride, w_at(p0 + 2), kSigned);
-    if (n > 3) LADDER_AMX_PRODUCT(3, 5, 7, a_at(p0 + 3), stride, w_at(p0 + 3), kSigned);
+    LADDER_AMX_PRODUCT(0, 4, 6, a_at(p0), stride, w_at(p0));
+    if (n > 1) LADDER_AMX_PRODUCT(1, 5, 7, a_at(p0 + 1), stride, w_at(p0 + 1));
+    if (n > 2) LADDER_AMX_PRODUCT(2, 4, 6, a_at(p0 + 2), stride, w_at(p0 + 2));
+    if (n > 3) LADDER_AMX_PRODUCT(3, 5, 7, a_at(p0 + 3), stride, w_at(p0 + 3));
     LADDER_TILE_STORE(0, sums[0], 64);
     if (n > 1) LADDER_TILE_STORE(1, sums[1], 64);
     if (n > 2) LADDER_TILE_STORE(2, sums[2], 64);

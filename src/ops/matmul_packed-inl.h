@@ -8,10 +8,9 @@
 // a 32-element block is its elements 4k..4k+3 for the 16 columns, stored as
 // [16 columns] 4 bytes: one vector, which vpdpbusd multiplies by 4
 // activation bytes broadcast to every lane.
-//   Q8_0 unit, one block:
-//     [k 0..7][16] 4 bytes      dword k of w (signed)                     512
-//     [16] int16                sum(w) of each column                      32
-//     [16] F16                  scales                                     32
+//   Q8_0 unit, blocks j = 0, 1 (an odd last block leaves j = 1 zero):
+//     [j][k 0..7][16] 4 bytes   dword k of w + 128 (unsigned)            1024
+//     [j][16] F16               scales                                     64
 //   Q4_0 unit, blocks j = 0, 1 (an odd last block leaves j = 1 zero):
 //     [j][m 0..3][16] 4 bytes   q = w + 8: dword m in the low nibbles,
 //                               dword m+4 in the high ones                512
@@ -31,20 +30,20 @@
 //     [j][p 0..1][16] 4 bytes   high 2 bits of dword 4p+e at bits 2e     1024
 //     [g 0..15][16] int8        scale of elements 16g..16g+15             256
 //     [16] F32                  d                                          64
-// Per 16 columns x 256 weights: Q4_0 2304 bytes (its own size), Q4_K 2368
-// (its own 2304 + 2.8%), Q5_K 2880 (its own 2816 + 2.3%), Q6_K 3392 (its
-// own 3360 + 1%); Q8_0 4608 (4352).
+// Per 16 columns x 256 weights: Q8_0 4352 bytes and Q4_0 2304 (their own
+// sizes), Q4_K 2368 (its own 2304 + 2.8%), Q5_K 2880 (its own 2816 + 2.3%),
+// Q6_K 3392 (its own 3360 + 1%).
 // Units are whole cache lines, so no vector load straddles two lines.
 //
 // Q8_0 and Q4_0 lanes do the unpacked kernel's arithmetic: the exact integer
 // block dot product isum, then acc = fma(float(isum), dw * dx, acc) over the
 // blocks in order, hence bit-identical results. Only the way isum is formed
 // differs, and integer sums are exact whatever their order:
-//   Q8_0: isum = sum(u * w) - 128 * sum(w)   u = xq + 128 the unsigned side;
-//   Q4_0: isum = sum(q * xq) - 8 * sum(xq)   q = w + 8 in 0..15 the unsigned
-//         side: a nibble needs only a mask (or a shift and a mask), and the
-//         offset belongs to the activation block, so no per-column sums are
-//         stored (matmul.cc passes sum(xq) per row and block).
+//   Q8_0: isum = sum(q * xq) - 128 * sum(xq)  q = w + 128 the unsigned side;
+//   Q4_0: isum = sum(q * xq) - 8 * sum(xq)    q = w + 8 in 0..15 the unsigned
+//         side: a nibble needs only a mask (or a shift and a mask).
+//   Either way the offset belongs to the activation block, so no per-column
+//   sums are stored (matmul.cc passes sum(xq) per row and block).
 // Q4_K, Q5_K and Q6_K lanes follow a chain of their own, fixed by n_in alone
 // (so batch invariant), but not the unpacked kernels' (those spread a column
 // over 8 or 16 lanes and add them up at the end; Q5_K has none and
@@ -91,8 +90,7 @@ namespace ladder::ops::HWY_NAMESPACE {
 
 // One 32-element block of a unit in registers, shared by every row of a tile.
 struct PackedBlock {
-  __m512i w[8];   // dword k for columns 0..15: Q8_0 w (signed), the others q (unsigned)
-  __m512i bias;   // Q8_0: -128 * sum(w) per column
+  __m512i w[8];   // dword k for columns 0..15, unsigned (Q8_0: w + 128; the others: q)
   __m512 dw;      // per-column scale (Q4_K, Q5_K d*sc_j; Q6_K d*sc of elements 0..15)
   __m512 dw_hi;   // Q6_K: d*sc of elements 16..31
   __m512 negmin;  // Q4_K, Q5_K: -dmin*m_j
@@ -204,46 +202,37 @@ HWY_INLINE void store_nibbles(const __m512i* w, uint8_t* dst) {
   }
 }
 
-struct PackedQ8_0 {
+struct PackedQ8_0 : UnsignedWeights {
   static constexpr TensorType kType = TensorType::kQ8_0;
-  static constexpr int kBlocks = 1;
-  static constexpr int64_t kUnitBytes = 576;
-  static constexpr int kSumGroup = 0;
-
-  // Activation bytes fed to vpdpbusd: u = q + 128, the unsigned side.
-  static const uint8_t* acts(const detail::MatmulTask& t) { return t.xu; }
+  static constexpr int kBlocks = 2;
+  static constexpr int64_t kUnitBytes = 1088;
+  static constexpr int kSumGroup = 32;
 
   static void pack(const uint8_t* const* cols, int64_t nb, uint8_t* dst) {
-    const __m512i ones = _mm512_set1_epi8(1);
-    for (int64_t b = 0; b < nb; ++b, dst += kUnitBytes) {
-      __m512i w[8];
-      transposed_block<false>(cols, b, w);
-      __m512i sum = _mm512_setzero_si512();
-      for (int k = 0; k < 8; ++k) {
-        _mm512_storeu_si512(dst + 64 * k, w[k]);
-        sum = _mm512_dpbusd_epi32(sum, ones, w[k]);
+    const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int64_t b0 = 0; b0 < nb; b0 += kBlocks, dst += kUnitBytes) {
+      std::memset(dst, 0, static_cast<size_t>(kUnitBytes));
+      for (int j = 0; j < kBlocks && b0 + j < nb; ++j) {
+        __m512i w[8];
+        transposed_block<false>(cols, b0 + j, w);
+        // w + 128 (flipping the sign bit): the unsigned side of vpdpbusd.
+        for (int k = 0; k < 8; ++k) _mm512_storeu_si512(dst + 512 * j + 64 * k, _mm512_xor_si512(w[k], c128));
+        auto* scales = reinterpret_cast<uint16_t*>(dst + 1024 + 32 * j);
+        for (int c = 0; c < 16; ++c) scales[c] = q32_block_scale<false>(cols[c], b0 + j);
       }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 512), _mm512_cvtepi32_epi16(sum));
-      auto* scales = reinterpret_cast<uint16_t*>(dst + 544);
-      for (int j = 0; j < 16; ++j) scales[j] = q32_block_scale<false>(cols[j], b);
     }
   }
 
-  static HWY_INLINE void load(const uint8_t* unit, int /*j*/, PackedBlock& blk) {
-    for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_loadu_si512(unit + 64 * k);
-    const __m512i sum =
-        _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + 512)));
-    blk.bias = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7));
-    blk.dw = f16x16_to_ps(unit + 544);
+  static HWY_INLINE void load(const uint8_t* unit, int j, PackedBlock& blk) {
+    for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_loadu_si512(unit + 512 * j + 64 * k);
+    blk.dw = f16x16_to_ps(unit + 1024 + 32 * j);
   }
 
-  // vpdpbusd multiplies u = xq + 128: starting from -128 * sum(w) leaves
-  // exactly sum(xq * w).
-  static HWY_INLINE __m512i vnni_init(const PackedBlock& blk) { return blk.bias; }
-  static HWY_INLINE __m512i exact_sum(__m512i dot, const PackedRow&, int64_t) { return dot; }
-
-  static HWY_INLINE __m512i dot(__m512i acc, __m512i w, int32_t x4) {
-    return _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(x4), w);
+  // sum((w + 128) * xq) - 128 * sum(xq) = sum(w * xq): the offset belongs to
+  // the activation block (matmul.cc passes sum(xq) per row and block).
+  static HWY_INLINE __m512i vnni_init(const PackedBlock&) { return _mm512_setzero_si512(); }
+  static HWY_INLINE __m512i exact_sum(__m512i dot, const PackedRow& row, int64_t b) {
+    return _mm512_add_epi32(dot, _mm512_set1_epi32(-128 * row.xs[b]));
   }
 
   static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,

@@ -1,12 +1,16 @@
 // Weights repacked once, at model load, into the layout the fastest kernel
-// streams. F16 and BF16 weights on CPUs with AMX-BF16 are packed for tiles
-// (1 KiB per 16 columns x 32 elements, their own size; they then run on
-// tiles at every batch size, with bf16x3 arithmetic: matmul_amx_bf16-inl.h). Today: Q8_0, Q4_0, Q4_K, Q5_K
-// and Q6_K on AVX-512 VNNI CPUs (AVX3_DL), where 16 output columns are interleaved per 32-element block so a
-// decode step does no shuffling at all (the unpacked kernels transpose or reduce across lanes, and unpack
-// nibbles, on every call). Per 16 columns x 256 weights: Q8_0 4608 bytes against its own 4352, Q4_0 2304 like
-// its own (plus a padding block when n_in / 32 is odd), Q4_K 2368 against 2304, Q5_K 2880 against 2816, Q6_K
-// 3392 against 3360 (layouts in matmul_packed-inl.h). The original need not stay resident.
+// streams. Q8_0, Q4_0, Q4_K, Q5_K and Q6_K on AVX-512 VNNI CPUs (AVX3_DL),
+// where 16 output columns are interleaved per 32-element block so a decode
+// step does no shuffling at all (the unpacked kernels transpose or reduce
+// across lanes, and unpack nibbles, on every call). Per 16 columns x 256
+// weights: Q8_0 4352 bytes and Q4_0 2304, their own sizes (plus a padding
+// block when n_in / 32 is odd), Q4_K 2368 against 2304, Q5_K 2880 against
+// 2816, Q6_K 3392 against 3360 (layouts in matmul_packed-inl.h). Q8_0 and
+// Q4_0 stay as stored where this machine decodes them faster so
+// (ops/kernel_choice.h). F16 and BF16 weights on CPUs with AMX-BF16 are
+// packed for tiles (1 KiB per 16 columns x 32 elements, their own size); they
+// then run on tiles at every batch size, with bf16x3 arithmetic
+// (matmul_amx_bf16-inl.h). The original need not stay resident.
 //
 // Exactness: Q8_0 and Q4_0 results are bit-identical to matmul() on the
 // unpacked weights. Q4_K, Q5_K and Q6_K results are not (the unpacked kernels

@@ -22,7 +22,7 @@ using testing::for_each_target;
 using testing::random_floats;
 using testing::random_weights;
 
-// Bytes per 16 columns x 64 elements (one unit of either layout).
+// Bytes per 16 columns x 64 elements of packed Q4_0 (one unit).
 constexpr size_t kUnitBytes = 576;
 
 // The packed layout itself (pack_weights_always: whatever this machine's
@@ -44,10 +44,11 @@ TEST(PackedWeights, BitIdenticalToUnpackedOnEveryTarget) {
         if (!packed.empty()) {
           const int64_t groups = (n_out + 15) / 16;
           const int64_t nb = n_in / 32;
-          // Q8_0: one unit per block; Q4_0: one per two blocks (288 bytes per
-          // 16 x 32, the size of Q4_0), an odd last block padded.
-          const int64_t units = type == TensorType::kQ8_0 ? nb : (nb + 1) / 2;
-          EXPECT_EQ(packed.bytes, static_cast<size_t>(groups * units) * kUnitBytes);
+          // One unit per two blocks, an odd last block padded: Q8_0 1088
+          // bytes (544 per 16 x 32, the size of Q8_0), Q4_0 576 (288, the
+          // size of Q4_0).
+          const size_t unit = type == TensorType::kQ8_0 ? 1088 : kUnitBytes;
+          EXPECT_EQ(packed.bytes, static_cast<size_t>(groups * ((nb + 1) / 2)) * unit);
         }
         const auto x = random_floats(static_cast<size_t>(33 * n_in), 32);
         for (int threads : {1, 2, 3}) {
