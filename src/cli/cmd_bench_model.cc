@@ -142,7 +142,9 @@ int run_bench_model(const BenchModelArgs& a) {
   };
   std::fprintf(stderr, "bench: prefill of %lld tokens...\n", static_cast<long long>(a.prompt));
   std::vector<float> logits_amx, logits_vec;
-  const bool amx = ops::amx_int8_active();
+  // The int8 tiles serve quantized weights only (F16/BF16 tiles are decided at
+  // load and cannot be switched off without changing results).
+  const bool amx = ops::amx_int8_active() && !float_weights;
   const auto p = perf::measure_prefill(m, a.prompt, a.repeats, a.kv_dtype, pool, &logits_amx);
   prefill_row(amx ? " (AMX)" : "", p);
   if (amx) {
