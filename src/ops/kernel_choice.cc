@@ -11,9 +11,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
-#include <sstream>
 #include <thread>
 #include <vector>
 
