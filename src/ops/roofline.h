@@ -27,9 +27,9 @@ struct BandwidthResult {
   double read_gbps = 0;          // best.gbps
   // An independent STREAM-style read of the same size: plain C++ loops on
   // threads of its own, no Highway, no prefetch (a check on the probe: the
-  // best strategy should land within about 10% of it). Run before, between
-  // and after the strategies, best of all its passes, so it samples the
-  // same moments of a shared machine as the probe does.
+  // best strategy should land within about 10% of it). Run at every thread
+  // count before and after the strategies, best of all its passes, so it
+  // samples the same moments of a shared machine as the probe does.
   double stream_read_gbps = 0;
   double triad_gbps = 0;  // a[i] = b[i] + s * c[i], counting 3 arrays (STREAM)
   size_t bytes = 0;       // size of the read buffer
