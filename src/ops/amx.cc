@@ -83,9 +83,21 @@ bool amx_int8_active() {
          detail::has_amx_kernels();
 }
 
+std::atomic<int> g_bf16_wanted{-1};  // -1: as LADDER_AMX_BF16 says
+
 bool amx_bf16_active() {
   static const bool env_off = env_disables_amx();
-  return !env_off && amx_support().bf16() && detail::has_amx_bf16_kernels();
+  static const bool env_wanted = [] {
+    const char* v = std::getenv("LADDER_AMX_BF16");
+    return v != nullptr && (std::string_view(v) == "1" || std::string_view(v) == "on");
+  }();
+  const int forced = g_bf16_wanted.load(std::memory_order_relaxed);
+  const bool wanted = forced < 0 ? env_wanted : forced == 1;
+  return wanted && !env_off && amx_support().bf16() && detail::has_amx_bf16_kernels();
+}
+
+void set_amx_bf16_wanted(bool wanted) {
+  g_bf16_wanted.store(wanted ? 1 : 0, std::memory_order_relaxed);
 }
 
 void set_amx_enabled(bool enabled) {

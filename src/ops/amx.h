@@ -10,8 +10,8 @@
 // at batches of several rows: the tiles give each output's exact integer
 // block sums, and the float epilogue is the vector kernels' own, so results
 // are bit-identical with or without AMX (batch invariance holds across the
-// switch). See matmul_amx-inl.h. F16/BF16 weights run on AMX-BF16 tiles at
-// every batch size (matmul_amx_bf16-inl.h).
+// switch). See matmul_amx-inl.h. F16/BF16 weights can run on AMX-BF16 tiles
+// at every batch size (matmul_amx_bf16-inl.h; opt-in, see amx_bf16_active).
 #pragma once
 
 #include <cstdint>
@@ -40,13 +40,21 @@ const AmxSupport& amx_support();
 // the environment (LADDER_AMX=0).
 bool amx_int8_active();
 
-// Whether F16/BF16 weights are packed for AMX-BF16 tiles at load:
-// amx_support().bf16(), the AVX3_DL kernels dispatched, and not switched off
-// by LADDER_AMX=0. Unlike int8, this path changes results (bf16x3
-// arithmetic, matmul_amx_bf16-inl.h), so it is decided once, at packing,
-// and a packed matrix then runs on tiles at every batch size; it is part of
+// Whether F16/BF16 weights are packed for AMX-BF16 tiles at load: asked for
+// with LADDER_AMX_BF16=1, amx_support().bf16(), the AVX3_DL kernels
+// dispatched, and not switched off by LADDER_AMX=0. Off by default: on the
+// Xeon measured (docs/BENCHMARKS.md) it doubles prefill but costs decode at
+// batch 1 about 45%, and a row must take the same path at every batch size.
+// Unlike int8, this path changes results (bf16x3 arithmetic,
+// matmul_amx_bf16-inl.h), so it is decided once, at packing, and a packed
+// matrix then runs on tiles at every batch size; it is part of
 // kernel_fingerprint().
 bool amx_bf16_active();
+
+// Asks for (or declines) the AMX-BF16 path whatever LADDER_AMX_BF16 says,
+// for matrices packed from now on (tests, benchmarks). Must not race with
+// packing.
+void set_amx_bf16_wanted(bool wanted);
 
 // Benchmarks and tests: compare the same int8 kernels with and without
 // tiles (set_amx_enabled does not touch matrices already packed for bf16).

@@ -350,7 +350,7 @@ std::string describe_kernel_paths() {
   out += fmt::format("K-quant weights: {}\n", packs ? "repacked at load" : "as stored");
   out += fmt::format("F16/BF16 weights: {}\n", amx_bf16_active()
                                                    ? "AMX-BF16 tiles at every batch size (bf16x3 arithmetic)"
-                                                   : "FMA on F32 (converted per load)");
+                                                   : "FMA on F32 (AMX-BF16 tiles: LADDER_AMX_BF16=1)");
   const AmxSupport& amx = amx_support();
   if (amx_int8_active()) {
     out +=

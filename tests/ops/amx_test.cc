@@ -218,10 +218,19 @@ double bf16x3_bound(const float* w, const float* x, int64_t n_in) {
   return (std::ldexp(1.0, -15) + static_cast<double>(n_in + 2) * 1.2e-7) * sum_abs + 1e-6;
 }
 
-TEST(AmxBf16, FloatWeightsMatchReferenceAndAreBatchInvariant) {
+// The F16/BF16 tile path is opt-in (LADDER_AMX_BF16=1); these tests ask for
+// it themselves, so they run wherever AMX-BF16 is usable.
+class AmxBf16 : public ::testing::Test {
+ protected:
+  void SetUp() override { set_amx_bf16_wanted(true); }
+  void TearDown() override { set_amx_bf16_wanted(false); }
+};
+
+TEST_F(AmxBf16, FloatWeightsMatchReferenceAndAreBatchInvariant) {
   if (!amx_bf16_active()) {
-    const std::string why =
-        amx_support().why_not.empty() ? "switched off or another target" : amx_support().why_not;
+    const std::string why = amx_support().why_not.empty()
+                                ? "switched off (LADDER_AMX=0) or another target"
+                                : amx_support().why_not;
     GTEST_SKIP() << "AMX-BF16 is not in use here (" << why
                  << "); F16/BF16 weights run on FMA, tested in matmul_test.cc";
   }
@@ -259,7 +268,7 @@ TEST(AmxBf16, FloatWeightsMatchReferenceAndAreBatchInvariant) {
 
 // In a group with other products (one activation split for all), each
 // output equals its own matmul bit for bit.
-TEST(AmxBf16, GroupedProductsMatchEachAlone) {
+TEST_F(AmxBf16, GroupedProductsMatchEachAlone) {
   if (!amx_bf16_active())
     GTEST_SKIP() << "AMX-BF16 is not in use here; FMA paths are tested in matmul_test.cc";
   const int64_t n_in = 64;
