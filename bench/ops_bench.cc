@@ -11,8 +11,8 @@
 #include "common/tensor_type.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
-#include "ops/roofline_report.h"
 #include "ops/thread_pool.h"
+#include "perf/roofline_report.h"
 
 namespace ladder::ops {
 namespace {
@@ -33,7 +33,7 @@ void BM_Matmul(benchmark::State& state, TensorType type, int64_t n_in, int64_t n
   ThreadPool pool(threads);
   double secs = 0;
   for (auto _ : state) {
-    secs = time_matmul(pool, type, n_in, n_out, rows, 0.2, 0);
+    secs = perf::time_matmul(pool, type, n_in, n_out, rows, 0.2, 0);
     state.SetIterationTime(secs);
   }
   const double bytes = static_cast<double>(row_bytes(traits_of(type), static_cast<size_t>(n_in)) * n_out);

@@ -1,7 +1,10 @@
 // `ladder bench model`: the forward pass on a real or synthetic model, as
-// fractions of this machine's measured roofline in the same run: decode at
-// batch 1 against memory bandwidth (weight bytes per token / peak GB/s),
-// prefill against peak FMA FLOP/s, and aggregate decode across batch sizes.
+// fractions of this machine's honest roofline measured in the same run:
+// decode at batch 1 against the best read bandwidth (weight bytes per token /
+// GB/s of the best streaming strategy), prefill against the best arithmetic
+// of its kind (FMA for float weights; int8 vectors or AMX tiles for
+// quantized ones), aggregate decode across batch sizes, and, on AMX
+// machines, prefill with and without tiles (same logits, bit for bit).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -10,9 +13,12 @@
 #include <vector>
 
 #include "cli/command.h"
+#include <cstring>
+
 #include "model/model_bundle.h"
-#include "model/model_bench.h"
+#include "ops/amx.h"
 #include "ops/roofline.h"
+#include "perf/model_bench.h"
 
 namespace ladder::cli {
 namespace {
@@ -27,6 +33,14 @@ struct BenchModelArgs {
   TensorType kv_dtype = TensorType::kF16;
   int threads = 2;
 };
+
+// Whether the model's matmul weights are float (F32/F16/BF16): their
+// prefill runs on FMA, quantized ones on the int8 kernels.
+bool is_float_weights(const gguf::GgufFile& file) {
+  const gguf::TensorInfo* t = file.find_tensor("blk.0.ffn_up.weight");
+  if (t == nullptr) return true;
+  return t->type == TensorType::kF32 || t->type == TensorType::kF16 || t->type == TensorType::kBF16;
+}
 
 int run_bench_model(const BenchModelArgs& a) {
   std::string path;
@@ -64,14 +78,14 @@ int run_bench_model(const BenchModelArgs& a) {
   const int rounds = a.repeats;
   std::fprintf(stderr, "bench: %d rounds of (bandwidth probe, decode at each batch size), %d threads\n", rounds,
                pool.size());
-  const double peak_gflops = ops::measure_peak_gflops(pool);
+  const ops::ComputePeaks peaks = ops::measure_compute_peaks(pool);
   std::vector<double> probe(static_cast<size_t>(rounds));
-  std::vector<std::vector<model::ForwardMeasurement>> runs(batches.size());
+  std::vector<std::vector<perf::ForwardMeasurement>> runs(batches.size());
   for (int r = 0; r < rounds; ++r) {
     std::fprintf(stderr, "bench: round %d/%d\n", r + 1, rounds);
     probe[static_cast<size_t>(r)] = ops::measure_peak_bandwidth_gbps(pool, size_t{256} << 20);
     for (size_t i = 0; i < batches.size(); ++i) {
-      runs[i].push_back(model::measure_decode(m, batches[i], a.context, a.steps, a.kv_dtype, pool));
+      runs[i].push_back(perf::measure_decode(m, batches[i], a.context, a.steps, a.kv_dtype, pool));
     }
   }
   auto median = [](std::vector<double> v) {
@@ -84,16 +98,20 @@ int run_bench_model(const BenchModelArgs& a) {
               static_cast<long long>(c.ffn_dim), static_cast<long long>(c.n_vocab),
               static_cast<double>(m.weight_bytes()) / (1 << 20), a.kv_dtype == TensorType::kF16 ? "F16" : "F32");
   const auto [lo, hi] = std::minmax_element(probe.begin(), probe.end());
-  std::printf("machine: read bandwidth %.1f GB/s median of %d probes (%.1f-%.1f), %.0f GFLOP/s FMA peak, %d threads\n\n",
-              median(probe), rounds, *lo, *hi, peak_gflops, pool.size());
+  std::printf("machine: best read bandwidth %.1f GB/s median of %d probes (%.1f-%.1f), %.0f GFLOP/s FMA, "
+              "%.0f GMAC/s int8 (%s%s), %d threads\n\n",
+              median(probe), rounds, *lo, *hi, peaks.fma_gflops, peaks.best_int8_gmacs(),
+              peaks.amx_int8_gmacs > peaks.int8_gmacs ? "AMX" : peaks.int8_method.c_str(),
+              peaks.amx_int8_gmacs > 0 && peaks.amx_int8_gmacs <= peaks.int8_gmacs ? ", AMX slower" : "",
+              pool.size());
 
   std::printf("%-28s %12s %14s %12s\n", "case", "tok/s", "ratio", "vs batch 1");
   const auto one = std::find(batches.begin(), batches.end(), 1);
-  const std::vector<model::ForwardMeasurement>* base = one == batches.end() ? nullptr : &runs[one - batches.begin()];
+  const std::vector<perf::ForwardMeasurement>* base = one == batches.end() ? nullptr : &runs[one - batches.begin()];
   for (size_t i = 0; i < batches.size(); ++i) {
     std::vector<double> tps, bw_ratio, vs_one;
     for (int r = 0; r < rounds; ++r) {
-      const model::ForwardMeasurement& x = runs[i][static_cast<size_t>(r)];
+      const perf::ForwardMeasurement& x = runs[i][static_cast<size_t>(r)];
       tps.push_back(x.tokens_per_s);
       bw_ratio.push_back(x.weight_gb_per_s / probe[static_cast<size_t>(r)]);
       if (base != nullptr) vs_one.push_back(x.tokens_per_s / (*base)[static_cast<size_t>(r)].tokens_per_s);
@@ -109,14 +127,41 @@ int run_bench_model(const BenchModelArgs& a) {
     if (base != nullptr) std::snprintf(rel, sizeof(rel), "%.2fx", median(vs_one));
     std::printf("%-28s %12.1f %14s %12s\n", label, median(tps), ratio, rel);
   }
+  // Prefill: float weights against the FMA peak, quantized ones (int8
+  // kernels) against the best int8 peak, counting a multiply-add once.
+  const bool float_weights = is_float_weights(*bundle->file);
+  auto prefill_row = [&](const char* how, const perf::ForwardMeasurement& p) {
+    char label[64], ratio[64];
+    std::snprintf(label, sizeof(label), "prefill %lld tokens%s", static_cast<long long>(a.prompt), how);
+    if (float_weights) {
+      std::snprintf(ratio, sizeof(ratio), "%.0f%% of FMA", 100.0 * p.gflop_per_s / peaks.fma_gflops);
+    } else {
+      std::snprintf(ratio, sizeof(ratio), "%.0f%% of int8", 100.0 * p.gflop_per_s / 2 / peaks.best_int8_gmacs());
+    }
+    std::printf("%-28s %12.1f %14s %12s\n", label, p.tokens_per_s, ratio, "");
+  };
   std::fprintf(stderr, "bench: prefill of %lld tokens...\n", static_cast<long long>(a.prompt));
-  auto p = model::measure_prefill(m, a.prompt, a.repeats, a.kv_dtype, pool);
-  char label[64], ratio[64];
-  std::snprintf(label, sizeof(label), "prefill %lld tokens", static_cast<long long>(a.prompt));
-  std::snprintf(ratio, sizeof(ratio), "%.0f%% of FLOP/s", 100.0 * p.gflop_per_s / peak_gflops);
-  std::printf("%-28s %12.1f %14s %12s\n", label, p.tokens_per_s, ratio, "");
-  std::printf("\nratios: decode = weight bytes per token x tok/s / bandwidth probed in the same round; vs batch 1 "
-              "= paired with batch 1 in the same round; prefill = matmul+attention FLOPs / measured FMA peak\n");
+  std::vector<float> logits_amx, logits_vec;
+  // The int8 tiles serve quantized weights only (F16/BF16 tiles are decided at
+  // load and cannot be switched off without changing results).
+  const bool amx = ops::amx_int8_active() && !float_weights;
+  const auto p = perf::measure_prefill(m, a.prompt, a.repeats, a.kv_dtype, pool, &logits_amx);
+  prefill_row(amx ? " (AMX)" : "", p);
+  if (amx) {
+    // The same prefill on vectors only: the speedup of the tiles, and a check
+    // that they change no bit of the logits.
+    ops::set_amx_enabled(false);
+    const auto v = perf::measure_prefill(m, a.prompt, a.repeats, a.kv_dtype, pool, &logits_vec);
+    ops::set_amx_enabled(true);
+    prefill_row(" (vectors)", v);
+    const bool same = logits_amx.size() == logits_vec.size() &&
+                      std::memcmp(logits_amx.data(), logits_vec.data(), logits_amx.size() * sizeof(float)) == 0;
+    std::printf("%-28s %11.2fx %14s\n", "prefill AMX / vectors", p.tokens_per_s / v.tokens_per_s,
+                same ? "same logits" : "LOGITS DIFFER");
+  }
+  std::printf("\nratios: decode = weight bytes per token x tok/s / best read bandwidth probed in the same round; vs "
+              "batch 1 = paired with batch 1 in the same round; prefill = matmul+attention FLOPs / FMA peak (float "
+              "weights) or multiply-adds / best int8 peak (quantized)\n");
   return 0;
 }
 

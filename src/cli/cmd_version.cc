@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "common/build_info.h"
 #include "common/paths.h"
+#include "ops/kernel_choice.h"
 #include "ops/simd_targets.h"
 
 namespace ladder::cli {
@@ -39,6 +40,14 @@ int run_info() {
   std::printf("kernels: %s (compiled and supported here:", ops::active_target_name().c_str());
   for (int64_t t : ops::available_targets()) std::printf(" %s", ops::target_name(t).c_str());
   std::printf(")\n");
+  // Which kernel paths run here and why: the decode streaming strategy and
+  // layouts (measured once per CPU model, or read from the cache), AMX.
+  const std::string paths = ops::describe_kernel_paths();
+  for (size_t at = 0; at < paths.size();) {
+    const size_t nl = paths.find('\n', at);
+    std::printf("  %s\n", paths.substr(at, nl - at).c_str());
+    at = nl == std::string::npos ? paths.size() : nl + 1;
+  }
   std::printf("shared data: %s\n", shared_dir(LADDER_DEFAULT_SHARED_DIR).c_str());
   const std::string model = default_model_path(LADDER_DEFAULT_SHARED_DIR);
   std::printf("default model: %s\n", model.empty() ? "none (pass -m, set LADDER_MODEL, or run ladder synth)" : model.c_str());

@@ -158,20 +158,8 @@ void quant_q8_0(const float* x, BlockQ8_0& b) {
 
 // ---- K-quants: 256-element super-blocks ------------------------------------
 
-// Q4_K / Q5_K pack 8 six-bit scales and 8 six-bit mins into 12 bytes:
-//   bytes 0..3:  scale j (j<4) in bits 0..5; bits 6..7 = high bits of scale j+4
-//   bytes 4..7:  min j   (j<4) in bits 0..5; bits 6..7 = high bits of min j+4
-//   bytes 8..11: low 4 bits of scale j+4 | low 4 bits of min j+4 << 4
-void unpack_scale_min(int j, const uint8_t* s, int& scale, int& min) {
-  if (j < 4) {
-    scale = s[j] & 63;
-    min = s[j + 4] & 63;
-  } else {
-    scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-    min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
+// Q4_K / Q5_K pack 8 six-bit scales and 8 six-bit mins into 12 bytes (the
+// layout at k_scale_min in quant.h).
 void pack_scale_min(const int* scales, const int* mins, uint8_t* s) {  // scales, mins: [8] in 0..63
   std::memset(s, 0, kKScaleSize);
   for (int j = 0; j < 4; ++j) {
@@ -188,8 +176,8 @@ void dequant_q4_k(const BlockQ4_K& b, float* y) {  // y: [256]
   // high nibbles sub-block 2j+1.
   for (int j = 0; j < 4; ++j) {
     int sc0, m0, sc1, m1;
-    unpack_scale_min(2 * j, b.scales, sc0, m0);
-    unpack_scale_min(2 * j + 1, b.scales, sc1, m1);
+    k_scale_min(2 * j, b.scales, &sc0, &m0);
+    k_scale_min(2 * j + 1, b.scales, &sc1, &m1);
     const uint8_t* q = b.qs + 32 * j;
     for (int l = 0; l < 32; ++l) {
       y[64 * j + l] =
@@ -207,8 +195,8 @@ void dequant_q5_k(const BlockQ5_K& b, float* y) {
   // 2j+1 that of element 64j+32+l.
   for (int j = 0; j < 4; ++j) {
     int sc0, m0, sc1, m1;
-    unpack_scale_min(2 * j, b.scales, sc0, m0);
-    unpack_scale_min(2 * j + 1, b.scales, sc1, m1);
+    k_scale_min(2 * j, b.scales, &sc0, &m0);
+    k_scale_min(2 * j + 1, b.scales, &sc1, &m1);
     const uint8_t* q = b.qs + 32 * j;
     for (int l = 0; l < 32; ++l) {
       const int v0 = (q[l] & 0x0F) | (((b.qh[l] >> (2 * j)) & 1) << 4);

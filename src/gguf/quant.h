@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/status.h"
 #include "common/tensor_type.h"
@@ -17,5 +18,21 @@ Status dequantize_row(TensorType type, const void* src, float* dst, size_t n);
 // Writes n floats into row_bytes(type, n) bytes at dst. Supported: F32, F16,
 // BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, Q8_K.
 Status quantize_row(TensorType type, const float* src, void* dst, size_t n);
+
+// The 6-bit scale and min of sub-block j (0..7) from the 12 packed scale
+// bytes of a Q4_K or Q5_K super-block:
+//   bytes 0..3:  scale j (j<4) in bits 0..5; bits 6..7 = high bits of scale j+4
+//   bytes 4..7:  min j   (j<4) in bits 0..5; bits 6..7 = high bits of min j+4
+//   bytes 8..11: low 4 bits of scale j+4 | low 4 bits of min j+4 << 4
+// (inline: the SIMD kernels of ops/ unpack scales with it too).
+inline void k_scale_min(int j, const uint8_t* s, int* scale, int* min) {
+  if (j < 4) {
+    *scale = s[j] & 63;
+    *min = s[j + 4] & 63;
+  } else {
+    *scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+    *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
 
 }  // namespace ladder::gguf

@@ -18,6 +18,7 @@
 
 #include "common/half.h"
 #include "common/tensor_type.h"
+#include "gguf/quant.h"
 #include "hwy/highway.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_q8_interleaved-inl.h"
@@ -133,7 +134,9 @@ inline constexpr int kFloatCols = 2;
 #endif
 inline constexpr int kFloatRows = 4;
 
-template <TensorType kType>
+// kHint >= 0: a one-row (decode) call prefetches each column's weights
+// t.stream.distance bytes ahead with that locality (ops/kernel_choice.h).
+template <TensorType kType, int kHint = -1>
 struct FloatTile {
   using WT = WeightElem<kType>;
   const detail::MatmulTask& t;
@@ -152,8 +155,12 @@ struct FloatTile {
     for (int i = 0; i < R; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = hn::Zero(d);
     size_t k = 0;
+    const size_t ahead = static_cast<size_t>(t.stream.distance) / sizeof(WT);
     for (; k + N <= n; k += N) {
       VF wv[C];
+      if constexpr (kHint >= 0) {
+        for (int c = 0; c < C; ++c) __builtin_prefetch(wc[c] + k + ahead, 0, kHint);
+      }
       for (int c = 0; c < C; ++c) wv[c] = load_weights<kType>(d, wc[c] + k);
       for (int i = 0; i < R; ++i) {
         const VF xv = hn::LoadU(d, xr[i] + k);
@@ -182,8 +189,21 @@ struct FloatTile {
 
 template <TensorType kType>
 void float_cols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
-  FloatTile<kType> tile{t};
-  drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, col_block_for<kFloatCols>(t.w_row_bytes), tile);
+  const int64_t block = col_block_for<kFloatCols>(t.w_row_bytes);
+  const auto drive = [&]<int kHint>() {
+    FloatTile<kType, kHint> tile{t};
+    drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, block, tile);
+  };
+  // Decode streams the weights under the machine's strategy; prefetching
+  // never changes a result.
+  switch (t.rows == 1 ? t.stream.prefetch : Prefetch::kNone) {
+    case Prefetch::kT0: drive.template operator()<3>(); return;
+    case Prefetch::kT1: drive.template operator()<2>(); return;
+    case Prefetch::kT2: drive.template operator()<1>(); return;
+    case Prefetch::kNta: drive.template operator()<0>(); return;
+    case Prefetch::kNone: break;
+  }
+  drive.template operator()<-1>();
 }
 
 // Exported: detail::quantize_activations with vectors; the same results bit
@@ -370,24 +390,13 @@ struct Q32Tile {
   }
 };
 
-// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block.
-HWY_INLINE void k4_scale_min(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // d * sc_j and -dmin * m_j of the 8 sub-blocks of a Q4_K super-block.
 HWY_INLINE void q4k_scales(const BlockQ4_K& blk, float* dsc, float* negmin) {
   const float d = half_to_f32(blk.d);
   const float dmin = half_to_f32(blk.dmin);
   for (int j = 0; j < 8; ++j) {
     int sc, m;
-    k4_scale_min(j, blk.scales, &sc, &m);
+    gguf::k_scale_min(j, blk.scales, &sc, &m);
     dsc[j] = d * static_cast<float>(sc);
     negmin[j] = -(dmin * static_cast<float>(m));
   }

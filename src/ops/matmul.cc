@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "common/check.h"
+#include "gguf/quant.h"
+#include "ops/amx.h"
+#include "ops/kernel_choice.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_simd.h"
 #include "ops/packed_weights.h"
@@ -42,6 +45,10 @@ struct ActScratch {
   std::vector<float> xsum;
   std::vector<int32_t> xq_sums32;  // [rows][n_in / 32], only for packed Q4_0
   std::vector<int32_t> xq_sums16;  // [rows][n_in / 16], only for packed Q6_K
+  std::vector<int8_t> xq_tiles;    // AMX-INT8 products: MatmulTask::xq_tiles
+  // AMX-BF16 products: x as bf16 hi and lo parts, [rows padded to 16][n_in
+  // padded to 32].
+  std::vector<uint16_t> xh, xl;
 };
 
 // sum(xq) of every run of `group` elements (n a multiple of it): the offset
@@ -55,6 +62,13 @@ void group_sums(const int8_t* xq, int64_t n, int64_t group, int32_t* out) {
 }
 
 }  // namespace
+
+void detail::dequantize_row_scalar(TensorType type, const void* src, float* dst, int64_t n) {
+  // The gguf module's reference dequantizer: the one definition of what
+  // every block format means, for the slow path and the tests alike.
+  const Status st = gguf::dequantize_row(type, src, dst, static_cast<size_t>(n));
+  LADDER_CHECK(st.is_ok(), st.to_string());
+}
 
 Status check_matmul_support(TensorType type, int64_t n_in) {
   if (n_in <= 0) return invalid_argument("matmul: n_in must be positive, got " + std::to_string(n_in));
@@ -87,7 +101,7 @@ Status check_matmul_support(TensorType type, int64_t n_in) {
 namespace {
 
 // How one product of a call runs.
-enum class Path { kFloat, kInt, kPacked, kDequant };
+enum class Path { kFloat, kInt, kPacked, kAmxBf16, kDequant };
 
 struct Product {
   detail::MatmulTask t;
@@ -95,6 +109,11 @@ struct Product {
   const uint8_t* packed = nullptr;
   // Packed Q4_0 and Q6_K: sum(xq) per row and detail::packed_sum_group().
   const int32_t* xq_sums = nullptr;
+  // Packed: whole tiles of 16 rows that AMX computes (the rest on vectors).
+  int64_t amx_row_tiles = 0;
+  // AMX-BF16: the activations' bf16 parts (ActScratch::xh, xl).
+  const uint16_t* xh = nullptr;
+  const uint16_t* xl = nullptr;
   int64_t col0 = 0;  // first column in the call's combined column space
 };
 
@@ -102,7 +121,27 @@ bool use_packed(const WeightMatrix& w, const PackedWeights* packed) {
   if (packed == nullptr || packed->empty()) return false;
   LADDER_CHECK(packed->type == w.type && packed->n_in == w.n_in && packed->n_out == w.n_out,
                "matmul: packed weights describe another matrix");
-  return detail::dispatched_target() == packed->target && detail::has_packed(w.type);
+  if (detail::dispatched_target() != packed->target) return false;
+  return is_float_type(w.type) ? detail::has_amx_bf16_kernels() : detail::has_packed(w.type);
+}
+
+// Packed products: AMX tiles for the first 16 * amx_row_tiles rows, the
+// vector kernel for the rest (bit-identical, so the split is free).
+void run_packed_cols(const Product& p, int64_t o_begin, int64_t o_end) {
+  const int64_t amx_rows = p.amx_row_tiles * detail::kAmxTileRows;
+  if (amx_rows > 0) detail::matmul_amx_cols(p.t, p.packed, p.xq_sums, o_begin, o_end, p.amx_row_tiles);
+  if (amx_rows == p.t.rows) return;
+  detail::MatmulTask rest = p.t;
+  const int64_t nb = rest.n_in / detail::kActBlock;
+  rest.rows -= amx_rows;
+  rest.xq += amx_rows * rest.n_in;
+  rest.xu += amx_rows * rest.n_in;
+  rest.xd += amx_rows * nb;
+  rest.xsum += amx_rows * nb;
+  rest.y += amx_rows * rest.y_stride;
+  const int64_t group = detail::packed_sum_group(rest.type);
+  const int32_t* sums = p.xq_sums == nullptr ? nullptr : p.xq_sums + amx_rows * (rest.n_in / group);
+  detail::matmul_packed_cols(rest, p.packed, sums, o_begin, o_end);
 }
 
 // Columns [o_begin, o_end) of one product, every row.
@@ -111,7 +150,8 @@ void run_cols(const Product& p, int64_t o_begin, int64_t o_end) {
   switch (p.path) {
     case Path::kFloat: detail::matmul_float_cols(t, o_begin, o_end); return;
     case Path::kInt: detail::matmul_int_cols(t, o_begin, o_end); return;
-    case Path::kPacked: detail::matmul_packed_cols(t, p.packed, p.xq_sums, o_begin, o_end); return;
+    case Path::kPacked: run_packed_cols(p, o_begin, o_end); return;
+    case Path::kAmxBf16: detail::matmul_amx_bf16_cols(t, p.packed, p.xh, p.xl, o_begin, o_end); return;
     case Path::kDequant: break;
   }
   // Types without a fast kernel: dequantize a few weight rows at a time into
@@ -140,7 +180,10 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
   const int64_t n_in = outs[0].w->n_in;
   thread_local std::vector<Product> products;
   products.clear();
+  const StreamStrategy stream = kernel_choice().decode_stream;
+  const int64_t amx_row_tiles = amx_int8_active() ? rows / detail::kAmxTileRows : 0;
   bool quantize = false;
+  bool split_bf16 = false;
   bool need_sums32 = false;
   bool need_sums16 = false;
   int64_t cols = 0;
@@ -158,15 +201,21 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     p.t.x = x;
     p.t.y = out.y;
     p.t.y_stride = w.n_out;
+    p.t.stream = stream;
     // Q5_K has a packed kernel but no unpacked integer one: unpacked, or on
     // a target without the packed kernel, it dequantizes.
-    const bool packed = !is_float_type(w.type) && use_packed(w, out.packed);
-    if (is_float_type(w.type)) {
+    const bool packed = use_packed(w, out.packed);
+    if (is_float_type(w.type) && packed) {
+      p.path = Path::kAmxBf16;  // F16/BF16 packed for tiles: every batch size
+      p.packed = out.packed->data.get();
+      split_bf16 = true;
+    } else if (is_float_type(w.type)) {
       p.path = Path::kFloat;
     } else if (packed || (has_int_kernel(w.type) && detail::has_int_kernels())) {
       p.path = packed ? Path::kPacked : Path::kInt;
       if (p.path == Path::kPacked) {
         p.packed = out.packed->data.get();
+        p.amx_row_tiles = amx_row_tiles;
         need_sums32 |= detail::packed_sum_group(w.type) == 32;
         need_sums16 |= detail::packed_sum_group(w.type) == 16;
       }
@@ -179,11 +228,11 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     cols += (w.n_out + kColGrain - 1) / kColGrain * kColGrain;
     products.push_back(p);
   }
+  thread_local ActScratch scratch;  // the caller's; workers see it through `s`
+  ActScratch& s = scratch;
   if (quantize) {
     // Once for every product; each row is quantized on its own, so the split
     // cannot change results.
-    thread_local ActScratch scratch;  // the caller's; workers see it through `s`
-    ActScratch& s = scratch;
     const int64_t nb = n_in / detail::kActBlock;
     s.xq.resize(static_cast<size_t>(rows * n_in));
     s.xu.resize(static_cast<size_t>(rows * n_in));
@@ -198,7 +247,16 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
       if (need_sums32) group_sums(xq, (e - b) * n_in, 32, s.xq_sums32.data() + b * (n_in / 32));
       if (need_sums16) group_sums(xq, (e - b) * n_in, 16, s.xq_sums16.data() + b * (n_in / 16));
     });
+    bool amx = false;
+    for (const Product& p : products) amx |= p.amx_row_tiles > 0;
+    if (amx) {
+      s.xq_tiles.resize(static_cast<size_t>(amx_row_tiles * detail::kAmxTileRows * n_in));
+      pool.parallel_for(amx_row_tiles, 1, [&](int64_t b, int64_t e) {
+        detail::tile_activations(s.xq.data(), n_in, b, e, s.xq_tiles.data());
+      });
+    }
     for (Product& p : products) {
+      p.t.xq_tiles = s.xq_tiles.data();
       p.t.xq = s.xq.data();
       p.t.xu = s.xu.data();
       p.t.xd = s.xd.data();
@@ -207,6 +265,27 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
       const int64_t group = detail::packed_sum_group(p.t.type);
       if (group == 32) p.xq_sums = s.xq_sums32.data();
       if (group == 16) p.xq_sums = s.xq_sums16.data();
+    }
+  }
+  if (split_bf16) {
+    const int64_t stride = detail::bf16_act_stride(n_in);
+    const int64_t padded_rows = (rows + 15) / 16 * 16;
+    s.xh.resize(static_cast<size_t>(padded_rows * stride));
+    s.xl.resize(s.xh.size());
+    pool.parallel_for(rows, 4, [&](int64_t b, int64_t e) {
+      detail::split_activations_bf16(x + b * n_in, e - b, n_in, s.xh.data() + b * stride, s.xl.data() + b * stride);
+    });
+    // Zero padding rows of a last partial 16-row tile: their sums are
+    // computed and dropped. (A batch of at most 16 rows uses tiles of its
+    // own height.)
+    if (rows > 16) {
+      std::fill(s.xh.begin() + rows * stride, s.xh.end(), uint16_t{0});
+      std::fill(s.xl.begin() + rows * stride, s.xl.end(), uint16_t{0});
+    }
+    for (Product& p : products) {
+      if (p.path != Path::kAmxBf16) continue;
+      p.xh = s.xh.data();
+      p.xl = s.xl.data();
     }
   }
   // Workers reach the caller's thread_local list through this span.

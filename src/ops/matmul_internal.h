@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "common/tensor_type.h"
+#include "ops/stream_strategy.h"
 
 namespace ladder::ops::detail {
 
@@ -28,8 +29,14 @@ struct MatmulTask {
   const uint8_t* xu = nullptr;  // [rows][n_in] xq + 128 (for u8 x s8 dot products)
   const float* xd = nullptr;    // [rows][n_in / kActBlock] block scales
   const float* xsum = nullptr;  // [rows][n_in / kActBlock] xd * sum(xq) of the block
+  // AMX-INT8 kernels: xq regrouped as [row tile of 16][block][16 rows][32
+  // bytes], so a tile load reads 512 contiguous bytes (rows n_in apart would
+  // fall in one L1 set when n_in is a multiple of 4 KiB).
+  const int8_t* xq_tiles = nullptr;
   float* y = nullptr;
   int64_t y_stride = 0;
+  // How a one-row (decode) call streams the weights (ops/kernel_choice.h).
+  StreamStrategy stream;
 };
 
 // Quantizes `rows` rows of n_in floats (n_in % kActBlock == 0). Each row's
@@ -38,7 +45,8 @@ void quantize_activations(const float* x, int64_t rows, int64_t n_in, int8_t* xq
                           float* xsum);
 
 // Scalar dequantization of one row of n elements of any dequantizable type
-// (the reference for every kernel, and the slow path for rare types).
+// (the reference for every kernel, and the slow path for rare types): the
+// gguf module's dequantize_row(), checked (n must suit the type).
 void dequantize_row_scalar(TensorType type, const void* src, float* dst, int64_t n);
 
 }  // namespace ladder::ops::detail

@@ -8,10 +8,9 @@
 // a 32-element block is its elements 4k..4k+3 for the 16 columns, stored as
 // [16 columns] 4 bytes: one vector, which vpdpbusd multiplies by 4
 // activation bytes broadcast to every lane.
-//   Q8_0 unit, one block:
-//     [k 0..7][16] 4 bytes      dword k of w (signed)                     512
-//     [16] int16                sum(w) of each column                      32
-//     [16] F16                  scales                                     32
+//   Q8_0 unit, blocks j = 0, 1 (an odd last block leaves j = 1 zero):
+//     [j][k 0..7][16] 4 bytes   dword k of w + 128 (unsigned)            1024
+//     [j][16] F16               scales                                     64
 //   Q4_0 unit, blocks j = 0, 1 (an odd last block leaves j = 1 zero):
 //     [j][m 0..3][16] 4 bytes   q = w + 8: dword m in the low nibbles,
 //                               dword m+4 in the high ones                512
@@ -31,20 +30,20 @@
 //     [j][p 0..1][16] 4 bytes   high 2 bits of dword 4p+e at bits 2e     1024
 //     [g 0..15][16] int8        scale of elements 16g..16g+15             256
 //     [16] F32                  d                                          64
-// Per 16 columns x 256 weights: Q4_0 2304 bytes (its own size), Q4_K 2368
-// (its own 2304 + 2.8%), Q5_K 2880 (its own 2816 + 2.3%), Q6_K 3392 (its
-// own 3360 + 1%); Q8_0 4608 (4352).
+// Per 16 columns x 256 weights: Q8_0 4352 bytes and Q4_0 2304 (their own
+// sizes), Q4_K 2368 (its own 2304 + 2.8%), Q5_K 2880 (its own 2816 + 2.3%),
+// Q6_K 3392 (its own 3360 + 1%).
 // Units are whole cache lines, so no vector load straddles two lines.
 //
 // Q8_0 and Q4_0 lanes do the unpacked kernel's arithmetic: the exact integer
 // block dot product isum, then acc = fma(float(isum), dw * dx, acc) over the
 // blocks in order, hence bit-identical results. Only the way isum is formed
 // differs, and integer sums are exact whatever their order:
-//   Q8_0: isum = sum(u * w) - 128 * sum(w)   u = xq + 128 the unsigned side;
-//   Q4_0: isum = sum(q * xq) - 8 * sum(xq)   q = w + 8 in 0..15 the unsigned
-//         side: a nibble needs only a mask (or a shift and a mask), and the
-//         offset belongs to the activation block, so no per-column sums are
-//         stored (matmul.cc passes sum(xq) per row and block).
+//   Q8_0: isum = sum(q * xq) - 128 * sum(xq)  q = w + 128 the unsigned side;
+//   Q4_0: isum = sum(q * xq) - 8 * sum(xq)    q = w + 8 in 0..15 the unsigned
+//         side: a nibble needs only a mask (or a shift and a mask).
+//   Either way the offset belongs to the activation block, so no per-column
+//   sums are stored (matmul.cc passes sum(xq) per row and block).
 // Q4_K, Q5_K and Q6_K lanes follow a chain of their own, fixed by n_in alone
 // (so batch invariant), but not the unpacked kernels' (those spread a column
 // over 8 or 16 lanes and add them up at the end; Q5_K has none and
@@ -75,8 +74,9 @@
 
 #include "common/half.h"
 #include "common/tensor_type.h"
+#include "gguf/quant.h"  // k_scale_min
 #include "hwy/highway.h"
-#include "ops/matmul-inl.h"  // k4_scale_min
+#include "ops/matmul-inl.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_q8_interleaved-inl.h"
 #include "ops/matmul_simd.h"
@@ -90,8 +90,7 @@ namespace ladder::ops::HWY_NAMESPACE {
 
 // One 32-element block of a unit in registers, shared by every row of a tile.
 struct PackedBlock {
-  __m512i w[8];   // dword k for columns 0..15: Q8_0 w (signed), the others q (unsigned)
-  __m512i bias;   // Q8_0: -128 * sum(w) per column
+  __m512i w[8];   // dword k for columns 0..15, unsigned (Q8_0: w + 128; the others: q)
   __m512 dw;      // per-column scale (Q4_K, Q5_K d*sc_j; Q6_K d*sc of elements 0..15)
   __m512 dw_hi;   // Q6_K: d*sc of elements 16..31
   __m512 negmin;  // Q4_K, Q5_K: -dmin*m_j
@@ -133,12 +132,26 @@ struct UnsignedWeights {
   }
 };
 
-// acc + float(isum) * (dw * dx) for block b of Q8_0 or Q4_0.
-template <class Fmt, int kChains>
-HWY_INLINE __m512 q32_step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
-  const __m512i s = dword_sum<Fmt, 8, kChains>(Fmt::row_bias(blk, row, b), blk.w, row_dwords(row, b));
+// Every format's step splits in two: the exact integer dot products of a
+// block with the row's xq (Fmt::kDots of them: one per scale; they may come
+// from vpdpbusd here or from AMX tiles, matmul_amx-inl.h, and are the same
+// integers either way), then Fmt::finish, the float epilogue, which alone
+// decides the bits of the result.
+
+// acc + float(isum) * (dw * dx) for block b of Q8_0 or Q4_0; isum is the
+// exact dot product plus Q4_0's offset (Fmt::exact_sum).
+template <class Fmt>
+HWY_INLINE __m512 q32_finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                             __m512 acc) {
+  const __m512i s = Fmt::exact_sum(dot[0], row, b);
   const __m512 scale = _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b]));
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc);
+}
+
+template <class Fmt, int kChains>
+HWY_INLINE __m512 q32_step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
+  const __m512i dot = dword_sum<Fmt, 8, kChains>(Fmt::vnni_init(blk), blk.w, row_dwords(row, b));
+  return q32_finish<Fmt>(blk, row, b, &dot, acc);
 }
 
 // Four vectors of nibble pairs at p: w[m] = low nibbles, w[m + 4] = high.
@@ -189,43 +202,42 @@ HWY_INLINE void store_nibbles(const __m512i* w, uint8_t* dst) {
   }
 }
 
-struct PackedQ8_0 {
+struct PackedQ8_0 : UnsignedWeights {
   static constexpr TensorType kType = TensorType::kQ8_0;
-  static constexpr int kBlocks = 1;
-  static constexpr int64_t kUnitBytes = 576;
-  static constexpr int kSumGroup = 0;
-
-  // Activation bytes fed to vpdpbusd: u = q + 128, the unsigned side.
-  static const uint8_t* acts(const detail::MatmulTask& t) { return t.xu; }
+  static constexpr int kBlocks = 2;
+  static constexpr int64_t kUnitBytes = 1088;
+  static constexpr int kSumGroup = 32;
 
   static void pack(const uint8_t* const* cols, int64_t nb, uint8_t* dst) {
-    const __m512i ones = _mm512_set1_epi8(1);
-    for (int64_t b = 0; b < nb; ++b, dst += kUnitBytes) {
-      __m512i w[8];
-      transposed_block<false>(cols, b, w);
-      __m512i sum = _mm512_setzero_si512();
-      for (int k = 0; k < 8; ++k) {
-        _mm512_storeu_si512(dst + 64 * k, w[k]);
-        sum = _mm512_dpbusd_epi32(sum, ones, w[k]);
+    const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int64_t b0 = 0; b0 < nb; b0 += kBlocks, dst += kUnitBytes) {
+      std::memset(dst, 0, static_cast<size_t>(kUnitBytes));
+      for (int j = 0; j < kBlocks && b0 + j < nb; ++j) {
+        __m512i w[8];
+        transposed_block<false>(cols, b0 + j, w);
+        // w + 128 (flipping the sign bit): the unsigned side of vpdpbusd.
+        for (int k = 0; k < 8; ++k) _mm512_storeu_si512(dst + 512 * j + 64 * k, _mm512_xor_si512(w[k], c128));
+        auto* scales = reinterpret_cast<uint16_t*>(dst + 1024 + 32 * j);
+        for (int c = 0; c < 16; ++c) scales[c] = q32_block_scale<false>(cols[c], b0 + j);
       }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 512), _mm512_cvtepi32_epi16(sum));
-      auto* scales = reinterpret_cast<uint16_t*>(dst + 544);
-      for (int j = 0; j < 16; ++j) scales[j] = q32_block_scale<false>(cols[j], b);
     }
   }
 
-  static HWY_INLINE void load(const uint8_t* unit, int /*j*/, PackedBlock& blk) {
-    for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_loadu_si512(unit + 64 * k);
-    const __m512i sum =
-        _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + 512)));
-    blk.bias = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7));
-    blk.dw = f16x16_to_ps(unit + 544);
+  static HWY_INLINE void load(const uint8_t* unit, int j, PackedBlock& blk) {
+    for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_loadu_si512(unit + 512 * j + 64 * k);
+    blk.dw = f16x16_to_ps(unit + 1024 + 32 * j);
   }
 
-  static HWY_INLINE __m512i row_bias(const PackedBlock& blk, const PackedRow&, int64_t) { return blk.bias; }
+  // sum((w + 128) * xq) - 128 * sum(xq) = sum(w * xq): the offset belongs to
+  // the activation block (matmul.cc passes sum(xq) per row and block).
+  static HWY_INLINE __m512i vnni_init(const PackedBlock&) { return _mm512_setzero_si512(); }
+  static HWY_INLINE __m512i exact_sum(__m512i dot, const PackedRow& row, int64_t b) {
+    return _mm512_add_epi32(dot, _mm512_set1_epi32(-128 * row.xs[b]));
+  }
 
-  static HWY_INLINE __m512i dot(__m512i acc, __m512i w, int32_t x4) {
-    return _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(x4), w);
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    return q32_finish<PackedQ8_0>(blk, row, b, dot, acc);
   }
 
   template <int kChains>
@@ -264,8 +276,14 @@ struct PackedQ4_0 : UnsignedWeights {
     blk.dw = f16x16_to_ps(unit + 512 + 32 * j);
   }
 
-  static HWY_INLINE __m512i row_bias(const PackedBlock&, const PackedRow& row, int64_t b) {
-    return _mm512_set1_epi32(-8 * row.xs[b]);
+  static HWY_INLINE __m512i vnni_init(const PackedBlock&) { return _mm512_setzero_si512(); }
+  static HWY_INLINE __m512i exact_sum(__m512i dot, const PackedRow& row, int64_t b) {
+    return _mm512_add_epi32(dot, _mm512_set1_epi32(-8 * row.xs[b]));
+  }
+
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    return q32_finish<PackedQ4_0>(blk, row, b, dot, acc);
   }
 
   template <int kChains>
@@ -283,7 +301,7 @@ HWY_INLINE void pack_k4_factors(const BlockOf& blk, uint8_t* dst) {
     const Block& b = blk(c);
     for (int j = 0; j < 8; ++j) {
       int sc = 0, m = 0;
-      k4_scale_min(j, b.scales, &sc, &m);
+      gguf::k_scale_min(j, b.scales, &sc, &m);
       dst[kSc + 16 * j + c] = static_cast<uint8_t>(sc);
       dst[kMin + 16 * j + c] = static_cast<uint8_t>(m);
     }
@@ -302,11 +320,16 @@ HWY_INLINE void load_k4_factors(const uint8_t* unit, int j, PackedBlock& blk) {
 }
 
 // Q4_K and Q5_K sub-block b: the chain at the top.
+HWY_INLINE __m512 k4_finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                            __m512 acc) {
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]), _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b])), acc);
+  return _mm512_fmadd_ps(blk.negmin, _mm512_set1_ps(row.xsum[b]), acc);
+}
+
 template <class Fmt, int kChains>
 HWY_INLINE __m512 k4_step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
-  const __m512i s = dword_sum<Fmt, 8, kChains>(_mm512_setzero_si512(), blk.w, row_dwords(row, b));
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b])), acc);
-  return _mm512_fmadd_ps(blk.negmin, _mm512_set1_ps(row.xsum[b]), acc);
+  const __m512i dot = dword_sum<Fmt, 8, kChains>(_mm512_setzero_si512(), blk.w, row_dwords(row, b));
+  return k4_finish(blk, row, b, &dot, acc);
 }
 
 struct PackedQ4_K : UnsignedWeights {
@@ -342,6 +365,11 @@ struct PackedQ4_K : UnsignedWeights {
   static HWY_INLINE void load(const uint8_t* unit, int j, PackedBlock& blk) {
     load_nibbles(unit + 256 * j, blk.w);
     load_k4_factors<kSc>(unit, j, blk);
+  }
+
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    return k4_finish(blk, row, b, dot, acc);
   }
 
   template <int kChains>
@@ -410,6 +438,11 @@ struct PackedQ5_K : UnsignedWeights {
     // 0xF8: a | (b & c), the low nibble joined by the masked high bit.
     for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_ternarylogic_epi32(blk.w[k], at4[k], bit4, 0xF8);
     load_k4_factors<kSc>(unit, j, blk);
+  }
+
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    return k4_finish(blk, row, b, dot, acc);
   }
 
   template <int kChains>
@@ -492,18 +525,25 @@ struct PackedQ6_K : UnsignedWeights {
     blk.dw_hi = _mm512_mul_ps(d, i8x16_to_ps(unit + kScales + 32 * j + 16));
   }
 
+  // dot[h]: the exact dot product of half h (16 elements, one scale each).
+  static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
+                                  __m512 acc) {
+    const int32_t* xs = row.xs + 2 * b;
+    const __m512i lo = _mm512_add_epi32(dot[0], _mm512_set1_epi32(-32 * xs[0]));
+    const __m512i hi = _mm512_add_epi32(dot[1], _mm512_set1_epi32(-32 * xs[1]));
+    const __m512 dx = _mm512_set1_ps(row.xd[b]);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), _mm512_mul_ps(blk.dw, dx), acc);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), _mm512_mul_ps(blk.dw_hi, dx), acc);
+  }
+
   template <int kChains>
   static HWY_INLINE __m512 step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
     // Four products per half: at most two chains each.
     constexpr int kHalfChains = kChains > 2 ? 2 : kChains;
     const int32_t* x4 = row_dwords(row, b);
-    const int32_t* xs = row.xs + 2 * b;
-    const __m512i lo = dword_sum<PackedQ6_K, 4, kHalfChains>(_mm512_set1_epi32(-32 * xs[0]), blk.w, x4);
-    const __m512i hi =
-        dword_sum<PackedQ6_K, 4, kHalfChains>(_mm512_set1_epi32(-32 * xs[1]), blk.w + 4, x4 + 4);
-    const __m512 dx = _mm512_set1_ps(row.xd[b]);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), _mm512_mul_ps(blk.dw, dx), acc);
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), _mm512_mul_ps(blk.dw_hi, dx), acc);
+    const __m512i dot[2] = {dword_sum<PackedQ6_K, 4, kHalfChains>(_mm512_setzero_si512(), blk.w, x4),
+                            dword_sum<PackedQ6_K, 4, kHalfChains>(_mm512_setzero_si512(), blk.w + 4, x4 + 4)};
+    return finish(blk, row, b, dot, acc);
   }
 };
 
@@ -535,12 +575,13 @@ void pack_groups(const detail::MatmulTask& t, int64_t g_begin, int64_t g_end, ui
 // With `next` set, unit u of the group at `next` is prefetched into L2 while
 // unit u of this one is computed, so memory latency hides behind the
 // arithmetic of a batch (the group is then reused by every row tile).
-// Decode (one row) instead streams about 4.5 KiB ahead of itself.
-template <class Fmt, int R>
+// Decode (one row) instead streams under the machine's strategy
+// (ops/kernel_choice.h): kHint is the prefetch locality (3 = T0 ... 0 =
+// NTA; -1 none), `ahead` its distance in bytes.
+template <class Fmt, int R, int kHint = -1>
 HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const PackedRow* rows, __m512* acc,
-                              const uint8_t* next) {
+                              const uint8_t* next, int64_t ahead = 0) {
   constexpr int kLines = static_cast<int>(Fmt::kUnitBytes / 64);
-  constexpr int64_t kDecodeAhead = (4608 + Fmt::kUnitBytes - 1) / Fmt::kUnitBytes * Fmt::kUnitBytes;
   constexpr int kChains = R == 1 ? 4 : 2;
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t b0 = 0; b0 < nb; b0 += Fmt::kBlocks, grp += Fmt::kUnitBytes) {
@@ -550,8 +591,8 @@ HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const PackedRow* r
       for (int l = j * kLines / Fmt::kBlocks; l < (j + 1) * kLines / Fmt::kBlocks; ++l) {
         if (next != nullptr) {
           _mm_prefetch(reinterpret_cast<const char*>(next + 64 * l), _MM_HINT_T1);
-        } else if constexpr (R == 1) {
-          _mm_prefetch(reinterpret_cast<const char*>(grp + kDecodeAhead + 64 * l), _MM_HINT_NTA);
+        } else if constexpr (kHint >= 0) {
+          __builtin_prefetch(grp + ahead + 64 * l, 0, kHint);
         }
       }
       PackedBlock blk;
@@ -560,6 +601,20 @@ HWY_INLINE void packed_rows16(const uint8_t* grp, int64_t nb, const PackedRow* r
     }
     if (next != nullptr) next += Fmt::kUnitBytes;
   }
+}
+
+// One row against one packed group under the strategy `s`.
+template <class Fmt>
+HWY_INLINE void packed_row16_streamed(const uint8_t* grp, int64_t nb, const PackedRow* row, __m512* acc,
+                                      StreamStrategy s) {
+  switch (s.prefetch) {
+    case Prefetch::kT0: return packed_rows16<Fmt, 1, 3>(grp, nb, row, acc, nullptr, s.distance);
+    case Prefetch::kT1: return packed_rows16<Fmt, 1, 2>(grp, nb, row, acc, nullptr, s.distance);
+    case Prefetch::kT2: return packed_rows16<Fmt, 1, 1>(grp, nb, row, acc, nullptr, s.distance);
+    case Prefetch::kNta: return packed_rows16<Fmt, 1, 0>(grp, nb, row, acc, nullptr, s.distance);
+    case Prefetch::kNone: break;
+  }
+  packed_rows16<Fmt, 1>(grp, nb, row, acc, nullptr);
 }
 
 // Columns [o_begin, o_end) (o_begin a multiple of 16) from packed weights:
@@ -590,6 +645,8 @@ void packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const int32
       __m512 acc[kR];
       if (n == kR) {
         packed_rows16<Fmt, kR>(grp, nb, rows, acc, r == 0 ? next : nullptr);
+      } else if (t.rows == 1) {
+        packed_row16_streamed<Fmt>(grp, nb, rows, acc, t.stream);
       } else {
         packed_rows16<Fmt, 1>(grp, nb, rows, acc, r == 0 ? next : nullptr);
       }

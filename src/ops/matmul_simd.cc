@@ -1,10 +1,14 @@
-// Compiles matmul-inl.h and matmul_packed-inl.h once per Highway target and
-// exports the kernels for dynamic dispatch (called from matmul.cc).
+// Compiles matmul-inl.h, matmul_packed-inl.h and the AMX kernels
+// (matmul_amx-inl.h, matmul_amx_bf16-inl.h) once per Highway target and
+// exports the kernels for dynamic dispatch (called from
+// matmul.cc).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "ops/matmul-inl.h"
+#include "ops/matmul_amx-inl.h"
+#include "ops/matmul_amx_bf16-inl.h"
 #include "ops/matmul_packed-inl.h"
 
 #if HWY_ONCE
@@ -20,6 +24,13 @@ HWY_EXPORT(DispatchedTarget);
 HWY_EXPORT(PackGroups);
 HWY_EXPORT(MatmulPackedCols);
 HWY_EXPORT(HasPacked);
+HWY_EXPORT(HasAmxKernels);
+HWY_EXPORT(MatmulAmxCols);
+HWY_EXPORT(TileActivations);
+HWY_EXPORT(HasAmxBf16Kernels);
+HWY_EXPORT(PackBf16Groups);
+HWY_EXPORT(SplitActivationsBf16);
+HWY_EXPORT(MatmulAmxBf16Cols);
 
 void matmul_float_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulFloatCols)(t, o_begin, o_end);
@@ -46,6 +57,31 @@ void pack_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* o
 void matmul_packed_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
                         int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulPackedCols)(t, packed, xq_sums, o_begin, o_end);
+}
+
+bool has_amx_kernels() {
+  return HWY_DYNAMIC_DISPATCH(HasAmxKernels)();
+}
+void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
+                     int64_t o_end, int64_t row_tiles) {
+  HWY_DYNAMIC_DISPATCH(MatmulAmxCols)(t, packed, xq_sums, o_begin, o_end, row_tiles);
+}
+
+void tile_activations(const int8_t* xq, int64_t n_in, int64_t rt_begin, int64_t rt_end, int8_t* out) {
+  HWY_DYNAMIC_DISPATCH(TileActivations)(xq, n_in, rt_begin, rt_end, out);
+}
+bool has_amx_bf16_kernels() {
+  return HWY_DYNAMIC_DISPATCH(HasAmxBf16Kernels)();
+}
+void pack_bf16_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(PackBf16Groups)(t, g_begin, g_end, out);
+}
+void split_activations_bf16(const float* x, int64_t rows, int64_t n_in, uint16_t* hi, uint16_t* lo) {
+  HWY_DYNAMIC_DISPATCH(SplitActivationsBf16)(x, rows, n_in, hi, lo);
+}
+void matmul_amx_bf16_cols(const MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
+                          int64_t o_begin, int64_t o_end) {
+  HWY_DYNAMIC_DISPATCH(MatmulAmxBf16Cols)(t, packed, xh, xl, o_begin, o_end);
 }
 
 }  // namespace ladder::ops::detail

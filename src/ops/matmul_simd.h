@@ -24,18 +24,17 @@ int64_t dispatched_target();
 // Packed weights (ops/packed_weights.h, layouts in matmul_packed-inl.h),
 // AVX3_DL only: per group of 16 output columns, a run of units, each holding
 // the 16 columns' weights for packed_unit_elems() elements of a row:
-//   Q8_0  576 bytes per 32-element block
+//   Q8_0 1088 bytes per two 32-element blocks
 //   Q4_0  576 bytes per two blocks
 //   Q4_K 2368 bytes per 256-element super-block
 //   Q5_K 2880 bytes per super-block
 //   Q6_K 3392 bytes per super-block
 constexpr int64_t packed_unit_elems(TensorType type) {
   switch (type) {
-    case TensorType::kQ4_0: return 64;
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K: return kQK_K;
-    default: return 32;  // Q8_0
+    default: return 64;  // Q8_0, Q4_0
   }
 }
 constexpr size_t packed_unit_bytes(TensorType type) {
@@ -43,20 +42,23 @@ constexpr size_t packed_unit_bytes(TensorType type) {
     case TensorType::kQ4_K: return 2368;
     case TensorType::kQ5_K: return 2880;
     case TensorType::kQ6_K: return 3392;
-    default: return 576;  // Q8_0, Q4_0
+    case TensorType::kQ8_0: return 1088;
+    default: return 576;  // Q4_0
   }
 }
 // Size of a packed n_out x n_in matrix (n_in a whole number of blocks of the
-// type; Q4_0 pads an odd last block).
+// type; Q8_0 and Q4_0 pad an odd last block).
 constexpr size_t packed_bytes(TensorType type, int64_t n_in, int64_t n_out) {
   const int64_t per_unit = packed_unit_elems(type);
   const int64_t units = (n_in + per_unit - 1) / per_unit;
   return static_cast<size_t>((n_out + 15) / 16 * units) * packed_unit_bytes(type);
 }
 // Elements per activation sum sum(xq) that the packed kernel of `type` reads
-// (the offset of its unsigned weights): Q4_0 32, Q6_K 16, others none (0).
+// (the offset of its unsigned weights): Q8_0 and Q4_0 32, Q6_K 16, others
+// none (0).
 constexpr int64_t packed_sum_group(TensorType type) {
   switch (type) {
+    case TensorType::kQ8_0:
     case TensorType::kQ4_0: return 32;
     case TensorType::kQ6_K: return 16;
     default: return 0;
@@ -69,9 +71,43 @@ bool has_packed(TensorType type);
 // carries n_out.
 void pack_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out);
 // y for columns [o_begin, o_end) of every row from packed weights of type
-// t.type. Q4_0 and Q6_K also read xq_sums: [rows][n_in / g] sum of t.xq per
+// t.type. Q8_0, Q4_0 and Q6_K also read xq_sums: [rows][n_in / g] sum of t.xq per
 // g = packed_sum_group(t.type) elements (null for the other types).
 void matmul_packed_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
                         int64_t o_end);
+
+// AMX-INT8 tiles (matmul_amx-inl.h; AVX3_DL only, and only where
+// amx_int8_active()): rows [0, 16 * row_tiles) of the columns, from packed
+// weights, bit-identical to matmul_packed_cols().
+inline constexpr int64_t kAmxTileRows = 16;
+bool has_amx_kernels();
+// xq [rows][n_in] regrouped for MatmulTask::xq_tiles, row tiles [rt_begin, rt_end).
+void tile_activations(const int8_t* xq, int64_t n_in, int64_t rt_begin, int64_t rt_end, int8_t* out);
+void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
+                     int64_t o_end, int64_t row_tiles);
+
+// AMX-BF16 tiles for F16/BF16 weights (matmul_amx_bf16-inl.h; AVX3_DL only,
+// and only where amx_bf16_active()): the packed layout is 1 KiB per 16
+// columns x 32 elements (n_in padded to 32), the activations bf16 hi and lo
+// parts padded to 32 elements a row and 16 rows.
+inline constexpr int64_t kBf16StepElems = 32;
+constexpr size_t bf16_packed_bytes(int64_t n_in, int64_t n_out) {
+  return static_cast<size_t>((n_out + 15) / 16 * ((n_in + kBf16StepElems - 1) / kBf16StepElems)) * 1024;
+}
+// Row stride of the bf16 activation parts, in elements: n_in padded to 32,
+// plus 32 when that is an even number of 64-byte lines, so the 16 rows a
+// tile loads fall in 16 different L1 sets (a stride of a multiple of 4 KiB
+// would put them all in one).
+constexpr int64_t bf16_act_stride(int64_t n_in) {
+  const int64_t padded = (n_in + kBf16StepElems - 1) / kBf16StepElems * kBf16StepElems;
+  return padded / kBf16StepElems % 2 == 0 ? padded + kBf16StepElems : padded;
+}
+bool has_amx_bf16_kernels();
+void pack_bf16_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out);
+// x [rows][n_in] as hi and lo parts, [rows][bf16_act_stride(n_in)] each
+// (zeros after n_in).
+void split_activations_bf16(const float* x, int64_t rows, int64_t n_in, uint16_t* hi, uint16_t* lo);
+void matmul_amx_bf16_cols(const MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
+                          int64_t o_begin, int64_t o_end);
 
 }  // namespace ladder::ops::detail

@@ -1,12 +1,16 @@
 // Weights repacked once, at model load, into the layout the fastest kernel
-// streams. Today: Q8_0, Q4_0, Q4_K, Q5_K and Q6_K on AVX-512 VNNI CPUs
-// (AVX3_DL), where 16 output columns are interleaved per 32-element block so
-// a decode step does no shuffling at all (the unpacked kernels transpose or
-// reduce across lanes, and unpack nibbles, on every call). Per 16 columns x
-// 256 weights: Q8_0 4608 bytes against its own 4352, Q4_0 2304 like its own
-// (plus a padding block when n_in / 32 is odd), Q4_K 2368 against 2304, Q5_K
-// 2880 against 2816, Q6_K 3392 against 3360 (layouts in
-// matmul_packed-inl.h). The original need not stay resident.
+// streams. Q8_0, Q4_0, Q4_K, Q5_K and Q6_K on AVX-512 VNNI CPUs (AVX3_DL),
+// where 16 output columns are interleaved per 32-element block so a decode
+// step does no shuffling at all (the unpacked kernels transpose or reduce
+// across lanes, and unpack nibbles, on every call). Per 16 columns x 256
+// weights: Q8_0 4352 bytes and Q4_0 2304, their own sizes (plus a padding
+// block when n_in / 32 is odd), Q4_K 2368 against 2304, Q5_K 2880 against
+// 2816, Q6_K 3392 against 3360 (layouts in matmul_packed-inl.h). Q8_0 and
+// Q4_0 stay as stored where this machine decodes them faster so
+// (ops/kernel_choice.h). F16 and BF16 weights on CPUs with AMX-BF16 are
+// packed for tiles (1 KiB per 16 columns x 32 elements, their own size); they
+// then run on tiles at every batch size, with bf16x3 arithmetic
+// (matmul_amx_bf16-inl.h). The original need not stay resident.
 //
 // Exactness: Q8_0 and Q4_0 results are bit-identical to matmul() on the
 // unpacked weights. Q4_K, Q5_K and Q6_K results are not (the unpacked kernels
@@ -37,9 +41,22 @@ struct PackedWeights {
   bool empty() const { return data == nullptr; }
 };
 
-// Packs w when the active target has a packed kernel for its type, else
-// returns an empty PackedWeights (matmul then reads w as usual).
+// Packs w when the active target has a packed kernel for its type and this
+// machine's kernel choice wants it (Q8_0 and Q4_0 may stay as stored where
+// that decodes faster: ops/kernel_choice.h), else returns an empty
+// PackedWeights (matmul then reads w as usual).
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool);
+
+// Whether the active target has a packed layout for `type` (F16 and BF16:
+// the AMX-BF16 layout, where amx_bf16_active(); ops/amx.h).
+bool has_packed_layout(TensorType type);
+
+// Packs whenever the target has the layout, whatever the kernel choice
+// (benchmarks compare layouts); empty otherwise.
+PackedWeights pack_weights_always(const WeightMatrix& w, ThreadPool& pool);
+
+// Bytes of a packed n_out x n_in matrix of `type` (has_packed_layout(type)).
+size_t packed_weight_bytes(TensorType type, int64_t n_in, int64_t n_out);
 
 // matmul() that reads `packed` instead of w.data when packed is non-empty and
 // was made for the active target; w must describe the same matrix. Otherwise

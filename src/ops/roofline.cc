@@ -9,20 +9,24 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
+#include "ops/amx.h"
 #include "ops/roofline.h"
+#include "ops/simd_targets.h"
 
 namespace ladder::ops {
 
 HWY_EXPORT(ReadSum);
 HWY_EXPORT(Triad);
 HWY_EXPORT(FmaChains);
+HWY_EXPORT(Int8DotChains);
 
 namespace {
 
-constexpr int kRepetitions = 5;
+constexpr int kRepetitions = 3;
 constexpr size_t kDefaultReadBytes = size_t{512} << 20;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -32,45 +36,89 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // Chunks of 64 KiB-aligned float ranges, so each thread streams long runs.
 constexpr int64_t kGrainFloats = 16384;
 
-}  // namespace
-
-namespace {
-
-// Best streaming read over n floats (n a multiple of kGrainFloats), GB/s.
-double read_bandwidth(ThreadPool& pool, int64_t n) {
-  double best = 0;
-  auto buf = hwy::AllocateAligned<float>(static_cast<size_t>(n));
-  // First touch from the pool's threads, like the kernels that will read it.
-  pool.parallel_for(n, kGrainFloats,
-                    [&](int64_t b, int64_t e) { std::fill(buf.get() + b, buf.get() + e, 1.0f); });
-  const auto read_fn = HWY_DYNAMIC_DISPATCH(ReadSum);
-  std::atomic<float> sink{0};
-  for (int rep = 0; rep < kRepetitions; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.parallel_for(n, kGrainFloats, [&](int64_t b, int64_t e) {
-      const float s = read_fn(buf.get() + b, e - b);
-      sink.store(s, std::memory_order_relaxed);
-    });
-    best = std::max(best, static_cast<double>(n) * sizeof(float) / seconds_since(t0) / 1e9);
-  }
-  return best;
-}
-
 int64_t read_floats(size_t bytes) {
   if (bytes == 0) bytes = kDefaultReadBytes;
   return static_cast<int64_t>(bytes / sizeof(float)) / kGrainFloats * kGrainFloats;
 }
 
+// A read buffer first touched by the pool's threads, like the kernels'
+// weights. The strategies read n - kSlackFloats floats, so a prefetch up to
+// 1 MiB ahead stays inside the allocation.
+constexpr int64_t kSlackFloats = (int64_t{1} << 20) / static_cast<int64_t>(sizeof(float));
+
+struct ReadBuffer {
+  hwy::AlignedFreeUniquePtr<float[]> data;
+  int64_t n = 0;  // floats timed
+
+  ReadBuffer(ThreadPool& pool, int64_t floats) : n(floats) {
+    const int64_t total = floats + kSlackFloats;
+    data = hwy::AllocateAligned<float>(static_cast<size_t>(total));
+    pool.parallel_for(total, kGrainFloats,
+                      [&](int64_t b, int64_t e) { std::fill(data.get() + b, data.get() + e, 1.0f); });
+  }
+};
+
+// Best of `reps` streaming reads of buf under one strategy, GB/s.
+double read_best(ThreadPool& pool, const ReadBuffer& buf, StreamStrategy s, int reps) {
+  const auto read_fn = HWY_DYNAMIC_DISPATCH(ReadSum);
+  std::atomic<float> sink{0};
+  double best = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(buf.n, kGrainFloats, [&](int64_t b, int64_t e) {
+      sink.store(read_fn(buf.data.get() + b, e - b, s), std::memory_order_relaxed);
+    });
+    best = std::max(best, static_cast<double>(buf.n) * sizeof(float) / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+
+// Every candidate strategy at 1..pool.size() threads, on one buffer.
+std::vector<ReadProbe> probe_reads(ThreadPool& pool, const ReadBuffer& buf, int reps) {
+  std::vector<ReadProbe> out;
+  for (int t = 1; t <= pool.size(); ++t) {
+    std::unique_ptr<ThreadPool> fewer;
+    if (t < pool.size()) fewer = std::make_unique<ThreadPool>(t);
+    ThreadPool& p = fewer ? *fewer : pool;
+    for (const StreamStrategy& s : candidate_stream_strategies()) {
+      out.push_back({s, t, read_best(p, buf, s, reps)});
+    }
+  }
+  return out;
+}
+
+ReadProbe best_of(const std::vector<ReadProbe>& probes) {
+  ReadProbe best;
+  for (const ReadProbe& p : probes) {
+    if (p.gbps > best.gbps) best = p;
+  }
+  return best;
+}
+
 }  // namespace
 
 BandwidthResult measure_memory_bandwidth(ThreadPool& pool, size_t bytes) {
-  const int64_t n = read_floats(bytes);
   BandwidthResult r;
-  r.bytes = static_cast<size_t>(n) * sizeof(float);
-  r.read_gbps = read_bandwidth(pool, n);
+  r.bytes = static_cast<size_t>(read_floats(bytes)) * sizeof(float);
+  // The check, like the probe, at every thread count (best of them), before
+  // and after the strategies.
+  const auto check_all = [&] {
+    double best = 0;
+    for (int t = 1; t <= pool.size(); ++t) best = std::max(best, measure_stream_read_gbps(t, r.bytes));
+    return best;
+  };
+  double check = check_all();
+  {
+    const ReadBuffer buf(pool, read_floats(bytes));
+    r.reads = probe_reads(pool, buf, kRepetitions);
+  }
+  check = std::max(check, check_all());
+  r.best = best_of(r.reads);
+  r.read_gbps = r.best.gbps;
+  r.stream_read_gbps = check;
 
   // Triad over three arrays of a third of the read buffer each.
-  const int64_t m = n / 3 / kGrainFloats * kGrainFloats;
+  const int64_t m = read_floats(r.bytes) / 3 / kGrainFloats * kGrainFloats;
   auto a = hwy::AllocateAligned<float>(static_cast<size_t>(m));
   auto b = hwy::AllocateAligned<float>(static_cast<size_t>(m));
   auto c = hwy::AllocateAligned<float>(static_cast<size_t>(m));
@@ -92,30 +140,60 @@ BandwidthResult measure_memory_bandwidth(ThreadPool& pool, size_t bytes) {
 }
 
 double measure_peak_bandwidth_gbps(ThreadPool& pool, size_t bytes) {
-  return read_bandwidth(pool, read_floats(bytes));
+  const ReadBuffer buf(pool, read_floats(bytes));
+  return best_of(probe_reads(pool, buf, 2)).gbps;
 }
 
-double measure_peak_gflops(ThreadPool& pool) {
-  const auto fma_fn = HWY_DYNAMIC_DISPATCH(FmaChains);
-  constexpr int64_t kIters = 20'000'000;
+double measure_read_gbps(ThreadPool& pool, StreamStrategy strategy, size_t bytes, int repetitions) {
+  const ReadBuffer buf(pool, read_floats(bytes));
+  return read_best(pool, buf, strategy, std::max(1, repetitions));
+}
+
+namespace {
+
+// `chains(i, &work)` on one thread per pool slot (work = operations done),
+// best of three rounds, operations per second / 1e9.
+template <class Chains>
+double peak_rate(ThreadPool& pool, const Chains& chains) {
   double best = 0;
-  std::atomic<float> sink{0};
   for (int rep = 0; rep < 3; ++rep) {
-    std::vector<double> flops(static_cast<size_t>(pool.size()), 0.0);
+    std::vector<double> work(static_cast<size_t>(pool.size()), 0.0);
     const auto t0 = std::chrono::steady_clock::now();
     // One chunk per thread.
     pool.parallel_for(pool.size(), 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        sink.store(fma_fn(kIters, static_cast<float>(i), &flops[static_cast<size_t>(i)]),
-                   std::memory_order_relaxed);
-      }
+      for (int64_t i = b; i < e; ++i) chains(i, &work[static_cast<size_t>(i)]);
     });
     const double secs = seconds_since(t0);
     double total = 0;
-    for (double f : flops) total += f;
+    for (double w : work) total += w;
     best = std::max(best, total / secs / 1e9);
   }
   return best;
+}
+
+}  // namespace
+
+double measure_peak_gflops(ThreadPool& pool) {
+  const auto fma_fn = HWY_DYNAMIC_DISPATCH(FmaChains);
+  std::atomic<float> sink{0};
+  return peak_rate(pool, [&](int64_t i, double* flops) {
+    sink.store(fma_fn(20'000'000, static_cast<float>(i), flops), std::memory_order_relaxed);
+  });
+}
+
+ComputePeaks measure_compute_peaks(ThreadPool& pool) {
+  ComputePeaks p;
+  p.fma_gflops = measure_peak_gflops(pool);
+  const auto dot_fn = HWY_DYNAMIC_DISPATCH(Int8DotChains);
+  std::atomic<int32_t> sink{0};
+  p.int8_gmacs = peak_rate(pool, [&](int64_t i, double* macs) {
+    sink.store(dot_fn(10'000'000, static_cast<int32_t>(i), macs), std::memory_order_relaxed);
+  });
+  const std::string target = active_target_name();
+  p.int8_method = p.int8_gmacs == 0 ? "none" : (target == "AVX3_DL" ? "AVX512-VNNI" : "maddubs");
+  if (amx_support().int8()) p.amx_int8_gmacs = peak_rate(pool, amx_int8_peak_chains);
+  if (amx_support().bf16()) p.amx_bf16_gflops = peak_rate(pool, amx_bf16_peak_chains);
+  return p;
 }
 
 }  // namespace ladder::ops

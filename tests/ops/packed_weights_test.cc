@@ -11,6 +11,7 @@
 #include "common/half.h"
 #include "common/tensor_type.h"
 #include "gguf/quant.h"
+#include "ops/amx.h"
 #include "ops_test_util.h"
 
 namespace ladder::ops {
@@ -21,10 +22,12 @@ using testing::for_each_target;
 using testing::random_floats;
 using testing::random_weights;
 
-// Bytes per 16 columns x 64 elements (one unit of either layout).
+// Bytes per 16 columns x 64 elements of packed Q4_0 (one unit).
 constexpr size_t kUnitBytes = 576;
 
-// Q8_0 and Q4_0 only: packed Q4_K and Q6_K sum in another order than their
+// The packed layout itself (pack_weights_always: whatever this machine's
+// kernel choice, ops/kernel_choice.h). Q8_0 and Q4_0 only: packed Q4_K and
+// Q6_K sum in another order than their
 // unpacked kernels (see KQuants* below).
 TEST(PackedWeights, BitIdenticalToUnpackedOnEveryTarget) {
   for_each_target([&] {
@@ -34,17 +37,18 @@ TEST(PackedWeights, BitIdenticalToUnpackedOnEveryTarget) {
         const auto w = random_weights(type, n_in, n_out, 31);
         const WeightMatrix wm{type, w.data(), n_in, n_out};
         ThreadPool pool2(2);
-        const PackedWeights packed = pack_weights(wm, pool2);
+        const PackedWeights packed = pack_weights_always(wm, pool2);
         // The AVX-512 VNNI target packs Q8_0 and Q4_0 (and the K-quants:
         // tested below); every other target falls back.
         EXPECT_EQ(!packed.empty(), active_target_name() == "AVX3_DL");
         if (!packed.empty()) {
           const int64_t groups = (n_out + 15) / 16;
           const int64_t nb = n_in / 32;
-          // Q8_0: one unit per block; Q4_0: one per two blocks (288 bytes per
-          // 16 x 32, the size of Q4_0), an odd last block padded.
-          const int64_t units = type == TensorType::kQ8_0 ? nb : (nb + 1) / 2;
-          EXPECT_EQ(packed.bytes, static_cast<size_t>(groups * units) * kUnitBytes);
+          // One unit per two blocks, an odd last block padded: Q8_0 1088
+          // bytes (544 per 16 x 32, the size of Q8_0), Q4_0 576 (288, the
+          // size of Q4_0).
+          const size_t unit = type == TensorType::kQ8_0 ? 1088 : kUnitBytes;
+          EXPECT_EQ(packed.bytes, static_cast<size_t>(groups * ((nb + 1) / 2)) * unit);
         }
         const auto x = random_floats(static_cast<size_t>(33 * n_in), 32);
         for (int threads : {1, 2, 3}) {
@@ -82,7 +86,7 @@ TEST(PackedWeights, Q4_0ExtremesBitIdentical) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 0 ? -1.0f : 1.0f;
   for_each_target([&] {
     ThreadPool pool(2);
-    const PackedWeights packed = pack_weights(wm, pool);
+    const PackedWeights packed = pack_weights_always(wm, pool);
     for (int64_t rows : {1, 5}) {
       std::vector<float> want(static_cast<size_t>(rows * n_out)), got(want.size());
       matmul(wm, x.data(), rows, want.data(), pool);
@@ -120,7 +124,7 @@ TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
     ThreadPool pack_pool(2);
     std::vector<PackedWeights> packed;
     for (size_t i = 0; i < mats.size(); ++i)
-      packed.push_back(kinds[i].packed ? pack_weights(mats[i], pack_pool) : PackedWeights{});
+      packed.push_back(kinds[i].packed ? pack_weights_always(mats[i], pack_pool) : PackedWeights{});
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       for (int64_t rows : {1, 5, 9}) {
@@ -145,9 +149,15 @@ TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
 TEST(PackedWeights, OnlyIntegerKernelTypesArePackedAndOtherTargetsFallBack) {
   ThreadPool pool(2);
   const bool vnni = active_target_name() == "AVX3_DL";
-  for (TensorType type : {TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_1, TensorType::kF16}) {
+  for (TensorType type : {TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_1}) {
     const auto w = random_weights(type, 256, 16, 3);
-    EXPECT_TRUE(pack_weights({type, w.data(), 256, 16}, pool).empty()) << tensor_type_name(type);
+    EXPECT_TRUE(pack_weights_always({type, w.data(), 256, 16}, pool).empty()) << tensor_type_name(type);
+  }
+  // F16 and BF16 pack only for AMX-BF16 tiles (amx_test.cc).
+  for (TensorType type : {TensorType::kF16, TensorType::kBF16}) {
+    const auto w = random_weights(type, 256, 16, 3);
+    EXPECT_EQ(!pack_weights_always({type, w.data(), 256, 16}, pool).empty(), amx_bf16_active())
+        << tensor_type_name(type);
   }
   for (TensorType type :
        {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
@@ -157,7 +167,7 @@ TEST(PackedWeights, OnlyIntegerKernelTypesArePackedAndOtherTargetsFallBack) {
     // the dequantizing path).
     const auto q = random_weights(type, 256, 16, 4);
     const WeightMatrix wm{type, q.data(), 256, 16};
-    const PackedWeights packed = pack_weights(wm, pool);
+    const PackedWeights packed = pack_weights_always(wm, pool);
     EXPECT_EQ(!packed.empty(), vnni);
     const auto targets = available_targets();
     force_target_for_test(targets.back());
@@ -210,7 +220,7 @@ TEST(PackedWeights, KQuantsMatchReferenceOnEveryTarget) {
       for (size_t i = 0; i < x.size(); ++i) x[i] *= 1.0f + static_cast<float>((i / 32) % 5);
       for_each_target([&] {
         ThreadPool pack_pool(2);
-        const PackedWeights packed = pack_weights(wm, pack_pool);
+        const PackedWeights packed = pack_weights_always(wm, pack_pool);
         EXPECT_EQ(!packed.empty(), active_target_name() == "AVX3_DL");
         if (!packed.empty()) {
           // One unit per 16 columns x 256: Q4_K 2368 bytes (its own 2304),
@@ -246,7 +256,7 @@ TEST(PackedWeights, KQuantsBatchInvariantBitExact) {
       const auto x = random_floats(static_cast<size_t>(kRows * s.n_in), 22);
       for_each_target([&] {
         ThreadPool pack_pool(2);
-        const PackedWeights packed = pack_weights(wm, pack_pool);
+        const PackedWeights packed = pack_weights_always(wm, pack_pool);
         std::vector<float> full(static_cast<size_t>(kRows * s.n_out));
         matmul(wm, packed, x.data(), kRows, full.data(), pack_pool);
         const size_t row_bytes_out = static_cast<size_t>(s.n_out) * sizeof(float);
@@ -323,7 +333,7 @@ TEST(PackedWeights, KQuantsExtremesNearReference) {
     const WeightMatrix wm{type, w.data(), n_in, n_out};
     for_each_target([&] {
       ThreadPool pool(2);
-      const PackedWeights packed = pack_weights(wm, pool);
+      const PackedWeights packed = pack_weights_always(wm, pool);
       for (int64_t r : {int64_t{1}, rows}) {
         std::vector<float> y(static_cast<size_t>(r * n_out), NAN);
         matmul(wm, packed, x.data(), r, y.data(), pool);

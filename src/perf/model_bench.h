@@ -4,11 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "model/llama_model.h"
 #include "ops/thread_pool.h"
 
-namespace ladder::model {
+namespace ladder::perf {
 
 struct ForwardMeasurement {
   double seconds = 0;         // wall time of the timed passes
@@ -21,14 +22,15 @@ struct ForwardMeasurement {
 // `batch` sequences, each already holding `context` tokens of KV, decode
 // `steps` tokens each, one forward pass per step. (Callers repeat it between
 // bandwidth probes: ladder bench model pairs each run with a probe.)
-ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t context, int steps,
+ForwardMeasurement measure_decode(const model::LlamaModel& model, int batch, int64_t context, int steps,
                                   TensorType kv_dtype, ops::ThreadPool& pool);
 
-// One prompt of `prompt_tokens` evaluated in one pass (best of `repeats`).
-ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_tokens, int repeats, TensorType kv_dtype,
-                                   ops::ThreadPool& pool);
+// One prompt of `prompt_tokens` evaluated in one pass (best of `repeats`);
+// `logits`, when given, receives the last token's logits.
+ForwardMeasurement measure_prefill(const model::LlamaModel& model, int64_t prompt_tokens, int repeats,
+                                   TensorType kv_dtype, ops::ThreadPool& pool, std::vector<float>* logits = nullptr);
 
 // FLOPs of evaluating one token at position pos (matmuls and attention).
-double flops_per_token(const ModelConfig& config, int64_t pos);
+double flops_per_token(const model::ModelConfig& config, int64_t pos);
 
-}  // namespace ladder::model
+}  // namespace ladder::perf

@@ -1,4 +1,4 @@
-#include "model/model_bench.h"
+#include "perf/model_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,13 @@
 #include "common/check.h"
 #include "model/dense_kv.h"
 
-namespace ladder::model {
+namespace ladder::perf {
+
+using model::BatchSequence;
+using model::DenseKv;
+using model::LlamaModel;
+using model::ModelConfig;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -73,8 +79,8 @@ ForwardMeasurement measure_decode(const LlamaModel& model, int batch, int64_t co
   return m;
 }
 
-ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_tokens, int repeats, TensorType kv_dtype,
-                                   ops::ThreadPool& pool) {
+ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_tokens, int repeats,
+                                   TensorType kv_dtype, ops::ThreadPool& pool, std::vector<float>* logits_out) {
   const ModelConfig& c = model.config();
   LADDER_CHECK(prompt_tokens >= 1 && prompt_tokens <= c.context_length && repeats >= 1,
                "prefill benchmark does not fit the context");
@@ -95,6 +101,7 @@ ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_token
     LADDER_CHECK(model.forward({&s, 1}, kv.buffers(), logits, pool).is_ok(), "prefill benchmark failed");
     m.seconds = std::min(m.seconds, seconds_since(t0));
   }
+  if (logits_out != nullptr) *logits_out = logits;
   m.tokens = prompt_tokens;
   m.tokens_per_s = static_cast<double>(prompt_tokens) / m.seconds;
   m.weight_gb_per_s = static_cast<double>(model.weight_bytes()) / m.seconds / 1e9;
@@ -102,4 +109,4 @@ ForwardMeasurement measure_prefill(const LlamaModel& model, int64_t prompt_token
   return m;
 }
 
-}  // namespace ladder::model
+}  // namespace ladder::perf

@@ -1,4 +1,4 @@
-#include "ops/roofline_report.h"
+#include "perf/roofline_report.h"
 
 #include <fmt/format.h>
 
@@ -7,14 +7,20 @@
 #include <cstring>
 #include <random>
 
+#include "common/check.h"
 #include "common/half.h"
 #include "hwy/aligned_allocator.h"
+#include "ops/amx.h"
+#include "ops/kernel_choice.h"
 #include "ops/matmul.h"
-#include "ops/matmul_simd.h"
 #include "ops/packed_weights.h"
 #include "ops/simd_targets.h"
 
-namespace ladder::ops {
+namespace ladder::perf {
+
+using ops::PackedWeights;
+using ops::ThreadPool;
+
 namespace {
 
 // Random but valid weights: random bytes, then every block scale set to a
@@ -91,7 +97,8 @@ double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_ou
   std::vector<PackedWeights> packs(copies);
   if (packed) {
     for (size_t c = 0; c < copies; ++c) {
-      packs[c] = pack_weights({type, weights[c].get(), n_in, n_out}, pool);
+      packs[c] = ops::pack_weights_always({type, weights[c].get(), n_in, n_out}, pool);
+      LADDER_CHECK(!packs[c].empty(), "time_matmul: no packed layout for this type on this target");
       weights[c].reset();  // only the packed copy stays resident, as in a served model
     }
   }
@@ -102,9 +109,9 @@ double time_matmul(ThreadPool& pool, TensorType type, int64_t n_in, int64_t n_ou
   std::vector<float> y(static_cast<size_t>(rows * n_out));
   auto call = [&](size_t c) {
     if (packed) {
-      matmul({type, nullptr, n_in, n_out}, packs[c], x.data(), rows, y.data(), pool);
+      ops::matmul({type, nullptr, n_in, n_out}, packs[c], x.data(), rows, y.data(), pool);
     } else {
-      matmul({type, weights[c].get(), n_in, n_out}, x.data(), rows, y.data(), pool);
+      ops::matmul({type, weights[c].get(), n_in, n_out}, x.data(), rows, y.data(), pool);
     }
   };
   for (size_t c = 0; c < copies; ++c) call(c);  // warm-up: page faults, scratch
@@ -147,7 +154,8 @@ ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch
   if (packed) {
     total_bytes = 0;
     for (size_t i = 0; i < shapes.size(); ++i) {
-      packs[i] = pack_weights({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, pool);
+      packs[i] = ops::pack_weights_always({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, pool);
+      LADDER_CHECK(!packs[i].empty(), "time_model_pass: no packed layout for this type on this target");
       total_bytes += static_cast<double>(packs[i].bytes);
       weights[i].reset();
     }
@@ -157,9 +165,11 @@ ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch
   auto pass = [&] {
     for (size_t i = 0; i < shapes.size(); ++i) {
       if (packed) {
-        matmul({type, nullptr, shapes[i].n_in, shapes[i].n_out}, packs[i], x.data(), batch, y.data(), pool);
+        ops::matmul({type, nullptr, shapes[i].n_in, shapes[i].n_out}, packs[i], x.data(), batch, y.data(),
+                    pool);
       } else {
-        matmul({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, x.data(), batch, y.data(), pool);
+        ops::matmul({type, weights[i].get(), shapes[i].n_in, shapes[i].n_out}, x.data(), batch, y.data(),
+                    pool);
       }
     }
   };
@@ -186,10 +196,12 @@ ModelPassResult time_model_pass(ThreadPool& pool, TensorType type, int64_t batch
 
 RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
   RooflineReport r;
-  r.target = active_target_name();
+  r.target = ops::active_target_name();
   r.threads = pool.size();
-  r.bandwidth = measure_memory_bandwidth(pool);
-  r.peak_gflops = measure_peak_gflops(pool);
+  r.bandwidth = ops::measure_memory_bandwidth(pool, opts.probe_bytes);
+  r.peaks = ops::measure_compute_peaks(pool);
+  r.kernel_paths = ops::describe_kernel_paths();
+  const double read = r.bandwidth.read_gbps;
   const int64_t shapes[][2] = {{768, 2048}, {2048, 768}, {768, 32000}};  // {n_in, n_out}
   // Every shape's n_in is a multiple of 256, as the K-quants need. Stored
   // Q5_K has no integer kernel: its row shows the dequantizing path.
@@ -199,7 +211,7 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
       {TensorType::kQ4_K, true},  {TensorType::kQ5_K, false}, {TensorType::kQ5_K, true},
       {TensorType::kQ6_K, false}, {TensorType::kQ6_K, true}};
   for (const auto& [type, packed] : kinds) {
-    if (packed && !detail::has_packed(type)) continue;
+    if (packed && !ops::has_packed_layout(type)) continue;
     for (const auto& s : shapes) {
       GemvResult g;
       g.type = type;
@@ -209,53 +221,123 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
       const double secs =
           time_matmul(pool, type, s[0], s[1], 1, opts.seconds_per_case, opts.cycle_bytes, packed);
       const double bytes =
-          packed ? static_cast<double>(detail::packed_bytes(type, s[0], s[1]))
+          packed ? static_cast<double>(ops::packed_weight_bytes(type, s[0], s[1]))
                  : static_cast<double>(row_bytes(traits_of(type), static_cast<size_t>(s[0])) * s[1]);
       g.us_per_call = secs * 1e6;
       g.gbps = bytes / secs / 1e9;
-      g.pct_of_peak = 100.0 * g.gbps / r.bandwidth.read_gbps;
+      g.pct_of_peak = 100.0 * g.gbps / read;
       r.gemv.push_back(g);
     }
   }
-  for (const auto& s : {std::pair<int64_t, int64_t>{768, 768}, {768, 2048}}) {
-    GemmResult g;
-    g.rows = 512;
-    g.n_in = s.first;
-    g.n_out = s.second;
-    // Weights small enough to stay in cache here: a GEMM reuses them 512 times.
-    const double secs =
-        time_matmul(pool, TensorType::kF32, s.first, s.second, g.rows, opts.seconds_per_case, 0);
-    g.ms_per_call = secs * 1e3;
-    g.gflops = 2.0 * static_cast<double>(g.rows * g.n_in * g.n_out) / secs / 1e9;
-    g.pct_of_peak = 100.0 * g.gflops / r.peak_gflops;
-    r.gemm.push_back(g);
+  // 512 rows: F32 against the FMA peak; packed Q8_0 and Q4_K against the
+  // best int8 peak, on vectors and (where present) on AMX tiles. Weights
+  // small enough to stay in cache: a GEMM reuses them 512 times.
+  struct GemmCase {
+    TensorType type;
+    bool packed, amx;
+  };
+  std::vector<GemmCase> cases = {{TensorType::kF32, false, false}};
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_K}) {
+    if (!ops::has_packed_layout(t)) continue;
+    cases.push_back({t, true, false});
+    if (ops::amx_support().int8()) cases.push_back({t, true, true});
   }
+  for (const GemmCase& c : cases) {
+    ops::set_amx_enabled(c.amx);
+    for (const auto& s : {std::pair<int64_t, int64_t>{768, 768}, {768, 2048}}) {
+      GemmResult g;
+      g.type = c.type;
+      g.packed = c.packed;
+      g.amx = c.amx && ops::amx_int8_active();
+      g.rows = 512;
+      g.n_in = s.first;
+      g.n_out = s.second;
+      const double secs =
+          time_matmul(pool, c.type, s.first, s.second, g.rows, opts.seconds_per_case, 0, c.packed);
+      const double macs = static_cast<double>(g.rows * g.n_in * g.n_out);
+      g.ms_per_call = secs * 1e3;
+      if (c.type == TensorType::kF32) {
+        g.gops = 2.0 * macs / secs / 1e9;
+        g.pct_of_peak = 100.0 * g.gops / r.peaks.fma_gflops;
+      } else {
+        g.gops = macs / secs / 1e9;
+        g.pct_of_peak = 100.0 * g.gops / r.peaks.best_int8_gmacs();
+      }
+      r.gemm.push_back(g);
+    }
+  }
+  ops::set_amx_enabled(true);  // the default (LADDER_AMX=0 still holds)
   for (const auto& [type, packed] : kinds) {
-    if (packed && !detail::has_packed(type)) continue;
+    if (packed && !ops::has_packed_layout(type)) continue;
     for (int64_t batch : {1, 16}) {
       ModelPassResult m = time_model_pass(pool, type, batch, 2 * opts.seconds_per_case, packed);
-      m.pct_of_bw = 100.0 * m.gbps / r.bandwidth.read_gbps;
+      m.pct_of_bw = 100.0 * m.gbps / read;
       r.model.push_back(m);
     }
   }
   return r;
 }
 
+double probe_over_stream(const ops::BandwidthResult& b) {
+  return b.stream_read_gbps > 0 ? b.read_gbps / b.stream_read_gbps : 0.0;
+}
+
+bool probe_agrees_with_stream(const ops::BandwidthResult& b) {
+  const double ratio = probe_over_stream(b);
+  return ratio >= 0.9 && ratio <= 1.1;
+}
+
 std::string format_roofline(const RooflineReport& r) {
+  const ops::BandwidthResult& bw = r.bandwidth;
   std::string out = fmt::format("roofline: {} threads, target {}\n", r.threads, r.target);
-  out += fmt::format("  memory read  {:7.1f} GB/s   (STREAM-like, {} MiB buffer)\n", r.bandwidth.read_gbps,
-                     r.bandwidth.bytes >> 20);
-  out += fmt::format("  memory triad {:7.1f} GB/s\n", r.bandwidth.triad_gbps);
-  out += fmt::format("  FMA peak     {:7.1f} GFLOP/s\n", r.peak_gflops);
+  out += fmt::format("memory read, every strategy at each thread count (GB/s, {} MiB buffer):\n",
+                     bw.bytes >> 20);
+  out += fmt::format("  {:<10}", "strategy");
+  for (int t = 1; t <= r.threads; ++t) out += fmt::format(" {:>9}", fmt::format("{} thr", t));
+  out += "\n";
+  for (const ops::StreamStrategy& s : ops::candidate_stream_strategies()) {
+    bool any = false;
+    std::string line = fmt::format("  {:<10}", ops::to_string(s));
+    for (int t = 1; t <= r.threads; ++t) {
+      for (const ops::ReadProbe& p : bw.reads) {
+        if (p.strategy == s && p.threads == t) line += fmt::format(" {:9.1f}", p.gbps), any = true;
+      }
+    }
+    if (any) out += line + "\n";
+  }
+  out += fmt::format("  best: {} at {} threads, {:.1f} GB/s: the read roofline every % below divides by\n",
+                     ops::to_string(bw.best.strategy), bw.best.threads, bw.read_gbps);
+  out += fmt::format(
+      "  STREAM-style check (plain C++ loops, own threads): {:.1f} GB/s; best / check = {:.2f} ({})\n",
+      bw.stream_read_gbps, probe_over_stream(bw),
+      probe_agrees_with_stream(bw) ? "within 10%" : "NOT within 10%: a noisy moment, or a probe bug");
+  out += fmt::format("  triad {:.1f} GB/s\n", bw.triad_gbps);
+  out += "arithmetic peaks, all threads:\n";
+  out += fmt::format("  FMA (F32)      {:8.1f} GFLOP/s\n", r.peaks.fma_gflops);
+  out += fmt::format("  int8 {:<9} {:8.1f} GMAC/s\n", r.peaks.int8_method, r.peaks.int8_gmacs);
+  if (r.peaks.amx_int8_gmacs > 0)
+    out += fmt::format("  AMX int8       {:8.1f} GMAC/s\n", r.peaks.amx_int8_gmacs);
+  if (r.peaks.amx_bf16_gflops > 0)
+    out += fmt::format("  AMX bf16       {:8.1f} GFLOP/s\n", r.peaks.amx_bf16_gflops);
+  out += "kernel paths:\n";
+  std::string paths = r.kernel_paths;
+  for (size_t at = 0; at < paths.size();) {
+    const size_t nl = paths.find('\n', at);
+    out += "  " + paths.substr(at, nl - at) + "\n";
+    at = nl == std::string::npos ? paths.size() : nl + 1;
+  }
   out += "matmul, batch 1 (weights cycled from memory):\n";
   for (const auto& g : r.gemv) {
-    out += fmt::format("  {:<5} {:>5}x{:<5} {:8.1f} us  {:6.1f} GB/s  {:5.1f}% of read bandwidth\n",
+    out += fmt::format("  {:<5} {:>5}x{:<5} {:8.1f} us  {:6.1f} GB/s  {:5.1f}% of read roofline\n",
                        kind_name(g.type, g.packed), g.n_in, g.n_out, g.us_per_call, g.gbps, g.pct_of_peak);
   }
-  out += "GEMM, F32 weights:\n";
+  out += "GEMM, 512 rows (weights in cache):\n";
   for (const auto& g : r.gemm) {
-    out += fmt::format("  {} rows x {}x{} {:8.2f} ms  {:6.1f} GFLOP/s  {:5.1f}% of FMA peak\n", g.rows,
-                       g.n_in, g.n_out, g.ms_per_call, g.gflops, g.pct_of_peak);
+    const bool f32 = g.type == TensorType::kF32;
+    out += fmt::format("  {:<5} {:<7} {}x{} {:8.2f} ms  {:7.1f} {}  {:5.1f}% of {}\n",
+                       kind_name(g.type, g.packed), f32 ? "FMA" : (g.amx ? "AMX" : "vectors"), g.n_in,
+                       g.n_out, g.ms_per_call, g.gops, f32 ? "GFLOP/s" : "GMAC/s ", g.pct_of_peak,
+                       f32 ? "FMA peak" : "best int8 peak");
   }
   out += "model-shaped decode step, matmuls only (dim 768, 12 layers, FFN 2048, vocab 32000):\n";
   for (const auto& m : r.model) {
@@ -266,11 +348,11 @@ std::string format_roofline(const RooflineReport& r) {
       }
     }
     out += fmt::format(
-        "  {:<5} batch {:>2} {:8.2f} ms  {:8.1f} tok/s  {:6.1f} GB/s  {:5.1f}% of read bandwidth  {:4.1f}x "
+        "  {:<5} batch {:>2} {:8.2f} ms  {:8.1f} tok/s  {:6.1f} GB/s  {:5.1f}% of read roofline  {:4.1f}x "
         "batch 1\n",
         kind_name(m.type, m.packed), m.batch, m.ms_per_pass, m.tokens_per_s, m.gbps, m.pct_of_bw, speedup);
   }
   return out;
 }
 
-}  // namespace ladder::ops
+}  // namespace ladder::perf

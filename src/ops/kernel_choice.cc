@@ -1,0 +1,367 @@
+#include "ops/kernel_choice.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "common/half.h"
+#include "common/tensor_type.h"
+#include "hwy/aligned_allocator.h"
+#include "ops/amx.h"
+#include "ops/matmul_simd.h"
+#include "ops/simd_targets.h"
+#include "ops/thread_pool.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace ladder::ops {
+namespace {
+
+// Bump when the candidates or the measurement change, so old caches are
+// ignored rather than trusted.
+constexpr int kCacheVersion = 2;
+
+// The calibration matrices: 2048 x 32768 of Q8_0 (about 68 MiB) and of
+// Q4_0 (36 MiB), beyond the private caches and most last-level caches, so
+// they stream.
+constexpr int64_t kCalIn = 2048;
+constexpr int64_t kCalOut = 32768;
+
+// The CPU as CPUID names it: brand string and family/model/stepping (a VM's
+// brand string is often generic, e.g. "Intel(R) Xeon(R) Processor", while the
+// model number still tells generations apart).
+std::string cpu_identity() {
+#if defined(__x86_64__)
+  unsigned r[4] = {};
+  std::string brand;
+  for (unsigned leaf = 0x80000002; leaf <= 0x80000004; ++leaf) {
+    if (__get_cpuid(leaf, &r[0], &r[1], &r[2], &r[3]) == 0) break;
+    brand.append(reinterpret_cast<const char*>(r), sizeof(r));
+  }
+  brand = brand.c_str();  // drop trailing NULs
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __get_cpuid(1, &a, &b, &c, &d);
+  const unsigned family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);
+  const unsigned model = ((a >> 4) & 0xF) | (((a >> 16) & 0xF) << 4);
+  const unsigned stepping = a & 0xF;
+  return fmt::format("{} family {} model {} stepping {}", brand.empty() ? "x86-64" : brand, family, model,
+                     stepping);
+#else
+  return "unknown CPU";
+#endif
+}
+
+std::string cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0')
+    return std::string(x) + "/ladder";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
+    return std::string(h) + "/.cache/ladder";
+  return "";
+}
+
+}  // namespace
+
+// kernels-v<kCacheVersion>-<identity and target, as a file name>.txt
+std::string kernel_choice_cache_path() {
+  const std::string dir = cache_dir();
+  if (dir.empty()) return "";
+  std::string key = cpu_identity() + " " + active_target_name();
+  for (char& ch : key) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return fmt::format("{}/kernels-v{}-{}.txt", dir, kCacheVersion, key);
+}
+
+namespace {
+
+bool calibration_disabled() {
+  const char* v = std::getenv("LADDER_KERNEL_CALIBRATION");
+  return v != nullptr && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0);
+}
+
+}  // namespace
+
+std::optional<KernelChoice> read_kernel_choice(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  KernelChoice c;
+  bool have_stream = false, have_repack = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "decode_stream") {
+      auto s = parse_stream_strategy(value);
+      if (!s.is_ok()) return std::nullopt;
+      c.decode_stream = s.value();
+      have_stream = true;
+    } else if (key == "repack_q32") {
+      if (value != "0" && value != "1") return std::nullopt;
+      c.repack_q32 = value == "1";
+      have_repack = true;
+    } else if (key == "detail") {
+      c.detail = value;
+    }
+  }
+  if (!have_stream || !have_repack) return std::nullopt;
+  c.source = "cache " + path;
+  return c;
+}
+
+bool write_kernel_choice(const std::string& path, const KernelChoice& c) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  // Write then rename: concurrent processes never read half a file.
+  const std::string tmp =
+      fmt::format("{}.{}.tmp", path, std::hash<std::thread::id>()(std::this_thread::get_id()));
+  {
+    std::ofstream out(tmp);
+    if (!out) return false;
+    out << "# Ladder's decode kernel choice for " << cpu_identity() << ", target " << active_target_name()
+        << " (delete to measure again)\n";
+    out << "decode_stream=" << to_string(c.decode_stream) << "\n";
+    out << "repack_q32=" << (c.repack_q32 ? 1 : 0) << "\n";
+    out << "detail=" << c.detail << "\n";
+    if (!out.flush()) return false;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
+}
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU time of the calling thread, nanoseconds.
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Random rows of Q8_0 or Q4_0 blocks with small finite scales.
+void fill_blocks(TensorType type, uint8_t* data, size_t bytes, uint32_t seed) {
+  std::minstd_rand rng(seed);
+  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(rng() & 0xFF);
+  const size_t block = traits_of(type).block_bytes;
+  const uint16_t d = f32_to_f16(0.01f);
+  for (size_t b = 0; b + block <= bytes; b += block) std::memcpy(data + b, &d, 2);  // scale first
+}
+
+KernelChoice fallback(const std::string& why) {
+  KernelChoice c;
+  c.source = "fallback (" + why + ")";
+  return c;
+}
+
+// One calibration matrix: as stored and packed, with one activation row.
+struct CalMatrix {
+  TensorType type;
+  int64_t n_out;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> stored, packed;
+  size_t packed_bytes = 0;
+  detail::MatmulTask t;
+
+  CalMatrix(TensorType ty, int64_t out, ThreadPool& pool, const detail::MatmulTask& row)
+      : type(ty), n_out(out) {
+    const size_t rb = row_bytes(traits_of(type), kCalIn);
+    stored = hwy::AllocateAligned<uint8_t>(rb * static_cast<size_t>(n_out));
+    pool.parallel_for(n_out, 256, [&](int64_t b, int64_t e) {
+      fill_blocks(type, stored.get() + b * rb, static_cast<size_t>(e - b) * rb, static_cast<uint32_t>(b + 1));
+    });
+    t = row;
+    t.type = type;
+    t.w = stored.get();
+    t.w_row_bytes = rb;
+    t.y_stride = n_out;
+    packed_bytes = detail::packed_bytes(type, kCalIn, n_out);
+    packed = hwy::AllocateAligned<uint8_t>(packed_bytes);
+    pool.parallel_for(n_out / 16, 1,
+                      [&](int64_t b, int64_t e) { detail::pack_groups(t, b, e, packed.get()); });
+  }
+};
+
+}  // namespace
+
+KernelChoice calibrate_kernel_choice() {
+  if (!detail::has_packed(TensorType::kQ8_0)) {
+    return fallback("no packed kernels on " + active_target_name() + "; plain loads");
+  }
+  ThreadPool pool(0);
+  // One activation row, quantized, with its sums per 32 (packed Q8_0 and Q4_0).
+  std::vector<float> x(kCalIn);
+  std::minstd_rand rng(5);
+  for (float& v : x) v = static_cast<float>(rng() % 2001) / 1000.0f - 1.0f;
+  std::vector<int8_t> xq(kCalIn);
+  std::vector<uint8_t> xu(kCalIn);
+  std::vector<float> xd(kCalIn / detail::kActBlock), xsum(kCalIn / detail::kActBlock), y(kCalOut);
+  std::vector<int32_t> sums32(kCalIn / 32);
+  detail::quantize_activations_simd(x.data(), 1, kCalIn, xq.data(), xu.data(), xd.data(), xsum.data());
+  for (int64_t b = 0; b < kCalIn / 32; ++b) {
+    for (int64_t j = 0; j < 32; ++j) sums32[static_cast<size_t>(b)] += xq[static_cast<size_t>(b * 32 + j)];
+  }
+  detail::MatmulTask row;
+  row.n_in = kCalIn;
+  row.rows = 1;
+  row.xq = xq.data();
+  row.xu = xu.data();
+  row.xd = xd.data();
+  row.xsum = xsum.data();
+  row.y = y.data();
+  // Q8_0 (one byte a weight, little work per byte) and Q4_0 (half a byte,
+  // twice the work per byte): the strategy must serve both kinds of stream.
+  CalMatrix mats[] = {{TensorType::kQ8_0, kCalOut, pool, row}, {TensorType::kQ4_0, kCalOut, pool, row}};
+
+  // Seconds per pass over a matrix, as CPU time of the threads that ran it
+  // divided by their number: a thread that a shared machine deschedules for
+  // a while does not count that while against the strategy it was running.
+  // The candidates also take turns, round after round, and each keeps its
+  // best pass, so every candidate sees the same quiet and busy moments.
+  auto time_pass = [&](int64_t n_out, const std::function<void(int64_t, int64_t)>& cols) {
+    std::atomic<int64_t> cpu_ns{0};
+    pool.parallel_for(n_out, 64, [&](int64_t b, int64_t e) {
+      const int64_t t0 = thread_cpu_ns();
+      cols(b, e);
+      cpu_ns.fetch_add(thread_cpu_ns() - t0, std::memory_order_relaxed);
+    });
+    return static_cast<double>(cpu_ns.load()) * 1e-9 / pool.size();
+  };
+  const std::vector<StreamStrategy> candidates = candidate_stream_strategies();
+  // best[m][i]: matrix m under candidate i; best_stored: Q8_0 as stored.
+  std::vector<std::vector<double>> best(2, std::vector<double>(candidates.size(), 1e30));
+  double best_stored = 1e30;
+  constexpr int kRounds = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      for (size_t m = 0; m < 2; ++m) {
+        detail::MatmulTask ts = mats[m].t;
+        ts.stream = candidates[i];
+        const int32_t* sums = sums32.data();  // packed Q8_0 and Q4_0 both read sum(xq) per 32
+        best[m][i] = std::min(best[m][i], time_pass(mats[m].n_out, [&](int64_t b, int64_t e) {
+                                detail::matmul_packed_cols(ts, mats[m].packed.get(), sums, b, e);
+                              }));
+      }
+    }
+    best_stored = std::min(best_stored, time_pass(mats[0].n_out, [&](int64_t b, int64_t e) {
+                             detail::matmul_int_cols(mats[0].t, b, e);
+                           }));
+  }
+  // The score of a candidate: the sum over the matrices of (fastest time /
+  // its time), so each format counts equally whatever its size.
+  KernelChoice c;
+  double best_score = -1;
+  std::string detail_text;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    double score = 0;
+    std::string speeds;
+    for (size_t m = 0; m < 2; ++m) {
+      score += *std::min_element(best[m].begin(), best[m].end()) / best[m][i];
+      speeds += fmt::format("{}{:.1f}", m == 0 ? "" : "/",
+                            static_cast<double>(mats[m].packed_bytes) / best[m][i] / 1e9);
+    }
+    detail_text += fmt::format("{}{} {}", i == 0 ? "" : ", ", to_string(candidates[i]), speeds);
+    if (score > best_score) best_score = score, c.decode_stream = candidates[i];
+  }
+  const size_t stored_bytes = row_bytes(traits_of(TensorType::kQ8_0), kCalIn) * kCalOut;
+  const double best_packed_q8 = *std::min_element(best[0].begin(), best[0].end());
+  // Repacking must win by time per matrix (the packed Q8_0 layout is 6% larger).
+  c.repack_q32 = best_packed_q8 <= best_stored * 1.02;
+  c.detail =
+      fmt::format("{}x{} decode GB/s of packed Q8_0/Q4_0: {}; Q8_0 as stored {:.1f} ({} threads)", kCalIn,
+                  kCalOut, detail_text, static_cast<double>(stored_bytes) / best_stored / 1e9, pool.size());
+  c.source = "measured";
+  return c;
+}
+
+namespace {
+
+std::mutex g_mu;
+std::optional<KernelChoice> g_choice;
+
+KernelChoice load_or_calibrate() {
+  if (calibration_disabled()) return fallback("LADDER_KERNEL_CALIBRATION=0: plain loads, repacked");
+  const std::string path = kernel_choice_cache_path();
+  if (!path.empty()) {
+    if (auto cached = read_kernel_choice(path)) return *cached;
+  }
+  const double t0 = now_s();
+  KernelChoice c = calibrate_kernel_choice();
+  if (c.source == "measured") {
+    spdlog::info("ops: measured the decode kernels in {:.0f} ms: {} streaming, Q8_0/Q4_0 {}",
+                 1e3 * (now_s() - t0), to_string(c.decode_stream), c.repack_q32 ? "repacked" : "as stored");
+    if (!path.empty() && !write_kernel_choice(path, c)) {
+      spdlog::warn("ops: cannot write the kernel choice cache {}; it will be measured again", path);
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+const KernelChoice& kernel_choice() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_choice) g_choice = load_or_calibrate();
+  return *g_choice;
+}
+
+void set_kernel_choice(const KernelChoice& choice) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_choice = choice;
+  g_choice->source = "set";
+}
+
+std::string kernel_fingerprint() {
+  std::string f = active_target_name();
+  if (detail::has_packed(TensorType::kQ4_K)) f += ";kq=packed16";
+  if (amx_bf16_active()) f += ";f16=amx-bf16x3";
+  return f;
+}
+
+std::string describe_kernel_paths() {
+  const KernelChoice& c = kernel_choice();
+  const bool packs = detail::has_packed(TensorType::kQ8_0);
+  std::string out = fmt::format("kernel fingerprint: {}\n", kernel_fingerprint());
+  out += fmt::format("decode streaming: {} ({})\n", to_string(c.decode_stream), c.source);
+  if (!c.detail.empty()) out += fmt::format("  calibration: {}\n", c.detail);
+  out += fmt::format("Q8_0/Q4_0 weights: {}\n",
+                     !packs ? "as stored (no packed kernels on this target)"
+                            : (c.repack_q32 || amx_int8_active() ? "repacked at load (16 columns interleaved)"
+                                                                 : "as stored (measured faster here)"));
+  out += fmt::format("K-quant weights: {}\n", packs ? "repacked at load" : "as stored");
+  out += fmt::format("F16/BF16 weights: {}\n", amx_bf16_active()
+                                                   ? "AMX-BF16 tiles at every batch size (bf16x3 arithmetic)"
+                                                   : "FMA on F32 (AMX-BF16 tiles: LADDER_AMX_BF16=1)");
+  const AmxSupport& amx = amx_support();
+  if (amx_int8_active()) {
+    out +=
+        "AMX: int8 tiles for batched and prefill matmuls on repacked weights (bit-identical to the "
+        "vectors)\n";
+  } else if (amx.int8()) {
+    out += "AMX: available, not used (switched off, or the AVX3_DL kernels are not dispatched)\n";
+  } else {
+    out += "AMX: not used: " + (amx.why_not.empty() ? std::string("no AMX-INT8") : amx.why_not) + "\n";
+  }
+  return out;
+}
+
+}  // namespace ladder::ops

@@ -1,0 +1,71 @@
+// The kernel strategy this machine runs, chosen once per process: how decode
+// streams weights (plain loads or a software prefetch of some kind and
+// distance) and whether Q8_0/Q4_0 weights are repacked at load or read as
+// stored. Both are measured here, not assumed from the vendor: a short
+// calibration (about a second) times the real decode kernels under each
+// candidate, and its result is cached per CPU model in
+// $XDG_CACHE_HOME/ladder/ (~/.cache/ladder/), so later processes on the same
+// CPU model read it back. LADDER_KERNEL_CALIBRATION=0 skips the measurement
+// and takes the fallback (plain loads, repacked), which needs no timing and
+// is what every CPU family runs well.
+//
+// None of these choices changes a result: prefetching never does, and packed
+// Q8_0/Q4_0 are bit-identical to the stored layout. What does change results
+// across machines (the SIMD target, the K-quant layout that comes with it) is
+// named by kernel_fingerprint(), for configuration fingerprints.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ops/stream_strategy.h"
+
+namespace ladder::ops {
+
+struct KernelChoice {
+  StreamStrategy decode_stream;  // weights streamed by one-row (decode) matmuls
+  bool repack_q32 = true;        // repack Q8_0/Q4_0 at load (when the target can)
+  // Where the choice came from: "measured", "cache FILE", "fallback (...)" or "set".
+  std::string source;
+  // The calibration's timings, for `ladder info` and the roofline report.
+  std::string detail;
+};
+
+// The choice of this process (calibrated or read from the cache on the first
+// call; thread-safe).
+const KernelChoice& kernel_choice();
+
+// Replaces the choice (tests and benchmarks compare strategies). Must not
+// race with running kernels.
+void set_kernel_choice(const KernelChoice& choice);
+
+// Times the decode kernels on this machine and returns the best choice,
+// without caching it (ladder bench roofline shows it next to the probes).
+KernelChoice calibrate_kernel_choice();
+
+// The cache file of this CPU model and SIMD target:
+// $XDG_CACHE_HOME/ladder/kernels-v2-<cpu>.txt (else ~/.cache/ladder/...);
+// empty when neither variable is set.
+std::string kernel_choice_cache_path();
+
+// Reads a cache file: nullopt when it is missing or malformed (then the
+// choice is measured again). Writes one atomically (rename), creating its
+// directory; false when it cannot.
+std::optional<KernelChoice> read_kernel_choice(const std::string& path);
+bool write_kernel_choice(const std::string& path, const KernelChoice& choice);
+
+// What fixes the kernels' reduction order on this machine, as a short
+// string: the SIMD target (e.g. "AVX3_DL"), for targets with packed weights
+// the K-quant layout (";kq=packed16"), and where F16/BF16 weights run on
+// AMX-BF16 tiles, that arithmetic (";f16=amx-bf16x3"). Two processes with
+// equal fingerprints produce bit-identical logits for the same model and
+// inputs; AMX-INT8, prefetching and the Q8_0/Q4_0 layout never change
+// results, so they are not part of it. Replicas of one deployment should
+// match on it (a configuration fingerprint should include it).
+std::string kernel_fingerprint();
+
+// `ladder info`: the active paths, one per line (target, AMX, decode
+// streaming, layouts, and where the choice came from).
+std::string describe_kernel_paths();
+
+}  // namespace ladder::ops

@@ -1,0 +1,213 @@
+// Per-target (AVX3_DL only) AMX-INT8 kernels for packed weights
+// (matmul_packed-inl.h), compiled through matmul_simd.cc and used for whole
+// tiles of 16 activation rows when amx_int8_active() (ops/amx.h).
+//
+// A tile product C[16 rows][16 columns] += A[16 rows][K bytes] x B[K/4][16
+// columns x 4 bytes] gives, per row and column, the exact integer dot
+// product of K activation bytes with K weights. B's layout, 4 consecutive
+// elements of each of 16 columns per 64-byte row, is the packed layout's
+// "dword k" vectors (unsigned weights against signed activations:
+// tdpbsud), as they are (Q8_0) or once unpacked from nibbles (the others). K is one 32-element block (16 for
+// Q6_K, one per scale), so C holds exactly the integer sums that vpdpbusd
+// forms in the vector kernels, and each row then runs the format's own float
+// epilogue (Fmt::finish) over the blocks in order. Same integers, same float
+// operations: the results are bit-identical to the vector kernels, so a row
+// gets the same bits alone (vectors) or in a batch of 512 (tiles).
+//
+// Per group of 16 columns the blocks are unpacked once into a per-thread
+// scratch (PackedBlock: the B rows and the epilogue's factors), then every
+// row tile of the call reads them from L1/L2.
+
+#if defined(LADDER_OPS_MATMUL_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LADDER_OPS_MATMUL_AMX_INL_H_
+#undef LADDER_OPS_MATMUL_AMX_INL_H_
+#else
+#define LADDER_OPS_MATMUL_AMX_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstdint>
+
+#include "hwy/aligned_allocator.h"
+#include "hwy/highway.h"
+#include "ops/matmul_internal.h"
+#include "ops/matmul_packed-inl.h"
+
+#if HWY_TARGET == HWY_AVX3_DL
+#include <immintrin.h>
+
+#include "ops/amx_tiles.h"
+
+HWY_BEFORE_NAMESPACE();
+#pragma GCC target("avx512vnni,amx-tile,amx-int8,amx-bf16")
+namespace ladder::ops::HWY_NAMESPACE {
+
+inline constexpr int64_t kAmxRows = 16;
+
+// Tiles: 0-3 integer sums C, 4-5 activations A, 6-7 weights B. Products
+// go in runs of four (four blocks with K = 32, or two Q6_K blocks as
+// 16-element halves, K = 16: one product per scale) before their sums are
+// read back.
+template <class Fmt>
+HWY_INLINE void amx_configure() {
+  constexpr int kK = Fmt::kType == TensorType::kQ6_K ? 16 : 32;
+  TileConfig cfg;
+  for (int c = 0; c < 4; ++c) cfg.set(c, kAmxRows, 64);
+  for (int a = 4; a < 6; ++a) cfg.set(a, kAmxRows, kK);
+  for (int b = 6; b < 8; ++b) cfg.set(b, kK / 4, 64);
+  _tile_loadconfig(&cfg);
+}
+
+// The unpacked blocks of one column group, reused by every row tile.
+struct AmxScratch {
+  hwy::AlignedFreeUniquePtr<PackedBlock[]> blocks;
+  int64_t capacity = 0;
+
+  PackedBlock* reserve(int64_t nb) {
+    if (nb > capacity) {
+      blocks = hwy::AllocateAligned<PackedBlock>(static_cast<size_t>(nb));
+      capacity = nb;
+    }
+    return blocks.get();
+  }
+};
+
+// One tile product: C (tile c) = A (tile ta: K bytes of 16 rows at a, row
+// stride `stride`) x B (tile tb: K/4 rows of 64 bytes at w). Tile numbers
+// must be literals (the instructions name them).
+#define LADDER_AMX_PRODUCT(c, ta, tb, a, stride, w) \
+  do {                                              \
+    _tile_zero(c);                                  \
+    LADDER_TILE_LOAD(ta, a, stride);                \
+    LADDER_TILE_LOAD(tb, w, 64);                    \
+    _tile_dpbsud(c, ta, tb);                        \
+  } while (0)
+
+// kAmxRows rows starting at r0 against one group's unpacked blocks: the
+// valid lanes of row r0 + i's 16 outputs go to y + (r0 + i) * y_stride.
+// Each row still runs Fmt::finish over the blocks in order. The
+// accumulators are locals whose address never escapes, so the tile
+// instructions' memory barriers cannot force them out of registers.
+template <class Fmt>
+HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blocks, int64_t nb,
+                             const PackedRow* rows, int64_t r0, float* y, __mmask16 valid) {
+  __m512 acc[kAmxRows];
+  constexpr bool kHalves = Fmt::kType == TensorType::kQ6_K;
+  constexpr int kPer = kHalves ? 2 : 1;  // products per block
+  constexpr int kK = 32 / kPer;
+  constexpr int kRun = 4;  // products per run
+  alignas(64) int32_t sums[kRun][kAmxRows * 16];
+  const int8_t* a = t.xq_tiles + r0 * t.n_in;  // this row tile's blocks, 512 bytes each
+  constexpr long stride = 32;
+  const int64_t products = nb * kPer;
+  // Product p: block p / kPer, part p % kPer (K elements each).
+  const auto a_at = [&](int64_t p) { return a + (p / kPer) * 512 + (p % kPer) * kK; };
+  const auto w_at = [&](int64_t p) { return blocks[p / kPer].w + 4 * (p % kPer); };
+  for (int i = 0; i < kAmxRows; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t p0 = 0; p0 < products; p0 += kRun) {
+    const int n = static_cast<int>(std::min<int64_t>(kRun, products - p0));
+    LADDER_AMX_PRODUCT(0, 4, 6, a_at(p0), stride, w_at(p0));
+    if (n > 1) LADDER_AMX_PRODUCT(1, 5, 7, a_at(p0 + 1), stride, w_at(p0 + 1));
+    if (n > 2) LADDER_AMX_PRODUCT(2, 4, 6, a_at(p0 + 2), stride, w_at(p0 + 2));
+    if (n > 3) LADDER_AMX_PRODUCT(3, 5, 7, a_at(p0 + 3), stride, w_at(p0 + 3));
+    LADDER_TILE_STORE(0, sums[0], 64);
+    if (n > 1) LADDER_TILE_STORE(1, sums[1], 64);
+    if (n > 2) LADDER_TILE_STORE(2, sums[2], 64);
+    if (n > 3) LADDER_TILE_STORE(3, sums[3], 64);
+    // Blocks in order for every row; the rows unrolled so that the
+    // accumulators stay in registers.
+    for (int k = 0; k < n; k += kPer) {
+      const int64_t b = (p0 + k) / kPer;
+      const PackedBlock& blk = blocks[b];
+#pragma GCC unroll 16
+      for (int i = 0; i < kAmxRows; ++i) {
+        __m512i dot[2];
+        dot[0] = _mm512_load_si512(sums[k] + 16 * i);
+        if constexpr (kHalves) dot[1] = _mm512_load_si512(sums[k + 1] + 16 * i);
+        acc[i] = Fmt::finish(blk, rows[i], b, dot, acc[i]);
+      }
+    }
+  }
+  for (int i = 0; i < kAmxRows; ++i) _mm512_mask_storeu_ps(y + (r0 + i) * t.y_stride, valid, acc[i]);
+}
+#undef LADDER_AMX_PRODUCT
+
+// Rows [0, row_tiles * 16) of columns [o_begin, o_end) (o_begin a multiple
+// of 16) from packed weights; the caller runs the remaining rows on vectors.
+template <class Fmt>
+void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums,
+                     int64_t o_begin, int64_t o_end, int64_t row_tiles) {
+  const int64_t nb = t.n_in / 32;
+  const int64_t group_bytes = packed_group_bytes<Fmt>(nb);
+  const int64_t sums_per_row = t.n_in / std::max(Fmt::kSumGroup, 1);
+  thread_local AmxScratch scratch;
+  PackedBlock* blocks = scratch.reserve(nb);
+  amx_configure<Fmt>();
+  for (int64_t o = o_begin; o < o_end; o += 16) {
+    const int64_t take = std::min<int64_t>(16, o_end - o);
+    const __mmask16 valid = static_cast<__mmask16>((1u << take) - 1);
+    const uint8_t* unit = packed + (o / 16) * group_bytes;
+    for (int64_t b0 = 0; b0 < nb; b0 += Fmt::kBlocks, unit += Fmt::kUnitBytes) {
+      for (int j = 0; j < Fmt::kBlocks && b0 + j < nb; ++j) Fmt::load(unit, j, blocks[b0 + j]);
+    }
+    for (int64_t rt = 0; rt < row_tiles; ++rt) {
+      const int64_t r0 = rt * kAmxRows;
+      PackedRow rows[kAmxRows];
+      for (int i = 0; i < kAmxRows; ++i) {
+        const int64_t r = r0 + i;
+        rows[i].x = nullptr;  // the tiles read t.xq
+        rows[i].xd = t.xd + r * nb;
+        rows[i].xs = Fmt::kSumGroup > 0 ? xq_sums + r * sums_per_row : nullptr;
+        rows[i].xsum = t.xsum + r * nb;
+      }
+      amx_row_tile<Fmt>(t, blocks, nb, rows, r0, t.y + o, valid);
+    }
+  }
+  _tile_release();
+}
+
+// Exported: rows [0, 16 * row_tiles) of xq ([rows][n_in]) as MatmulTask::
+// xq_tiles wants them, row tiles [rt_begin, rt_end).
+void TileActivations(const int8_t* xq, int64_t n_in, int64_t rt_begin, int64_t rt_end, int8_t* out) {
+  const int64_t nb = n_in / 32;
+  for (int64_t rt = rt_begin; rt < rt_end; ++rt) {
+    for (int64_t i = 0; i < kAmxRows; ++i) {
+      const int8_t* row = xq + (rt * kAmxRows + i) * n_in;
+      int8_t* dst = out + rt * kAmxRows * n_in + i * 32;
+      for (int64_t b = 0; b < nb; ++b) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * 512),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + b * 32)));
+      }
+    }
+  }
+}
+
+// Exported: whether this target has the AMX kernels (it does; AMX must still
+// be usable and switched on: ops/amx.h).
+bool HasAmxKernels() {
+  return true;
+}
+
+void MatmulAmxCols(const detail::MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums,
+                   int64_t o_begin, int64_t o_end, int64_t row_tiles) {
+  with_packed_format(
+      t.type, [&]<class Fmt>() { amx_packed_cols<Fmt>(t, packed, xq_sums, o_begin, o_end, row_tiles); });
+}
+
+}  // namespace ladder::ops::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#else  // !AVX3_DL
+
+HWY_BEFORE_NAMESPACE();
+namespace ladder::ops::HWY_NAMESPACE {
+bool HasAmxKernels() {
+  return false;
+}
+void MatmulAmxCols(const detail::MatmulTask&, const uint8_t*, const int32_t*, int64_t, int64_t, int64_t) {}
+void TileActivations(const int8_t*, int64_t, int64_t, int64_t, int8_t*) {}
+}  // namespace ladder::ops::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // HWY_TARGET == HWY_AVX3_DL
+#endif  // LADDER_OPS_MATMUL_AMX_INL_H_
