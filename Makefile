@@ -12,7 +12,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 .PHONY: deps configure build test test-asan test-tsan soak demo bench fuzz format tidy clean
 
 # The suites the sanitizer builds run. The chaos test is shorter there.
-ASAN_SUITES := gguf jinja tokenizer ops model kv engine server harness chaos
+ASAN_SUITES := gguf jinja grammar tokenizer ops model kv engine server harness chaos
 TSAN_SUITES := engine server harness chaos
 SANITIZER_CHAOS_SECONDS ?= 20
 SOAK_SECONDS ?= 600
