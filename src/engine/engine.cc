@@ -20,6 +20,7 @@ struct Engine::Active {
   Usage usage;
   int32_t n_preemptions = 0;
   std::optional<OutputText> text;  // when the engine has a tokenizer
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 namespace {
@@ -118,7 +119,10 @@ void Engine::shutdown() {
 }
 
 Status Engine::validate(Request& r) const {
-  if (Status st = r.sampling.validate(); !st.is_ok()) return std::move(st).with_reason("invalid_value");
+  if (Status st = r.sampling.validate(); !st.is_ok()) {
+    const bool bias = st.message().rfind("logit_bias", 0) == 0;
+    return std::move(st).with_reason("invalid_value").with_param(bias ? "logit_bias" : "");
+  }
   const int64_t n_vocab = model_.config().n_vocab;
   for (size_t i = 0; i < r.prompt.size(); ++i) {
     const int32_t t = r.prompt[i];
@@ -126,6 +130,12 @@ Status Engine::validate(Request& r) const {
       return invalid_argument(fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", t, i,
                                           n_vocab))
           .with_param("prompt");
+    }
+  }
+  for (const auto& [t, bias] : r.sampling.logit_bias) {
+    if (t >= n_vocab) {
+      return invalid_argument(fmt::format("logit_bias names token {}, outside the vocabulary [0, {})", t, n_vocab))
+          .with_param("logit_bias");
     }
   }
   const auto n_prompt = static_cast<int64_t>(r.prompt.size());
@@ -369,10 +379,14 @@ void Engine::admit(std::vector<Pending>& pending) {
   for (Pending& p : pending) {
     const kv::BlockKey ns = kv::namespace_digest(
         {p.request.cache_scope, config_.model_digest, config_.tokenizer_digest, kv_->format_name()});
-    auto active = std::make_unique<Active>(Active{p.stream, Sampler(p.request.sampling, p.seed), {}, {}, 0, {}});
+    auto active =
+        std::make_unique<Active>(Active{p.stream, Sampler(p.request.sampling, p.seed), {}, {}, 0, {}, {}});
     active->timings.arrival = p.arrival;
     active->usage.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
-    if (config_.tokenizer != nullptr) active->text.emplace(*config_.tokenizer, p.request.stop.stop_strings);
+    active->constraint = std::move(p.request.constraint);
+    if (config_.tokenizer != nullptr) {
+      active->text.emplace(*config_.tokenizer, p.request.stop.stop_strings, p.request.shown_special_tokens);
+    }
     const Status st = scheduler_->add(p.id, p.request.prompt, p.request.stop, p.request.scheduling, ns);
     active_.emplace(p.id, std::move(active));
     counters_.prompt_tokens += static_cast<int64_t>(p.request.prompt.size());
@@ -492,8 +506,11 @@ bool Engine::step() {
   std::vector<SampledToken> details(n_rows);
   threads_->parallel_for(static_cast<int64_t>(n_rows), 1, [&](int64_t begin, int64_t end) {
     for (auto r = static_cast<size_t>(begin); r < static_cast<size_t>(end); ++r) {
-      details[r] = actives[r]->sampler.sample(std::span(logits_).subspan(r * n_vocab, n_vocab), seqs[r]->prompt(),
-                                              seqs[r]->output());
+      const std::span<float> row = std::span(logits_).subspan(r * n_vocab, n_vocab);
+      TokenConstraint* constraint = actives[r]->constraint.get();
+      if (constraint != nullptr) constraint->mask(row);
+      details[r] = actives[r]->sampler.sample(row, seqs[r]->prompt(), seqs[r]->output());
+      if (constraint != nullptr) constraint->accept(details[r].token);
     }
   });
   // Output text and stop strings, in row order.

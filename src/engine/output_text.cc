@@ -2,10 +2,13 @@
 
 namespace ladder::engine {
 
-OutputText::OutputText(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stops)
+OutputText::OutputText(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stops,
+                       std::vector<int32_t> shown_special)
     : // The output continues the prompt, so its leading space is real text.
       detok_(tokenizer, /*skip_special=*/true, /*at_sequence_start=*/false),
-      matcher_(std::move(stops)) {}
+      matcher_(std::move(stops)) {
+  detok_.show_special(std::move(shown_special));
+}
 
 OutputText::Step OutputText::push(int32_t token) {
   Step s;

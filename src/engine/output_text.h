@@ -16,7 +16,9 @@ namespace ladder::engine {
 
 class OutputText {
  public:
-  OutputText(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stops);
+  // shown_special: special tokens whose text is output (others write none).
+  OutputText(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stops,
+             std::vector<int32_t> shown_special = {});
 
   struct Step {
     std::string text;      // valid UTF-8 released by this token, possibly empty

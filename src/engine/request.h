@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/sampling_params.h"
 #include "engine/stop_criteria.h"
+#include "engine/token_constraint.h"
 
 namespace ladder::engine {
 
@@ -29,6 +31,12 @@ struct Request {
   // Prefix-cache scope, set by the server from the API key (never by the
   // client). Requests share cached blocks only when their scopes are equal.
   std::string cache_scope;
+  // Restricts the tokens sampled (structured output); null: any token. Owned
+  // by this request alone.
+  std::shared_ptr<TokenConstraint> constraint;
+  // Special tokens whose text belongs to the output text (tool-call markers
+  // the server parses); other special tokens write no text.
+  std::vector<int32_t> shown_special_tokens;
 };
 
 }  // namespace ladder::engine

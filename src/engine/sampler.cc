@@ -54,6 +54,9 @@ void apply_penalties(const SamplingParams& params, std::span<const int32_t> prom
           params.presence_penalty + params.frequency_penalty * static_cast<float>(c);
     }
   }
+  for (const auto& [t, bias] : params.logit_bias) {
+    if (in_vocab(t)) logits[static_cast<size_t>(t)] += bias;
+  }
 }
 
 Sampler::Sampler(const SamplingParams& params, uint64_t seed) : params_(params), rng_(seed) {
@@ -92,6 +95,8 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
     std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n), order_.end(),
                       MoreLikely{work_});
     for (size_t i = 0; i < n; ++i) {
+      // Tokens a constraint ruled out (logit -inf) are not alternatives.
+      if (std::isinf(work_[static_cast<size_t>(order_[i])])) break;
       result.top.push_back({order_[i], logprob(order_[i])});
     }
   }

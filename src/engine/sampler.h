@@ -4,7 +4,8 @@
 //
 // Processing order, each step on the result of the previous one:
 //   1. penalties: repetition (prompt + output tokens), presence and frequency
-//      (output tokens only);
+//      (output tokens only); then logit_bias. (A token constraint, e.g. a
+//      grammar, has already set the logits of disallowed tokens to -inf.)
 //   2. logprobs are taken HERE: log-softmax over the full vocabulary of the
 //      penalised logits at temperature 1, before temperature and truncation
 //      (so they describe the model's distribution, as OpenAI and vLLM report
@@ -70,7 +71,7 @@ class Sampler {
   std::vector<uint32_t> bucket_count_;  // [kBuckets], top-k
 };
 
-// Step 1 on its own, in place (exposed for tests).
+// Step 1 on its own, in place (exposed for tests); logit_bias included.
 void apply_penalties(const SamplingParams& params, std::span<const int32_t> prompt,
                      std::span<const int32_t> output, std::span<float> logits);
 

@@ -25,6 +25,12 @@ Status SamplingParams::validate() const {
   if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
     return invalid_argument(fmt::format("frequency_penalty must be in [-2, 2], got {}", frequency_penalty));
   }
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) return invalid_argument(fmt::format("logit_bias token id {} is negative", token));
+    if (!(bias >= -100.0f && bias <= 100.0f)) {
+      return invalid_argument(fmt::format("logit_bias for token {} must be in [-100, 100], got {}", token, bias));
+    }
+  }
   if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs) {
     return invalid_argument(
         fmt::format("top_logprobs must be in [0, {}], got {}", kMaxTopLogprobs, top_logprobs));

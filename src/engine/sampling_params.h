@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -23,6 +25,9 @@ struct SamplingParams {
   // frequency * count.
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
+  // OpenAI logit_bias: (token id, bias added to its logit), applied with the
+  // penalties; -100 bans a token, +100 all but forces it.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   // Seeds this request's own RNG; the engine draws one when absent.
   std::optional<uint64_t> seed;
   // How many top alternatives to report with each token (0..kMaxTopLogprobs).

@@ -17,8 +17,9 @@ struct BatchSequence {
   // writes the new tokens' K and V into them.
   std::span<const int32_t> block_table;
   // Which logits to return: none, the last token's, or one per token
-  // (speculative verification, scoring).
-  enum class Logits { kNone, kLast, kAll } logits = Logits::kLast;
+  // (speculative verification, scoring); kHidden: no logits, but one
+  // final-norm hidden state per token (embeddings).
+  enum class Logits { kNone, kLast, kAll, kHidden } logits = Logits::kLast;
 };
 
 // Where the KV of every layer lives (the kv module's storage, or any other

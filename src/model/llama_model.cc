@@ -201,7 +201,7 @@ int64_t LlamaModel::logit_rows(std::span<const BatchSequence> batch) {
 }
 
 Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers& kv, std::span<float> logits,
-                           ops::ThreadPool& pool) const {
+                           ops::ThreadPool& pool, std::span<float> hidden) const {
   const ModelConfig& c = config_;
   const Weights& w = *weights_;
   if (kv.k.size() != static_cast<size_t>(c.n_layers) || kv.v.size() != static_cast<size_t>(c.n_layers)) {
@@ -338,6 +338,18 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
     mul(L.w_down, up, T, proj, pool);
   }
   if (c.n_layers > 0) add_row(x, proj, T * dim);  // the last layer's FFN output
+
+  // Hidden states, where asked for: the final norm of every token's row.
+  int64_t n_hidden = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    if (batch[s].logits != BatchSequence::Logits::kHidden) continue;
+    const auto n = static_cast<int64_t>(batch[s].tokens.size());
+    if (static_cast<int64_t>(hidden.size()) < (n_hidden + n) * dim) {
+      return invalid_argument("hidden-state buffer too small for the batch");
+    }
+    ops::rms_norm(x + seq_row0[s] * dim, w.output_norm.data(), n, dim, c.rms_eps, hidden.data() + n_hidden * dim);
+    n_hidden += n;
+  }
 
   // Only the rows that want logits go through the output head.
   std::vector<int64_t> rows;

@@ -26,9 +26,11 @@ class LlamaModel {
 
   // Evaluates the batch. logits receives n_vocab floats per requested row, in
   // batch order: one row for Logits::kLast, tokens.size() rows for kAll.
-  // Errors: a position beyond the context or a block table too short.
+  // hidden receives dim floats per token of the kHidden sequences, in batch
+  // order: the hidden state after the final norm (what the output head
+  // reads). Errors: a position beyond the context or a block table too short.
   Status forward(std::span<const BatchSequence> batch, const KvBuffers& kv, std::span<float> logits,
-                 ops::ThreadPool& pool) const;
+                 ops::ThreadPool& pool, std::span<float> hidden = {}) const;
 
   // How many logit rows forward() will write for this batch.
   static int64_t logit_rows(std::span<const BatchSequence> batch);

@@ -10,8 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/build_info.h"
+#include "grammar/grammar_cache.h"
+#include "grammar/token_vocabulary.h"
+#include "grammar/tool_call_format.h"
 #include "model/model_bundle.h"
 #include "server/api_error.h"
+#include "server/embedder.h"
 #include "server/exchange.h"
 #include "server/metrics.h"
 #include "server/openai_response.h"
@@ -63,12 +67,18 @@ std::string bearer_key(const HttpRequest& req) {
 }
 
 // What a loaded model brings; immutable once built.
+// Distinct grammars (response formats, tool sets) kept compiled.
+constexpr size_t kGrammarCacheEntries = 64;
+
 struct Served {
   model::ModelBundle bundle;
   tokenizer::ChatTemplate chat_template;
   std::unique_ptr<StreamPump> pump;
   std::unique_ptr<engine::Engine> engine;
+  std::shared_ptr<const grammar::TokenVocabulary> vocabulary;
+  std::unique_ptr<grammar::GrammarCache> grammars;
   std::unique_ptr<RequestBuilder> builder;
+  std::unique_ptr<Embedder> embedder;
 };
 
 }  // namespace
@@ -96,8 +106,13 @@ struct ApiServer::State {
   bool finished = false;
 
   void handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch);
-  void handle_generate(ApiKind kind, HttpRequest req, std::shared_ptr<ResponseChannel> ch);
+  // The checks every model endpoint shares (ready, API key), then `work` on a
+  // prepare thread with the tenant, counted live until it calls add_live(-1)
+  // or hands the request to an exchange.
+  using PreparedWork = std::function<void(const HttpRequest&, int, std::shared_ptr<ResponseChannel>)>;
+  void handle_model_request(HttpRequest req, std::shared_ptr<ResponseChannel> ch, PreparedWork work);
   void prepare_and_start(ApiKind kind, const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
+  void embed(const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
   void reply_error(const std::shared_ptr<ResponseChannel>& ch, int tenant, const ApiError& e);
   HttpResponse health() const;
   HttpResponse models() const;
@@ -214,7 +229,18 @@ Status ApiServer::load() {
   bm.served_model_name = s.config.served_model_name;
   bm.model_path = s.config.model_path;
   bm.max_input_tokens = served->engine->max_input_tokens();
+  served->vocabulary = grammar::TokenVocabulary::from_tokenizer(*served->bundle.tokenizer);
+  served->grammars = std::make_unique<grammar::GrammarCache>(served->vocabulary, kGrammarCacheEntries);
+  bm.grammars = served->grammars.get();
+  bm.vocabulary = served->vocabulary.get();
+  const grammar::DetectedToolCallFormat tools =
+      grammar::detect_tool_call_format(served->chat_template.source(), served->vocabulary.get());
+  bm.tool_format = tools.format;
+  spdlog::info("tool calls: {} format{}", grammar::tool_call_format_name(tools.format),
+               tools.detected ? "" : " (nothing in the template names one; the default)");
   served->builder = std::make_unique<RequestBuilder>(bm);
+  served->embedder = std::make_unique<Embedder>(*served->bundle.model, *served->bundle.tokenizer,
+                                                served->engine->max_input_tokens());
 
   s.services.engine = served->engine.get();
   s.services.pump = served->pump.get();
@@ -319,10 +345,19 @@ void ApiServer::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> 
       return;
     }
     ch->respond(models());
-  } else if (path == "/v1/completions") {
-    if (only("POST")) handle_generate(ApiKind::kCompletion, std::move(req), std::move(ch));
-  } else if (path == "/v1/chat/completions") {
-    if (only("POST")) handle_generate(ApiKind::kChat, std::move(req), std::move(ch));
+  } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (!only("POST")) return;
+    const ApiKind kind = path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat;
+    handle_model_request(std::move(req), std::move(ch),
+                         [this, kind](const HttpRequest& r, int tenant, std::shared_ptr<ResponseChannel> c) {
+                           prepare_and_start(kind, r, tenant, std::move(c));
+                         });
+  } else if (path == "/v1/embeddings") {
+    if (!only("POST")) return;
+    handle_model_request(std::move(req), std::move(ch),
+                         [this](const HttpRequest& r, int tenant, std::shared_ptr<ResponseChannel> c) {
+                           embed(r, tenant, std::move(c));
+                         });
   } else {
     ch->respond(error_response(not_found_error("no route " + req.method + " " + path, "unknown_url")));
   }
@@ -338,7 +373,7 @@ void ApiServer::State::reply_error(const std::shared_ptr<ResponseChannel>& ch, i
   ch->respond(error_response(e));
 }
 
-void ApiServer::State::handle_generate(ApiKind kind, HttpRequest req, std::shared_ptr<ResponseChannel> ch) {
+void ApiServer::State::handle_model_request(HttpRequest req, std::shared_ptr<ResponseChannel> ch, PreparedWork work) {
   const ServerState st = state.load();
   if (st != ServerState::kReady) {
     reply_error(ch, -1,
@@ -355,9 +390,9 @@ void ApiServer::State::handle_generate(ApiKind kind, HttpRequest req, std::share
                                     : "invalid API key"));
     return;
   }
-  // Templating and tokenizing happen on the prepare threads.
+  // Templating, tokenizing and embedding happen on the prepare threads.
   add_live(1);
-  auto task = [this, kind, tenant, ch, req = std::move(req)]() { prepare_and_start(kind, req, tenant, ch); };
+  auto task = [tenant, ch, req = std::move(req), work = std::move(work)]() { work(req, tenant, ch); };
   if (!prepare->post(std::move(task))) {
     add_live(-1);
     reply_error(ch, tenant, unavailable("too many requests are waiting to be tokenized; retry shortly",
@@ -385,6 +420,44 @@ void ApiServer::State::prepare_and_start(ApiKind kind, const HttpRequest& req, i
     exchanges.emplace(x.get(), x);
   }
   x->start();
+}
+
+void ApiServer::State::embed(const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch) {
+  Served* s = ready.load();
+  if (state.load() != ServerState::kReady || s == nullptr || ch->client_gone()) {
+    reply_error(ch, tenant, unavailable("the server is shutting down", "server_draining"));
+    add_live(-1);
+    return;
+  }
+  const auto arrival = req.received;
+  EmbeddingsRequest parsed;
+  std::optional<ApiError> err = parse_embeddings_request(req.body, &parsed);
+  if (!err && !parsed.model.empty() && parsed.model != config.served_model_name && parsed.model != config.model_path) {
+    err = not_found_error("the model '" + parsed.model + "' does not exist; this server serves '" +
+                              config.served_model_name + "'",
+                          "model_not_found");
+  }
+  int64_t n_tokens = 0;
+  Result<json> body = err ? Result<json>(json()) : s->embedder->respond(parsed, config.served_model_name, &n_tokens);
+  if (!err && !body.is_ok()) err = api_error_from_status(body.status());
+  if (err) {
+    reply_error(ch, tenant, *err);
+    add_live(-1);
+    return;
+  }
+  HttpResponse r;
+  r.body = dump_json(*body);
+  ch->respond(std::move(r));
+  RequestRecord rec;
+  rec.tenant = tenants.tenant(tenant).name;
+  rec.http_status = 200;
+  rec.prompt_tokens = n_tokens;
+  rec.e2e_s = std::chrono::duration<double>(Clock::now() - arrival).count();
+  rec.finished = true;
+  metrics.record(rec);
+  spdlog::info("POST /v1/embeddings 200 tenant={} in={} inputs={} e2e_ms={:.1f}", rec.tenant, n_tokens,
+               parsed.inputs.size(), rec.e2e_s * 1000);
+  add_live(-1);
 }
 
 void ApiServer::State::add_live(int64_t n) {
@@ -442,6 +515,7 @@ HttpResponse ApiServer::State::models() const {
                       {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
                       {"kv_block_size", ec.block_size},
                       {"kv_blocks", s->engine->n_kv_blocks()},
+                      {"embedding_width", s->embedder->width()},
                       {"version", version()},
                       {"revision", git_revision()},
                       {"config", effective_config()}}}});

@@ -2,6 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <functional>
+
+#include "server/grammar_constraint.h"
+
 namespace ladder::server {
 
 namespace {
@@ -16,7 +21,12 @@ WriterOptions writer_options(const GenerationPlan& plan) {
   WriterOptions o;
   o.stream = plan.stream;
   o.shape = plan.shape;
-  if (plan.reasoning) o.reasoning.emplace(*plan.reasoning, plan.reasoning_starts_inside);
+  o.n = plan.n;
+  o.reasoning = plan.reasoning;
+  o.reasoning_starts_inside = plan.reasoning_starts_inside;
+  o.tool_format = plan.tool_format;
+  // Call ids must not repeat across requests; the response id is random.
+  o.tool_id_seed = std::hash<std::string>{}(plan.meta.id);
   return o;
 }
 
@@ -26,34 +36,56 @@ Exchange::Exchange(GenerationPlan plan, std::shared_ptr<ResponseChannel> channel
     : plan_(std::move(plan)),
       channel_(std::move(channel)),
       services_(services),
-      writer_(*services.tokenizer, plan_.meta, writer_options(plan_), channel_) {}
+      writer_(*services.tokenizer, plan_.meta, writer_options(plan_), channel_),
+      ends_(static_cast<size_t>(plan_.n)) {}
+
+std::optional<ApiError> Exchange::submit(int32_t index) {
+  engine::Request r = plan_.request;
+  if (plan_.grammar) r.constraint = std::make_shared<GrammarConstraint>(plan_.grammar);
+  // Seeded choices differ from each other and repeat across runs.
+  if (r.sampling.seed) *r.sampling.seed += static_cast<uint64_t>(index);
+  auto submitted = services_.engine->submit(std::move(r));
+  if (!submitted.is_ok()) return api_error_from_status(submitted.status());
+  bool gone = false;
+  {
+    std::lock_guard lock(mu_);
+    engine_ids_.push_back(submitted->id);
+    gone = client_gone_;
+  }
+  if (gone) services_.engine->cancel(submitted->id);
+  std::weak_ptr<Exchange> weak = weak_from_this();
+  services_.pump->add(submitted->stream, [weak, index](const engine::StreamEvent& ev) {
+    if (auto self = weak.lock()) self->on_event(index, ev);
+  });
+  return std::nullopt;
+}
 
 void Exchange::start() {
   std::weak_ptr<Exchange> weak = weak_from_this();
   channel_->on_end([weak](Delivery how) {
     if (auto self = weak.lock()) self->on_delivery(how);
   });
-  auto submitted = services_.engine->submit(plan_.request);
-  if (!submitted.is_ok()) {
-    const ApiError e = api_error_from_status(submitted.status());
-    writer_.fail(e);
+  if (auto refused = submit(0)) {
+    failure_ = *refused;
+    writer_.fail(*refused);
     RequestRecord rec;
     rec.tenant = services_.tenants->tenant(plan_.tenant).name;
-    rec.http_status = e.http_status;
-    rec.rejected_early = e.http_status == 429;
+    rec.http_status = refused->http_status;
+    rec.rejected_early = refused->http_status == 429;
     finish_engine(std::move(rec));
-    return;
   }
-  bool gone = false;
-  {
-    std::lock_guard lock(mu_);
-    engine_id_ = submitted->id;
-    gone = client_gone_;
+}
+
+bool Exchange::submit_rest() {
+  rest_submitted_ = true;
+  for (int32_t i = 1; i < plan_.n; ++i) {
+    if (auto refused = submit(i)) {
+      // The choices that did start are cancelled; their ends settle the exchange.
+      fail(*refused);
+      return false;
+    }
   }
-  if (gone) services_.engine->cancel(submitted->id);
-  services_.pump->add(submitted->stream, [weak](const engine::StreamEvent& ev) {
-    if (auto self = weak.lock()) self->on_event(ev);
-  });
+  return true;
 }
 
 void Exchange::abandon() {
@@ -71,76 +103,118 @@ void Exchange::abandon() {
 }
 
 void Exchange::on_delivery(Delivery how) {
-  std::optional<engine::RequestId> cancel;
+  std::vector<engine::RequestId> cancel;
   {
     std::lock_guard lock(mu_);
     delivery_ = how;
     if (how == Delivery::kClientGone) {
       client_gone_ = true;
-      if (!record_) cancel = engine_id_;
+      if (!record_) cancel = engine_ids_;
     }
   }
-  if (cancel) services_.engine->cancel(*cancel);
+  for (engine::RequestId id : cancel) services_.engine->cancel(id);
   settle_if_done();
 }
 
-void Exchange::on_event(const engine::StreamEvent& ev) {
+void Exchange::fail(const ApiError& error) {
+  if (failure_) return;
+  failure_ = error;
+  writer_.fail(error);
+  std::vector<engine::RequestId> ids;
+  {
+    std::lock_guard lock(mu_);
+    ids = engine_ids_;
+  }
+  // Cancelling a finished request is a no-op.
+  for (engine::RequestId id : ids) services_.engine->cancel(id);
+}
+
+void Exchange::on_event(int32_t index, const engine::StreamEvent& ev) {
   if (ev.kind == engine::StreamEvent::Kind::kToken) {
-    writer_.on_token(ev);
+    writer_.on_token(index, ev);
+    if (index == 0 && !rest_submitted_ && plan_.n > 1 && !failure_) submit_rest();
     return;
   }
-  // kFinished: the last event of this stream.
-  const engine::RequestTimings& t = ev.timings;
-  const int64_t n_tokens = ev.usage.completion_tokens;
-  ServerTimings timings;
-  timings.tenant = services_.tenants->tenant(plan_.tenant).name;
-  timings.prompt_tokens = ev.usage.prompt_tokens;
-  timings.cached_tokens = ev.usage.cached_prompt_tokens;
-  timings.preemptions = ev.n_preemptions;
-  Clock::time_point last = t.finished.value_or(Clock::now());
-  if (!t.token_times.empty()) last = t.token_times.back();
-  if (t.prefill_start) timings.queued_ms = ms_between(plan_.arrival, *t.prefill_start);
-  if (t.first_token) {
-    timings.ttft_ms = ms_between(plan_.arrival, *t.first_token);
-    timings.decode_ms = ms_between(*t.first_token, last);
-  }
-  timings.e2e_ms = ms_between(plan_.arrival, last);
-
-  RequestRecord rec;
-  rec.tenant = timings.tenant;
-  rec.prompt_tokens = ev.usage.prompt_tokens;
-  rec.completion_tokens = n_tokens;
-  rec.cached_tokens = ev.usage.cached_prompt_tokens;
-  rec.queued_s = timings.queued_ms / 1000.0;
-  if (t.first_token) rec.ttft_s = timings.ttft_ms / 1000.0;
-  rec.e2e_s = timings.e2e_ms / 1000.0;
-  for (size_t i = 1; i < t.token_times.size(); ++i) {
-    rec.itl_s.push_back(ms_between(t.token_times[i - 1], t.token_times[i]) / 1000.0);
-  }
-
+  // kFinished: the last event of this choice's stream.
+  ends_[static_cast<size_t>(index)] = ev;
   const bool finished = ev.finish == engine::FinishReason::kStop || ev.finish == engine::FinishReason::kLength;
   if (finished) {
-    writer_.finish(ev, ev.finish == engine::FinishReason::kLength ? "length" : "stop", timings);
-    rec.http_status = 200;
-    const TenantConfig& tenant = services_.tenants->tenant(plan_.tenant);
-    bool met = t.first_token.has_value();
-    if (met && plan_.request.scheduling.deadline != Clock::time_point::max()) {
-      met = *t.first_token <= plan_.request.scheduling.deadline;
+    writer_.finish_choice(index, ev, ev.finish == engine::FinishReason::kLength ? "length" : "stop");
+    if (index == 0 && !rest_submitted_ && plan_.n > 1 && !failure_) submit_rest();
+  } else {
+    // Cancelled (the client went away, the drain's grace ran out, or another
+    // choice failed) or failed.
+    fail(ev.finish == engine::FinishReason::kError
+             ? api_error_from_status(ev.status.is_ok() ? internal_error("engine error") : ev.status)
+             : unavailable("the server shut down before the request finished", "server_draining"));
+  }
+  size_t submitted = 0;
+  {
+    std::lock_guard lock(mu_);
+    submitted = engine_ids_.size();
+  }
+  size_t ended = 0;
+  for (const auto& e : ends_) ended += e.has_value() ? 1 : 0;
+  const bool all_submitted = plan_.n == 1 || rest_submitted_;
+  if (ended == submitted && (all_submitted || failure_)) finish_choices();
+}
+
+void Exchange::finish_choices() {
+  // The request as one: prompt once, every choice's output, the first token
+  // of any choice, the last token of all.
+  const TenantConfig& tenant = services_.tenants->tenant(plan_.tenant);
+  ServerTimings timings;
+  timings.tenant = tenant.name;
+  RequestRecord rec;
+  rec.tenant = tenant.name;
+  std::optional<Clock::time_point> first, prefill_start;
+  Clock::time_point last = plan_.arrival;
+  bool tpot_met = true;
+  for (const auto& end : ends_) {
+    if (!end) continue;
+    const engine::RequestTimings& t = end->timings;
+    timings.prompt_tokens = end->usage.prompt_tokens;
+    timings.cached_tokens = std::max(timings.cached_tokens, end->usage.cached_prompt_tokens);
+    timings.preemptions += end->n_preemptions;
+    rec.completion_tokens += end->usage.completion_tokens;
+    if (t.prefill_start && (!prefill_start || *t.prefill_start < *prefill_start)) prefill_start = t.prefill_start;
+    if (t.first_token && (!first || *t.first_token < *first)) first = t.first_token;
+    Clock::time_point end_time = t.finished.value_or(Clock::now());
+    if (!t.token_times.empty()) end_time = t.token_times.back();
+    last = std::max(last, end_time);
+    for (size_t i = 1; i < t.token_times.size(); ++i) {
+      rec.itl_s.push_back(ms_between(t.token_times[i - 1], t.token_times[i]) / 1000.0);
     }
-    if (met && tenant.slo.tpot_ms > 0 && n_tokens > 1) {
-      met = timings.decode_ms / static_cast<double>(n_tokens - 1) <= tenant.slo.tpot_ms;
+    const int64_t n_tokens = end->usage.completion_tokens;
+    if (tenant.slo.tpot_ms > 0 && n_tokens > 1 && t.first_token) {
+      tpot_met = tpot_met && ms_between(*t.first_token, end_time) / static_cast<double>(n_tokens - 1) <=
+                                 tenant.slo.tpot_ms;
+    }
+  }
+  if (prefill_start) timings.queued_ms = ms_between(plan_.arrival, *prefill_start);
+  if (first) {
+    timings.ttft_ms = ms_between(plan_.arrival, *first);
+    timings.decode_ms = ms_between(*first, last);
+  }
+  timings.e2e_ms = ms_between(plan_.arrival, last);
+  rec.prompt_tokens = timings.prompt_tokens;
+  rec.cached_tokens = timings.cached_tokens;
+  rec.queued_s = timings.queued_ms / 1000.0;
+  if (first) rec.ttft_s = timings.ttft_ms / 1000.0;
+  rec.e2e_s = timings.e2e_ms / 1000.0;
+
+  if (!failure_) {
+    writer_.finish(UsageInfo{timings.prompt_tokens, rec.completion_tokens, timings.cached_tokens}, timings);
+    rec.http_status = 200;
+    bool met = first.has_value() && tpot_met;
+    if (met && plan_.request.scheduling.deadline != Clock::time_point::max()) {
+      met = *first <= plan_.request.scheduling.deadline;
     }
     rec.slo_met = met;
     rec.finished = true;
   } else {
-    // Cancelled (the client went away, or the drain's grace ran out) or failed.
-    const ApiError e =
-        ev.finish == engine::FinishReason::kError
-            ? api_error_from_status(ev.status.is_ok() ? internal_error("engine error") : ev.status)
-            : unavailable("the server shut down before the request finished", "server_draining");
-    writer_.fail(e);
-    rec.http_status = e.http_status;
-    rec.rejected_early = e.http_status == 429 && !t.first_token;
+    rec.http_status = failure_->http_status;
+    rec.rejected_early = failure_->http_status == 429 && !first;
   }
   finish_engine(std::move(rec));
 }

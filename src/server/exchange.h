@@ -6,6 +6,12 @@
 // success; and a client that goes away first cancels the engine request,
 // which frees its KV blocks.
 //
+// A request for n choices is n engine requests: the first is submitted at
+// once, the others when it has sampled its first token, so that they find
+// the prompt's blocks in the prefix cache instead of computing them again.
+// If one choice fails, the others are cancelled and the response is an
+// error.
+//
 // The server's registry owns each exchange until it is settled; the engine
 // stream and the connection refer to it weakly, so no cycle through the
 // connection keeps one alive.
@@ -52,8 +58,19 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void abandon();
 
  private:
-  void on_event(const engine::StreamEvent& event);
+  // One engine request for choice `index`; nullopt or the refusal.
+  std::optional<ApiError> submit(int32_t index);
+  // The choices after the first; false when one could not be submitted
+  // (the exchange has failed then).
+  bool submit_rest();
+  void on_event(int32_t index, const engine::StreamEvent& event);
   void on_delivery(Delivery how);
+  // The first failure ends the response with its error and cancels the
+  // other choices.
+  void fail(const ApiError& error);
+  // Every submitted choice has ended: the response ends and the request's
+  // engine part is recorded.
+  void finish_choices();
   void finish_engine(RequestRecord record);
   void settle_if_done();
 
@@ -62,8 +79,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   const ExchangeServices& services_;
   ResponseWriter writer_;  // stream pump thread (or start() before the stream exists)
 
+  // Pump thread only.
+  std::vector<std::optional<engine::StreamEvent>> ends_;  // [n] each choice's final event
+  std::optional<ApiError> failure_;
+  bool rest_submitted_ = false;
+
   std::mutex mu_;
-  std::optional<engine::RequestId> engine_id_;
+  std::vector<engine::RequestId> engine_ids_;  // of the choices submitted, unfinished ones included
   bool client_gone_ = false;
   std::optional<Delivery> delivery_;
   std::optional<RequestRecord> record_;  // set when the engine's part ended

@@ -1,6 +1,8 @@
 #include "server/openai_request.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <set>
 
@@ -128,8 +130,8 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
   LADDER_API_TRY(f.string("user", &o->user));
   LADDER_API_TRY(f.string("safety_identifier", &o->user));
   int64_t n = 1;
-  LADDER_API_TRY(f.integer("n", 1, std::numeric_limits<int64_t>::max(), &n));
-  if (n != 1) return invalid_field("n", "only n = 1 is supported; send separate requests for more choices");
+  LADDER_API_TRY(f.integer("n", 1, kMaxChoices, &n));
+  o->n = static_cast<int32_t>(n);
 
   const int64_t kMaxTokensCap = 1 << 30;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
@@ -148,6 +150,66 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
   LADDER_API_TRY(f.number("presence_penalty", -2.0, 2.0, &s.presence_penalty));
   LADDER_API_TRY(f.number("frequency_penalty", -2.0, 2.0, &s.frequency_penalty));
   LADDER_API_TRY(f.number("repetition_penalty", 0.01, 100.0, &s.repetition_penalty));
+  if (const json* bias = f.find("logit_bias")) {
+    if (!bias->is_object()) return invalid_field("logit_bias", "'logit_bias' must be an object of token id -> bias");
+    if (bias->size() > kMaxLogitBiasEntries) {
+      return invalid_field("logit_bias", "'logit_bias' may name at most " + std::to_string(kMaxLogitBiasEntries) +
+                                             " tokens");
+    }
+    for (auto it = bias->begin(); it != bias->end(); ++it) {
+      const std::string& key = it.key();
+      char* end = nullptr;
+      errno = 0;
+      const long long id = key.empty() ? -1 : std::strtoll(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || errno != 0 || id < 0 || id > std::numeric_limits<int32_t>::max()) {
+        return invalid_field("logit_bias", "'logit_bias' keys must be token ids, got '" + key + "'");
+      }
+      if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < -100 ||
+          it->get<double>() > 100) {
+        return invalid_field("logit_bias", "'logit_bias' values must be numbers in [-100, 100]");
+      }
+      s.logit_bias.emplace_back(static_cast<int32_t>(id), it->get<float>());
+    }
+  }
+  if (const json* rf = f.find("response_format")) {
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
+      return invalid_field("response_format", "'response_format' must be an object with a 'type'");
+    }
+    Fields rff(*rf);
+    std::string type;
+    LADDER_API_TRY(rff.string("type", &type));
+    if (type == "text") {
+      o->response_format.kind = ResponseFormat::Kind::kText;
+    } else if (type == "json_object") {
+      o->response_format.kind = ResponseFormat::Kind::kJsonObject;
+    } else if (type == "json_schema") {
+      const json* js = rff.find("json_schema");
+      if (js == nullptr || !js->is_object()) {
+        return invalid_field("response_format.json_schema", "'json_schema' must be an object with a 'schema'");
+      }
+      Fields jf(*js);
+      std::string name;
+      LADDER_API_TRY(jf.string("name", &name));
+      std::string description;
+      LADDER_API_TRY(jf.string("description", &description));
+      bool strict = false;  // the output is always held to the schema
+      LADDER_API_TRY(jf.boolean("strict", &strict));
+      const json* schema = jf.find("schema");
+      if (schema == nullptr) {
+        return invalid_field("response_format.json_schema.schema", "'json_schema.schema' is required");
+      }
+      if (!schema->is_object() && !schema->is_boolean()) {
+        return invalid_field("response_format.json_schema.schema", "'json_schema.schema' must be a JSON Schema object");
+      }
+      if (auto e = jf.leftovers("response_format.json_schema")) return e;
+      o->response_format.kind = ResponseFormat::Kind::kJsonSchema;
+      o->response_format.schema = *schema;
+    } else {
+      return invalid_field("response_format.type",
+                           "'response_format.type' must be 'text', 'json_object' or 'json_schema', got '" + type + "'");
+    }
+    if (auto e = rff.leftovers("response_format")) return e;
+  }
   if (const json* seed = f.find("seed")) {
     if (!seed->is_number_integer()) return invalid_field("seed", "'seed' must be an integer");
     s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
@@ -223,12 +285,7 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
 // Keys the OpenAI API defines that Ladder does not honour yet: refused with
 // the reason, before the generic "unsupported parameter".
 std::optional<ApiError> refuse_unsupported(Fields& f, bool chat) {
-  LADDER_API_TRY(f.refused("logit_bias", "'logit_bias' is not supported"));
   if (chat) {
-    LADDER_API_TRY(f.refused("response_format", "'response_format' is not supported"));
-    LADDER_API_TRY(f.refused("tools", "'tools' is not supported"));
-    LADDER_API_TRY(f.refused("tool_choice", "'tool_choice' is not supported"));
-    LADDER_API_TRY(f.refused("parallel_tool_calls", "'parallel_tool_calls' needs 'tools', which is not supported"));
     LADDER_API_TRY(f.refused("functions", "'functions' is deprecated and not supported; use 'tools'"));
     LADDER_API_TRY(f.refused("function_call", "'function_call' is deprecated and not supported; use 'tool_choice'"));
     LADDER_API_TRY(f.refused("audio", "audio output is not supported"));
@@ -270,6 +327,46 @@ std::optional<ApiError> check_content(const json& m, const std::string& where, b
     return std::nullopt;
   }
   return invalid_field(where + ".content", where + ".content must be a string or a list of text parts");
+}
+
+// tools, tool_choice, parallel_tool_calls. The tools' shape is checked where
+// they are compiled (grammar::parse_openai_tools); here only what the
+// request's other fields need.
+std::optional<ApiError> parse_tools(Fields& f, ChatRequest* out) {
+  const json* tools = f.find("tools");
+  if (tools != nullptr) {
+    if (!tools->is_array()) return invalid_field("tools", "'tools' must be a list");
+    if (!tools->empty()) out->tools = *tools;
+  }
+  if (const json* choice = f.find("tool_choice")) {
+    ToolChoice& c = out->tool_choice;
+    if (choice->is_string()) {
+      const std::string v = choice->get<std::string>();
+      if (v == "auto") {
+        c.kind = ToolChoice::Kind::kAuto;
+      } else if (v == "none") {
+        c.kind = ToolChoice::Kind::kNone;
+      } else if (v == "required") {
+        c.kind = ToolChoice::Kind::kRequired;
+      } else {
+        return invalid_field("tool_choice", "'tool_choice' must be 'auto', 'none', 'required' or a function, got '" +
+                                                v + "'");
+      }
+    } else if (choice->is_object() && choice->value("type", "") == "function" && choice->contains("function") &&
+               (*choice)["function"].is_object() && (*choice)["function"].contains("name") &&
+               (*choice)["function"]["name"].is_string()) {
+      c.kind = ToolChoice::Kind::kFunction;
+      c.function = (*choice)["function"]["name"].get<std::string>();
+    } else {
+      return invalid_field("tool_choice", "'tool_choice' must be 'auto', 'none', 'required' or "
+                                          "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    if (!out->tools && c.kind != ToolChoice::Kind::kNone) {
+      return invalid_field("tool_choice", "'tool_choice' needs 'tools'");
+    }
+  }
+  LADDER_API_TRY(f.boolean("parallel_tool_calls", &out->parallel_tool_calls));
+  return std::nullopt;
 }
 
 }  // namespace
@@ -338,8 +435,80 @@ std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest* o
     if (!kw->is_object()) return invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     out->template_kwargs = *kw;
   }
+  LADDER_API_TRY(parse_tools(f, out));
   LADDER_API_TRY(parse_options(f, /*chat=*/true, &out->options));
   LADDER_API_TRY(refuse_unsupported(f, /*chat=*/true));
+  if (out->tools && out->tool_choice.kind != ToolChoice::Kind::kNone && out->tool_choice.kind != ToolChoice::Kind::kAuto &&
+      out->options.response_format.kind != ResponseFormat::Kind::kText) {
+    return invalid_field("response_format", "a forced tool call ('tool_choice') and a 'response_format' cannot both "
+                                            "constrain the output");
+  }
+  return f.leftovers("");
+}
+
+namespace {
+
+// One token-id input: a list of integers in [0, 2^31).
+std::optional<ApiError> token_list(const json& v, std::vector<int32_t>* out) {
+  for (const auto& e : v) {
+    if (!e.is_number_integer() || (e.is_number_integer() && !e.is_number_unsigned() && e.get<int64_t>() < 0) ||
+        (e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))) {
+      return invalid_field("input", "token-id inputs must be lists of non-negative integers");
+    }
+    out->push_back(static_cast<int32_t>(e.get<int64_t>()));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_embeddings_request(std::string_view body, EmbeddingsRequest* out) {
+  json doc;
+  LADDER_API_TRY(parse_body(body, &doc));
+  Fields f(doc);
+  LADDER_API_TRY(f.string("model", &out->model));
+  LADDER_API_TRY(f.string("user", &out->user));
+  const json* input = f.find("input");
+  if (input == nullptr) return invalid_field("input", "'input' is required");
+  using Input = EmbeddingsRequest::Input;
+  if (input->is_string()) {
+    out->inputs.push_back(Input{input->get<std::string>(), std::nullopt});
+  } else if (input->is_array() && !input->empty() && (*input)[0].is_number()) {
+    Input one;
+    one.tokens.emplace();
+    LADDER_API_TRY(token_list(*input, &*one.tokens));
+    out->inputs.push_back(std::move(one));
+  } else if (input->is_array() && !input->empty()) {
+    for (const auto& e : *input) {
+      if (e.is_string()) {
+        out->inputs.push_back(Input{e.get<std::string>(), std::nullopt});
+      } else if (e.is_array() && !e.empty()) {
+        Input one;
+        one.tokens.emplace();
+        LADDER_API_TRY(token_list(e, &*one.tokens));
+        out->inputs.push_back(std::move(one));
+      } else {
+        return invalid_field("input", "'input' lists must hold strings or non-empty lists of token ids");
+      }
+    }
+  } else {
+    return invalid_field("input", "'input' must be a string, a list of strings, or token ids");
+  }
+  if (out->inputs.size() > kMaxEmbeddingInputs) {
+    return invalid_field("input", "at most " + std::to_string(kMaxEmbeddingInputs) + " inputs per request");
+  }
+  for (const Input& in : out->inputs) {
+    if (!in.tokens && in.text.empty()) return invalid_field("input", "inputs must not be empty");
+  }
+  std::string format = "float";
+  LADDER_API_TRY(f.string("encoding_format", &format));
+  if (format != "float" && format != "base64") {
+    return invalid_field("encoding_format", "'encoding_format' must be 'float' or 'base64'");
+  }
+  out->base64 = format == "base64";
+  int64_t dims = -1;
+  LADDER_API_TRY(f.integer("dimensions", 1, 1 << 20, &dims));
+  if (dims > 0) out->dimensions = dims;
   return f.leftovers("");
 }
 

@@ -63,21 +63,47 @@ json logprobs_json(ApiKind kind, const std::vector<TokenLogprobEntry>& entries, 
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", offsets}};
 }
 
-json chat_role_chunk(const ResponseMeta& meta, const ResponseShape& shape) {
+json chat_role_chunk(const ResponseMeta& meta, const ResponseShape& shape, int32_t index) {
   json c = base(meta, "chat.completion.chunk");
-  c["choices"] = json::array(
-      {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+  c["choices"] = json::array({{{"index", index},
+                               {"delta", {{"role", "assistant"}, {"content", ""}}},
+                               {"logprobs", nullptr},
+                               {"finish_reason", nullptr}}});
   if (shape.include_usage) c["usage"] = nullptr;
   return c;
 }
 
-json delta_chunk(const ResponseMeta& meta, const ChoiceDelta& delta, const ResponseShape& shape, size_t text_offset) {
+namespace {
+
+// OpenAI's streamed tool call: the first delta of a call names it (id, type,
+// function.name, empty arguments); later ones carry argument fragments.
+json tool_call_deltas_json(const std::vector<grammar::ToolCallDelta>& deltas) {
+  json calls = json::array();
+  for (const grammar::ToolCallDelta& d : deltas) {
+    json call = {{"index", d.index}};
+    if (!d.id.empty()) {
+      call["id"] = d.id;
+      call["type"] = "function";
+      call["function"] = {{"name", d.name}, {"arguments", d.arguments}};
+    } else {
+      call["function"] = {{"arguments", d.arguments}};
+    }
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
+
+}  // namespace
+
+json delta_chunk(const ResponseMeta& meta, const ChoiceDelta& delta, const ResponseShape& shape, size_t text_offset,
+                 int32_t index) {
   json c = base(meta, chunk_object(meta.kind));
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   if (meta.kind == ApiKind::kChat) {
     json d = json::object();
     if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
-    if (!delta.content.empty() || delta.reasoning.empty()) d["content"] = delta.content;
+    if (!delta.content.empty() || (delta.reasoning.empty() && delta.tool_calls.empty())) d["content"] = delta.content;
+    if (!delta.tool_calls.empty()) d["tool_calls"] = tool_call_deltas_json(delta.tool_calls);
     choice["delta"] = std::move(d);
   } else {
     choice["text"] = delta.content;
@@ -89,10 +115,10 @@ json delta_chunk(const ResponseMeta& meta, const ChoiceDelta& delta, const Respo
   return c;
 }
 
-json final_chunk(const ResponseMeta& meta, const std::string& finish_reason, const ServerTimings& timings,
-                 const ResponseShape& shape) {
+json final_chunk(const ResponseMeta& meta, const std::string& finish_reason, const ServerTimings* timings,
+                 const ResponseShape& shape, int32_t index) {
   json c = base(meta, chunk_object(meta.kind));
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+  json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
   if (meta.kind == ApiKind::kChat) {
     choice["delta"] = json::object();
   } else {
@@ -100,7 +126,7 @@ json final_chunk(const ResponseMeta& meta, const std::string& finish_reason, con
   }
   c["choices"] = json::array({choice});
   if (shape.include_usage) c["usage"] = nullptr;
-  c["ladder"] = timings_json(timings);
+  if (timings != nullptr) c["ladder"] = timings_json(*timings);
   return c;
 }
 
@@ -111,21 +137,35 @@ json usage_chunk(const ResponseMeta& meta, const UsageInfo& usage) {
   return c;
 }
 
-json full_response(const ResponseMeta& meta, const ChoiceDelta& result, const std::string& finish_reason,
-                   const ResponseShape& shape, const UsageInfo& usage, const ServerTimings& timings) {
-  bool chat = meta.kind == ApiKind::kChat;
+json full_response(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, const ResponseShape& shape,
+                   const UsageInfo& usage, const ServerTimings& timings) {
+  const bool chat = meta.kind == ApiKind::kChat;
   json r = base(meta, chat ? "chat.completion" : "text_completion");
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
-  if (chat) {
-    json message = {{"role", "assistant"}, {"content", result.content}};
-    if (!result.reasoning.empty()) message["reasoning_content"] = result.reasoning;
-    choice["message"] = std::move(message);
-  } else {
-    choice["text"] = result.content;
+  json list = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& result = choices[i];
+    json choice = {{"index", i}, {"logprobs", nullptr}, {"finish_reason", result.finish_reason}};
+    if (chat) {
+      json message = {{"role", "assistant"}, {"content", result.text.content}};
+      if (!result.text.reasoning.empty()) message["reasoning_content"] = result.text.reasoning;
+      if (!result.tool_calls.empty()) {
+        json calls = json::array();
+        for (const grammar::ToolCall& call : result.tool_calls) {
+          calls.push_back(
+              {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        }
+        message["tool_calls"] = std::move(calls);
+        if (result.text.content.empty()) message["content"] = nullptr;
+      }
+      choice["message"] = std::move(message);
+    } else {
+      choice["text"] = result.text.content;
+    }
+    if (shape.logprobs) choice["logprobs"] = logprobs_json(meta.kind, result.text.logprobs, 0);
+    if (shape.token_ids) choice["token_ids"] = result.text.token_ids;
+    list.push_back(std::move(choice));
   }
-  if (shape.logprobs) choice["logprobs"] = logprobs_json(meta.kind, result.logprobs, 0);
-  if (shape.token_ids) choice["token_ids"] = result.token_ids;
-  r["choices"] = json::array({choice});
+  r["choices"] = std::move(list);
   r["usage"] = usage_json(usage);
   r["ladder"] = timings_json(timings);
   return r;

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grammar/tool_call_parser.h"
+
 namespace ladder::server {
 
 enum class ApiKind { kCompletion, kChat };
@@ -52,7 +54,17 @@ struct ChoiceDelta {
   std::string reasoning;  // thinking text (chat: reasoning_content)
   std::vector<TokenLogprobEntry> logprobs;
   std::vector<int32_t> token_ids;
-  bool empty() const { return content.empty() && reasoning.empty() && logprobs.empty() && token_ids.empty(); }
+  std::vector<grammar::ToolCallDelta> tool_calls;  // streaming: headers and argument fragments
+  bool empty() const {
+    return content.empty() && reasoning.empty() && logprobs.empty() && token_ids.empty() && tool_calls.empty();
+  }
+};
+
+// One finished choice of a whole (non-streaming) response.
+struct ChoiceResult {
+  ChoiceDelta text;                          // content, reasoning, logprobs, token ids
+  std::vector<grammar::ToolCall> tool_calls;  // parsed out of the content
+  std::string finish_reason;
 };
 
 // Which optional parts a response carries.
@@ -74,16 +86,17 @@ std::string sse_data(const nlohmann::json& chunk);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 std::string dump_json(const nlohmann::json& doc);
 
-// Streaming chunks.
-nlohmann::json chat_role_chunk(const ResponseMeta& meta, const ResponseShape& shape);
+// Streaming chunks, each for choice `index`. The final chunk of the last
+// choice carries the server timings (timings null on the others).
+nlohmann::json chat_role_chunk(const ResponseMeta& meta, const ResponseShape& shape, int32_t index);
 nlohmann::json delta_chunk(const ResponseMeta& meta, const ChoiceDelta& delta, const ResponseShape& shape,
-                           size_t text_offset);
-nlohmann::json final_chunk(const ResponseMeta& meta, const std::string& finish_reason, const ServerTimings& timings,
-                           const ResponseShape& shape);
+                           size_t text_offset, int32_t index);
+nlohmann::json final_chunk(const ResponseMeta& meta, const std::string& finish_reason, const ServerTimings* timings,
+                           const ResponseShape& shape, int32_t index);
 nlohmann::json usage_chunk(const ResponseMeta& meta, const UsageInfo& usage);
 
-// A whole (non-streaming) response.
-nlohmann::json full_response(const ResponseMeta& meta, const ChoiceDelta& choice, const std::string& finish_reason,
+// A whole (non-streaming) response; choices in index order.
+nlohmann::json full_response(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                              const ResponseShape& shape, const UsageInfo& usage, const ServerTimings& timings);
 
 }  // namespace ladder::server

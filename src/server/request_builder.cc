@@ -7,6 +7,8 @@
 #include <cstdlib>
 
 #include "common/check.h"
+#include "grammar/json_schema.h"
+#include "grammar/tool_call_grammar.h"
 #include "server/openai_request.h"
 
 namespace ladder::server {
@@ -29,6 +31,29 @@ RequestBuilder::RequestBuilder(Model model) : model_(std::move(model)) {
     max_token_bytes_ = std::max(max_token_bytes_, model_.tokenizer->token_piece(id).size());
   }
   reasoning_ = reasoning_markers_of_template(model_.chat_template->source());
+  if (model_.vocabulary != nullptr) {
+    // Markers the vocabulary holds as special tokens would write no text;
+    // the tool-call parser needs to see them.
+    for (const std::string& marker : grammar::tool_call_markers(model_.tool_format)) {
+      const int32_t id = model_.vocabulary->find_token(marker);
+      if (id >= 0 && model_.vocabulary->is_special(id)) tool_markers_.push_back(id);
+    }
+  }
+}
+
+std::optional<ApiError> RequestBuilder::compile(const std::string& gbnf, const char* param,
+                                                GenerationPlan* plan) const {
+  if (model_.grammars == nullptr || model_.vocabulary == nullptr) {
+    return invalid_field(param, std::string("'") + param + "' needs a grammar, which this server cannot build");
+  }
+  if (!model_.vocabulary->covers_all_bytes()) {
+    return invalid_field(param, std::string("this model's vocabulary cannot spell every byte, so '") + param +
+                                    "' cannot be enforced");
+  }
+  auto compiled = model_.grammars->get(gbnf);
+  if (!compiled.is_ok()) return api_error_from_status(compiled.status(), param);
+  plan->grammar = *compiled;
+  return std::nullopt;
 }
 
 std::optional<ApiError> RequestBuilder::check_prompt_bytes(size_t bytes, const char* param) const {
@@ -73,10 +98,28 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
     ChatRequest c;
     if (auto err = parse_chat_request(http.body, &c)) return err;
     options = std::move(c.options);
+    if (c.tools) {
+      auto tools = grammar::parse_openai_tools(*c.tools);
+      if (!tools.is_ok()) return api_error_from_status(tools.status(), "tools");
+      using Kind = ToolChoice::Kind;
+      if (c.tool_choice.kind != Kind::kNone) {
+        plan.tool_format = model_.tool_format;
+        r.shown_special_tokens = tool_markers_;
+      }
+      if (c.tool_choice.kind == Kind::kRequired || c.tool_choice.kind == Kind::kFunction) {
+        grammar::ToolGrammarOptions go;
+        go.format = model_.tool_format;
+        go.function = c.tool_choice.function;
+        go.parallel = c.parallel_tool_calls;
+        auto gbnf = grammar::tool_call_gbnf(*tools, go, model_.vocabulary);
+        if (!gbnf.is_ok()) return api_error_from_status(gbnf.status(), "tool_choice");
+        if (auto err = compile(*gbnf, "tool_choice", &plan)) return err;
+      }
+    }
     size_t content_bytes = 0;
     for (const auto& m : c.messages) content_bytes += m.dump().size();
     if (auto err = check_prompt_bytes(content_bytes, "messages")) return err;
-    auto input = tokenizer::ChatRenderInput::from_openai(c.messages);
+    auto input = tokenizer::ChatRenderInput::from_openai(c.messages, c.tools ? &*c.tools : nullptr);
     if (!input.is_ok()) return api_error_from_status(input.status(), "messages");
     tokenizer::ChatRenderInput& in = *input;
     in.add_generation_prompt = c.add_generation_prompt;
@@ -104,6 +147,18 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
   }
   if (r.prompt.empty()) return invalid_field(kind == ApiKind::kChat ? "messages" : "prompt", "the prompt is empty");
 
+  if (options.response_format.kind != ResponseFormat::Kind::kText) {
+    Result<std::string> gbnf = options.response_format.kind == ResponseFormat::Kind::kJsonObject
+                                   ? Result<std::string>(grammar::json_object_gbnf())
+                                   : grammar::json_schema_to_gbnf(options.response_format.schema);
+    if (!gbnf.is_ok()) return api_error_from_status(gbnf.status(), "response_format");
+    if (auto err = compile(*gbnf, "response_format", &plan)) return err;
+  }
+  if (plan.grammar && options.ignore_eos) {
+    return invalid_field("ignore_eos", "'ignore_eos' cannot be combined with a grammar (response_format or a forced "
+                                       "tool call): the grammar decides where the output ends");
+  }
+  plan.n = options.n;
   r.sampling = options.sampling;
   r.stop.max_tokens = options.max_tokens.value_or(0);
   r.stop.stop_strings = options.stop;

@@ -16,6 +16,9 @@
 #include <string>
 
 #include "engine/request.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_cache.h"
+#include "grammar/tool_call_format.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/openai_response.h"
@@ -35,6 +38,13 @@ struct GenerationPlan {
   ResponseShape shape;
   std::optional<ReasoningMarkers> reasoning;  // chat with a thinking template
   bool reasoning_starts_inside = false;       // the prompt opened it
+  int32_t n = 1;                              // choices, each its own engine request
+  // The grammar each choice's output must match (response_format, forced
+  // tool calls); null: free text. Each engine request gets its own matcher.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // Tool calls are parsed out of the output in this format (tools given and
+  // tool_choice not "none").
+  std::optional<grammar::ToolCallFormat> tool_format;
   int tenant = 0;
   std::string user;  // the client's opaque user id, for the access log
   std::chrono::steady_clock::time_point arrival;
@@ -48,6 +58,11 @@ class RequestBuilder {
     std::string served_model_name;
     std::string model_path;   // also accepted as the model name
     int64_t max_input_tokens = 0;  // the engine's bound, for the byte pre-check
+    // Compiled grammars for this vocabulary (response_format, tools); shared
+    // across requests, thread-safe.
+    grammar::GrammarCache* grammars = nullptr;
+    const grammar::TokenVocabulary* vocabulary = nullptr;
+    grammar::ToolCallFormat tool_format = grammar::ToolCallFormat::kHermes;
   };
   explicit RequestBuilder(Model model);
 
@@ -57,10 +72,13 @@ class RequestBuilder {
 
  private:
   std::optional<ApiError> check_prompt_bytes(size_t bytes, const char* param) const;
+  // The grammar text for a response_format, or for forced tool calls.
+  std::optional<ApiError> compile(const std::string& gbnf, const char* param, GenerationPlan* plan) const;
 
   Model model_;
   size_t max_token_bytes_ = 1;  // the longest token piece of the vocabulary
   std::optional<ReasoningMarkers> reasoning_;
+  std::vector<int32_t> tool_markers_;  // special tokens that mark tool calls in tool_format
 };
 
 // A response id: prefix + 24 hex digits from a cryptographic RNG (never a

@@ -1,19 +1,40 @@
 #include "server/response_writer.h"
 
+#include "common/check.h"
+
 namespace ladder::server {
 
 ResponseWriter::ResponseWriter(const tokenizer::Tokenizer& tokenizer, ResponseMeta meta, WriterOptions options,
                                std::shared_ptr<ResponseChannel> channel)
-    : tokenizer_(tokenizer), meta_(std::move(meta)), options_(std::move(options)), channel_(std::move(channel)) {}
+    : tokenizer_(tokenizer), meta_(std::move(meta)), options_(std::move(options)), channel_(std::move(channel)) {
+  LADDER_CHECK(options_.n >= 1, "a response has at least one choice");
+  choices_.resize(static_cast<size_t>(options_.n));
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Choice& c = choices_[i];
+    if (options_.reasoning) c.reasoning.emplace(*options_.reasoning, options_.reasoning_starts_inside);
+    if (options_.tool_format) c.tools.emplace(*options_.tool_format, options_.tool_id_seed + i);
+  }
+}
 
 void ResponseWriter::start_stream() {
   if (started_) return;
   started_ = true;
   channel_->start_stream(200, "text/event-stream", {{"X-Request-Id", meta_.id}});
-  if (meta_.kind == ApiKind::kChat) channel_->send(sse_data(chat_role_chunk(meta_, options_.shape)));
 }
 
-void ResponseWriter::on_token(const engine::StreamEvent& ev) {
+void ResponseWriter::send_delta(int32_t index, ChoiceDelta delta, size_t offset) {
+  start_stream();
+  Choice& c = choices_[static_cast<size_t>(index)];
+  if (meta_.kind == ApiKind::kChat && !c.role_sent) {
+    c.role_sent = true;
+    channel_->send(sse_data(chat_role_chunk(meta_, options_.shape, index)));
+  }
+  if (!delta.empty()) channel_->send(sse_data(delta_chunk(meta_, delta, options_.shape, offset, index)));
+}
+
+void ResponseWriter::on_token(int32_t index, const engine::StreamEvent& ev) {
+  if (ended_) return;
+  Choice& c = choices_.at(static_cast<size_t>(index));
   const engine::SampledToken& t = ev.token;
   if (options_.shape.logprobs) {
     TokenLogprobEntry e;
@@ -21,19 +42,20 @@ void ResponseWriter::on_token(const engine::StreamEvent& ev) {
     e.piece = std::string(tokenizer_.token_piece(t.token));
     e.logprob = t.logprob;
     for (const auto& alt : t.top) e.top.emplace_back(std::string(tokenizer_.token_piece(alt.token)), alt.logprob);
-    pending_.logprobs.push_back(std::move(e));
+    c.pending.logprobs.push_back(std::move(e));
   }
-  if (options_.shape.token_ids) pending_.token_ids.push_back(t.token);
-  emit(ev.text, /*flush_reasoning=*/false);
+  if (options_.shape.token_ids) c.pending.token_ids.push_back(t.token);
+  emit(index, ev.text, /*at_end=*/false);
 }
 
-void ResponseWriter::emit(const std::string& text, bool flush_reasoning) {
-  ChoiceDelta d = std::move(pending_);
-  pending_ = {};
-  if (options_.reasoning) {
-    ReasoningParser::Split s = options_.reasoning->feed(text);
-    if (flush_reasoning) {
-      ReasoningParser::Split rest = options_.reasoning->flush();
+void ResponseWriter::emit(int32_t index, const std::string& text, bool at_end) {
+  Choice& c = choices_[static_cast<size_t>(index)];
+  ChoiceDelta d = std::move(c.pending);
+  c.pending = {};
+  if (c.reasoning) {
+    ReasoningParser::Split s = c.reasoning->feed(text);
+    if (at_end) {
+      ReasoningParser::Split rest = c.reasoning->flush();
       s.reasoning += rest.reasoning;
       s.content += rest.content;
     }
@@ -42,53 +64,81 @@ void ResponseWriter::emit(const std::string& text, bool flush_reasoning) {
   } else {
     d.content = text;
   }
-  if (!d.content.empty()) answered_ = true;
-  const size_t offset = text_offset_;
-  text_offset_ += d.content.size();
+  if (c.tools) {
+    // The answer goes through the tool-call parser: calls come out as
+    // tool_calls, the rest (never a marker) as content.
+    grammar::ToolCallStreamDelta td = c.tools->push(d.content);
+    if (at_end) {
+      grammar::ToolCallStreamDelta rest = c.tools->finish();
+      td.content += rest.content;
+      for (auto& call : rest.tool_calls) td.tool_calls.push_back(std::move(call));
+    }
+    d.content = std::move(td.content);
+    d.tool_calls = std::move(td.tool_calls);
+  }
+  if (!d.content.empty() || !d.tool_calls.empty()) answered_ = true;
+  const size_t offset = c.text_offset;
+  c.text_offset += d.content.size();
   if (!options_.stream) {
-    body_.content += d.content;
-    body_.reasoning += d.reasoning;
-    for (auto& e : d.logprobs) body_.logprobs.push_back(std::move(e));
-    body_.token_ids.insert(body_.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
+    ChoiceDelta& body = c.result.text;
+    body.content += d.content;
+    body.reasoning += d.reasoning;
+    for (auto& e : d.logprobs) body.logprobs.push_back(std::move(e));
+    body.token_ids.insert(body.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
     return;
   }
   // Token ids and logprobs ride with the text they belong to; a token that
   // released no text yet waits (unless it is all there is to say).
-  if (d.content.empty() && d.reasoning.empty()) {
-    pending_ = std::move(d);
+  if (d.content.empty() && d.reasoning.empty() && d.tool_calls.empty() && !at_end) {
+    c.pending = std::move(d);
     return;
   }
-  start_stream();
-  channel_->send(sse_data(delta_chunk(meta_, d, options_.shape, offset)));
+  send_delta(index, std::move(d), offset);
 }
 
-void ResponseWriter::finish(const engine::StreamEvent& ev, const std::string& finish_reason,
-                            const ServerTimings& timings) {
-  emit(ev.text, /*flush_reasoning=*/true);
-  UsageInfo usage{ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_prompt_tokens};
+void ResponseWriter::finish_choice(int32_t index, const engine::StreamEvent& ev, const std::string& finish_reason) {
+  if (ended_) return;
+  emit(index, ev.text, /*at_end=*/true);
+  Choice& c = choices_[static_cast<size_t>(index)];
+  std::string reason = finish_reason;
+  if (c.tools && !c.tools->result().tool_calls.empty() && reason == "stop") reason = "tool_calls";
+  c.result.finish_reason = reason;
+  if (c.tools) c.result.tool_calls = c.tools->result().tool_calls;
+  if (!options_.stream) return;
+  bool last = true;
+  for (const Choice& other : choices_) last = last && !other.result.finish_reason.empty();
+  // Timings describe the whole request: they ride on the last final chunk,
+  // which finish() sends.
+  if (last) {
+    last_finished_ = index;
+  } else {
+    channel_->send(sse_data(final_chunk(meta_, reason, nullptr, options_.shape, index)));
+  }
+}
+
+void ResponseWriter::finish(const UsageInfo& usage, const ServerTimings& timings) {
+  if (ended_) return;
+  ended_ = true;
   if (options_.stream) {
     start_stream();
-    if (!pending_.empty()) {
-      // Tokens that released no text (an end-of-sequence id) still report
-      // their logprobs and ids.
-      channel_->send(sse_data(delta_chunk(meta_, pending_, options_.shape, text_offset_)));
-      pending_ = {};
-    }
-    channel_->send(sse_data(final_chunk(meta_, finish_reason, timings, options_.shape)));
+    // The last choice to finish closes with the timings.
+    const Choice& last = choices_[static_cast<size_t>(last_finished_)];
+    channel_->send(sse_data(final_chunk(meta_, last.result.finish_reason, &timings, options_.shape, last_finished_)));
     if (options_.shape.include_usage) channel_->send(sse_data(usage_chunk(meta_, usage)));
     channel_->send(kSseDone);
     channel_->finish();
     return;
   }
-  for (auto& e : pending_.logprobs) body_.logprobs.push_back(std::move(e));
-  body_.token_ids.insert(body_.token_ids.end(), pending_.token_ids.begin(), pending_.token_ids.end());
-  pending_ = {};
+  std::vector<ChoiceResult> results;
+  for (Choice& c : choices_) results.push_back(std::move(c.result));
   HttpResponse r;
-  r.body = dump_json(full_response(meta_, body_, finish_reason, options_.shape, usage, timings));
+  r.body = dump_json(full_response(meta_, results, options_.shape, usage, timings));
   channel_->respond(std::move(r));
 }
 
 void ResponseWriter::fail(const ApiError& e) {
+  if (ended_) return;
+  ended_ = true;
   if (started_) {
     channel_->send(sse_data(nlohmann::json::parse(e.body())));
     channel_->send(kSseDone);

@@ -1,8 +1,10 @@
 // ResponseWriter: one request's engine events -> what its client receives,
-// as SSE chunks while it streams or one JSON body at the end. It owns the
-// per-request presentation state: logprob entries waiting for their text,
-// the reasoning/answer split, the text offset, whether the stream started.
-// Used on one thread (the stream pump).
+// as SSE chunks while it streams or one JSON body at the end. A request of
+// n choices is n engine requests; the writer keeps each choice's
+// presentation state (logprob entries waiting for their text, the
+// reasoning/answer split, the tool-call parser, the text offset) and ends the
+// response once every choice has finished. Used on one thread (the stream
+// pump).
 #pragma once
 
 #include <memory>
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include "engine/token_stream.h"
+#include "grammar/tool_call_format.h"
+#include "grammar/tool_call_parser.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/openai_response.h"
@@ -22,7 +26,12 @@ namespace ladder::server {
 struct WriterOptions {
   bool stream = false;
   ResponseShape shape;
-  std::optional<ReasoningParser> reasoning;  // chat models with thinking markers
+  int32_t n = 1;
+  std::optional<ReasoningMarkers> reasoning;  // chat models with thinking markers
+  bool reasoning_starts_inside = false;
+  // Tool calls are parsed out of the answer text in this format.
+  std::optional<grammar::ToolCallFormat> tool_format;
+  uint64_t tool_id_seed = 0;  // seeds the call ids
 };
 
 class ResponseWriter {
@@ -30,33 +39,45 @@ class ResponseWriter {
   ResponseWriter(const tokenizer::Tokenizer& tokenizer, ResponseMeta meta, WriterOptions options,
                  std::shared_ptr<ResponseChannel> channel);
 
-  // One sampled token and the text it released.
-  void on_token(const engine::StreamEvent& event);
-  // The end of a request that produced its output: the last text, the
-  // finish reason, usage and timings; ends the response.
-  void finish(const engine::StreamEvent& event, const std::string& finish_reason, const ServerTimings& timings);
+  // One sampled token of choice `index` and the text it released.
+  void on_token(int32_t index, const engine::StreamEvent& event);
+  // The end of a choice that produced its output: its last text and finish
+  // reason ("stop" becomes "tool_calls" when the choice called tools).
+  void finish_choice(int32_t index, const engine::StreamEvent& event, const std::string& finish_reason);
+  // After every choice finished: usage, timings; ends the response.
+  void finish(const UsageInfo& usage, const ServerTimings& timings);
   // The end of a request that failed: an error event on a started stream
-  // (then [DONE]), else the error response.
+  // (then [DONE]), else the error response. Nothing is sent after it.
   void fail(const ApiError& error);
 
   bool stream_started() const { return started_; }
-  // Everything sent as answer text so far (TTFAT: the first non-reasoning text).
+  // Answer text was produced (TTFAT: the first non-reasoning text).
   bool answered() const { return answered_; }
 
  private:
+  struct Choice {
+    std::optional<ReasoningParser> reasoning;
+    std::optional<grammar::ToolCallParser> tools;
+    bool role_sent = false;
+    size_t text_offset = 0;
+    ChoiceDelta pending;  // logprobs / token ids not yet sent
+    ChoiceResult result;  // non-streaming: the whole choice
+  };
+
   // Text and pending logprobs into the next delta (or the accumulated body).
-  void emit(const std::string& text, bool flush_reasoning);
+  void emit(int32_t index, const std::string& text, bool at_end);
   void start_stream();
+  void send_delta(int32_t index, ChoiceDelta delta, size_t offset);
 
   const tokenizer::Tokenizer& tokenizer_;
   ResponseMeta meta_;
   WriterOptions options_;
   std::shared_ptr<ResponseChannel> channel_;
+  std::vector<Choice> choices_;
   bool started_ = false;
   bool answered_ = false;
-  size_t text_offset_ = 0;
-  ChoiceDelta pending_;  // logprobs / token ids not yet sent
-  ChoiceDelta body_;     // non-streaming: the whole choice
+  bool ended_ = false;
+  int32_t last_finished_ = 0;  // the choice whose end completed the set
 };
 
 }  // namespace ladder::server

@@ -1,5 +1,7 @@
 #include "tokenizer/incremental_detokenizer.h"
 
+#include <algorithm>
+
 #include "tokenizer/utf8.h"
 
 namespace ladder::tokenizer {
@@ -10,8 +12,14 @@ IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool 
   state_ = at_sequence_start ? tokenizer.initial_decode_state() : DecodeState{};
 }
 
+void IncrementalDetokenizer::show_special(std::vector<int32_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  shown_ = std::move(ids);
+}
+
 std::string IncrementalDetokenizer::push(int32_t id) {
-  tokenizer_->append_piece(id, skip_special_, &state_, &pending_);
+  const bool skip = skip_special_ && !std::binary_search(shown_.begin(), shown_.end(), id);
+  tokenizer_->append_piece(id, skip, &state_, &pending_);
   // Emit every complete character and every ill-formed subpart (as U+FFFD);
   // keep a well-formed prefix that more bytes could still complete.
   std::string out;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tokenizer/tokenizer.h"
 
@@ -22,6 +23,10 @@ class IncrementalDetokenizer {
   explicit IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special = true,
                                   bool at_sequence_start = true);
 
+  // With skip_special, these special tokens still write their text (markers
+  // a caller parses, such as tool-call tags).
+  void show_special(std::vector<int32_t> ids);
+
   // The text completed by this token ("" while a character is unfinished).
   std::string push(int32_t id);
   // What is still held: an unfinished character becomes U+FFFD.
@@ -33,6 +38,7 @@ class IncrementalDetokenizer {
  private:
   const Tokenizer* tokenizer_;
   bool skip_special_;
+  std::vector<int32_t> shown_;  // sorted
   DecodeState state_;
   std::string pending_;
 };

@@ -144,8 +144,122 @@ try {
     const bad = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'sk-wrong', maxRetries: 0 });
     await assert.rejects(bad.completions.create({ model: 'stories260K', prompt: 'x' }), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
     await assert.rejects(client.completions.create({ model: 'gpt-nope', prompt: 'x' }), (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
-    await assert.rejects(client.completions.create({ model: 'stories260K', prompt: 'x', n: 2 }),
+    await assert.rejects(client.completions.create({ model: 'stories260K', prompt: 'x', n: 99 }),
       (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'n');
+    await assert.rejects(client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'x' }], prediction: { type: 'content', content: 'x' } }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'prediction');
+  });
+
+  // A JSON Schema the test checks by hand (stories260K never writes JSON on its own).
+  const personSchema = {
+    type: 'object',
+    properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer', minimum: 0, maximum: 150 }, pet: { enum: ['cat', 'dog', 'fish'] } },
+    required: ['name', 'age', 'pet'], additionalProperties: false,
+  };
+  function checkPerson(v) {
+    assert.deepEqual(Object.keys(v).sort(), ['age', 'name', 'pet']);
+    assert.equal(typeof v.name, 'string');
+    assert.ok([...v.name].length <= 12);
+    assert.ok(Number.isInteger(v.age) && v.age >= 0 && v.age <= 150);
+    assert.ok(['cat', 'dog', 'fish'].includes(v.pet));
+  }
+
+  await check('strict json_schema output parses and validates, streamed and not', async () => {
+    for (const seed of [1, 2, 3]) {
+      const req = {
+        model: 'stories260K', messages: [{ role: 'user', content: 'Describe a person.' }], seed, temperature: 1,
+        response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: personSchema } },
+      };
+      const r = await client.chat.completions.create(req);
+      assert.equal(r.choices[0].finish_reason, 'stop');
+      checkPerson(JSON.parse(r.choices[0].message.content));
+      let text = '';
+      for await (const chunk of await client.chat.completions.create({ ...req, stream: true })) {
+        if (chunk.choices.length > 0) text += chunk.choices[0].delta.content ?? '';
+      }
+      assert.equal(text, r.choices[0].message.content);
+    }
+  });
+
+  await check('JSON mode output is a JSON object', async () => {
+    // Token 128 is "}" in stories260K: a push so its objects close in the context.
+    let closed = 0;
+    for (const seed of [0, 1, 2, 3]) {
+      const r = await client.completions.create({
+        model: 'stories260K', prompt: 'Once upon a time', max_tokens: 120, seed, temperature: 0.7,
+        logit_bias: { 128: 8 }, response_format: { type: 'json_object' },
+      });
+      const text = r.choices[0].text;
+      assert.equal(text[0], '{');
+      if (r.choices[0].finish_reason === 'stop') {
+        closed++;
+        const v = JSON.parse(text);
+        assert.equal(typeof v, 'object');
+        assert.ok(v !== null && !Array.isArray(v));
+      }
+    }
+    assert.ok(closed >= 2, `only ${closed} of 4 JSON objects closed`);
+  });
+
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 8 }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'] } } }];
+  function checkCall(name, args) {
+    assert.equal(name, 'get_weather');
+    const a = JSON.parse(args);
+    assert.equal(typeof a.city, 'string');
+    assert.ok(['c', 'f'].includes(a.unit));
+  }
+
+  await check('forced tool calls come back as tool_calls, streamed and not', async () => {
+    const req = {
+      model: 'stories260K', messages: [{ role: 'user', content: 'Weather?' }], temperature: 0, tools,
+      tool_choice: { type: 'function', function: { name: 'get_weather' } }, parallel_tool_calls: false,
+    };
+    const r = await client.chat.completions.create(req);
+    const calls = r.choices[0].message.tool_calls;
+    assert.equal(calls.length, 1);
+    assert.ok(calls[0].id.startsWith('call_'));
+    checkCall(calls[0].function.name, calls[0].function.arguments);
+    // "tool_calls", or "length" when the context (128) cut the closing tag.
+    assert.ok(['tool_calls', 'length'].includes(r.choices[0].finish_reason));
+    let name = '';
+    let args = '';
+    for await (const chunk of await client.chat.completions.create({ ...req, stream: true })) {
+      for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) {
+        if (d.function?.name) name = d.function.name;
+        args += d.function?.arguments ?? '';
+      }
+    }
+    checkCall(name, args);
+    assert.equal(args, calls[0].function.arguments);
+  });
+
+  await check('logit_bias changes the output as asked', async () => {
+    const plain = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 8, temperature: 0, return_token_ids: true });
+    const first = plain.choices[0].token_ids[0];
+    const banned = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 8, temperature: 0, return_token_ids: true, logit_bias: { [first]: -100 } });
+    assert.ok(!banned.choices[0].token_ids.includes(first));
+    assert.notEqual(banned.choices[0].text, plain.choices[0].text);
+  });
+
+  await check('n=2 returns two choices', async () => {
+    const r = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'Hi' }], n: 2, max_tokens: 12, seed: 5, temperature: 1 });
+    assert.equal(r.choices.length, 2);
+    assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+    assert.notEqual(r.choices[0].message.content, r.choices[1].message.content);
+  });
+
+  await check('embeddings have the model\'s width and unit length', async () => {
+    const models = await (await fetch(`${base}/v1/models`, { headers: { Authorization: 'Bearer sk-e2e' } })).json();
+    const width = models.data[0].ladder.embedding_width;
+    const r = await client.embeddings.create({ model: 'stories260K', input: ['Once upon a time', 'a cat'] });
+    assert.equal(r.data.length, 2);
+    for (const d of r.data) {
+      assert.equal(d.embedding.length, width);
+      const norm = Math.sqrt(d.embedding.reduce((s, x) => s + x * x, 0));
+      assert.ok(Math.abs(norm - 1) < 1e-3, `norm ${norm}`);
+    }
+    assert.ok(r.usage.prompt_tokens > 0);
+    assert.notDeepEqual(r.data[0].embedding, r.data[1].embedding);
   });
 
   await check('aborting a stream frees its KV blocks', async () => {

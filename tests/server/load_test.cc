@@ -48,7 +48,7 @@ TEST(Load, TenThousandMalformedRequests) {
   const std::vector<std::string> bodies = {
       "{", "[1,2", "null", R"({"prompt":1e999})", R"({"prompt":"a","max_tokens":123456789012345678901234567890})",
       R"({"prompt":"a","temperature":"warm"})", "{\"prompt\":\"\xed\xa0\x80\"}", "{\"prompt\":\"\xc0\xaf\"}",
-      R"({"prompt":"a","top_p":-1})", R"({"prompt":{"nested":[[[[]]]]}})", R"({"prompt":"a","n":5})",
+      R"({"prompt":"a","top_p":-1})", R"({"prompt":{"nested":[[[[]]]]}})", R"({"prompt":"a","n":17})",
       R"({"messages":[{"role":"user","content":7}]})"};
   const int kThreads = 8;
   const int kPerThread = 1250;

@@ -207,7 +207,7 @@ TEST(Serve, ErrorStatuses) {
   int p = srv.port();
   expect_error(http_request(p, "POST", "/v1/completions", "{\"prompt\": "), 400, "", "invalid_json");
   expect_error(http_request(p, "POST", "/v1/completions", R"({"prompt":"a","temperature":"x"})"), 400, "temperature", "");
-  expect_error(http_request(p, "POST", "/v1/completions", R"({"prompt":"a","n":2})"), 400, "n", "");
+  expect_error(http_request(p, "POST", "/v1/completions", R"({"prompt":"a","n":99})"), 400, "n", "");
   expect_error(http_request(p, "POST", "/v1/chat/completions", R"({"messages":"hi"})"), 400, "messages", "");
   std::string long_prompt;
   for (int i = 0; i < 100; ++i) long_prompt += "the cat sat on the mat ";
