@@ -5,7 +5,7 @@ namespace ladder::model {
 Result<ModelBundle> ModelBundle::load(const std::string& path) {
   ModelBundle b;
   auto file = gguf::GgufFile::open(path);
-  if (!file.is_ok()) return Status(file.status().code(), path + ": " + file.status().message());
+  if (!file.is_ok()) return file.status();  // names the path already
   b.file = std::make_unique<gguf::GgufFile>(std::move(file).value());
   auto tok = tokenizer::Tokenizer::from_gguf(*b.file);
   if (!tok.is_ok()) return Status(tok.status().code(), path + ": tokenizer: " + tok.status().message());

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "test_support.h"
 
 namespace ladder::testing {
@@ -156,6 +158,36 @@ TEST(BenchCli, EngineComparesTogetherWithOneByOne) {
                                "120", "--output", "64"});
   EXPECT_EQ(too_long.exit_code, 1);
   EXPECT_NE(too_long.err.find("context"), std::string::npos) << too_long.err;
+}
+
+}  // namespace
+}  // namespace ladder::testing
+
+namespace ladder::testing {
+namespace {
+
+// A model that cannot be loaded is named once, with what is wrong, by every
+// command that loads one; the exit status is not 0.
+TEST(ModelErrors, NameThePathOnce) {
+  const std::string bad = temp_dir() + "/not-a-model.gguf";
+  {
+    std::ofstream(bad) << "garbage, not GGUF";
+  }
+  const std::vector<std::vector<std::string>> commands = {
+      {ladder_bin(), "generate", "-m", bad, "-p", "x"},
+      {ladder_bin(), "chat", "-m", bad},
+      {ladder_bin(), "serve", "-m", bad, "--port", "0"},
+      {ladder_bin(), "generate", "-m", bad + ".missing", "-p", "x"},
+  };
+  for (const auto& argv : commands) {
+    auto r = run_command(argv, "");
+    EXPECT_NE(r.exit_code, 0) << argv[1];
+    const std::string& path = argv[3];
+    const size_t first = r.err.find(path);
+    ASSERT_NE(first, std::string::npos) << argv[1] << ": " << r.err;
+    EXPECT_EQ(r.err.find(path, first + path.size()), std::string::npos) << argv[1] << " names the path twice: " << r.err;
+    EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
