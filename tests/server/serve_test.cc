@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <thread>
 
@@ -356,6 +358,43 @@ TEST(Serve, QueueFullAndInfeasibleDeadlineGet429) {
   EXPECT_EQ(metric_value(text, "ladder_running_sequences"), 1) << text;
   close(fd);
   close(fd2);
+}
+
+// Large prompts (8 MiB each, several at once) do not hold up /health: their
+// JSON is parsed and their text checked on the prepare threads, off the io
+// threads, and a prompt whose bytes alone exceed what the input bound can
+// hold is refused before it is tokenized.
+TEST(Serve, LargePromptsDoNotStallHealth) {
+  ServerProcess srv({"-m", stories(), "--max-body-bytes", std::to_string(16 << 20), "--max-input-tokens", "64"});
+  ASSERT_TRUE(srv.ok());
+  const int p = srv.port();
+  std::string words;
+  while (words.size() < (8u << 20)) words += "the cat sat on the mat and looked at the dog ";
+  const std::string text_body = json{{"prompt", words}, {"max_tokens", 1}}.dump();
+  std::atomic<int> answered{0};
+  std::vector<std::thread> senders;
+  for (int i = 0; i < 4; ++i) {
+    senders.emplace_back([&] {
+      HttpReply r = http_request(p, "POST", "/v1/completions", text_body);
+      if (r.status == 400) ++answered;
+    });
+  }
+  double worst_ms = 0;
+  int probes = 0;
+  while (answered.load() < 4 && probes < 400) {
+    const auto t0 = std::chrono::steady_clock::now();
+    HttpReply h = http_request(p, "GET", "/health");
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(h.status, 200);
+    worst_ms = std::max(worst_ms, ms);
+    ++probes;
+    std::this_thread::sleep_for(Ms(10));
+  }
+  for (auto& t : senders) t.join();
+  EXPECT_EQ(answered.load(), 4);
+  EXPECT_GT(probes, 0);
+  EXPECT_LT(worst_ms, 1000) << "a /health probe waited behind the large prompts";
+  std::printf("/health during 4 x 8 MiB prompts: %d probes, worst %.1f ms\n", probes, worst_ms);
 }
 
 TEST(Serve, LoadingAnswers503) {
