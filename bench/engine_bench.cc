@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/offline_throughput.h"
+#include "perf/offline_throughput.h"
 #include "engine/sampler.h"
 #include "gguf/gguf_file.h"
 #include "model/llama_model.h"
@@ -94,15 +94,15 @@ void BM_EngineOffline(benchmark::State& state) {
     state.SkipWithError(lm.status.to_string().c_str());
     return;
   }
-  OfflineOptions o;
+  perf::OfflineOptions o;
   o.requests = state.range(0);
   o.prompt_tokens = state.range(1);
   o.output_tokens = state.range(2);
   o.sampled = state.range(3) != 0;
   o.n_threads = env_threads();
-  OfflineThroughput r;
+  perf::OfflineThroughput r;
   for (auto _ : state) {
-    auto measured = measure_offline_throughput(*lm.model, o);
+    auto measured = perf::measure_offline_throughput(*lm.model, o);
     if (!measured.is_ok()) {
       state.SkipWithError(measured.status().to_string().c_str());
       return;

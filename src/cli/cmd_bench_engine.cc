@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli/command.h"
-#include "engine/offline_throughput.h"
+#include "perf/offline_throughput.h"
 #include "model/model_bundle.h"
 
 namespace ladder::cli {
@@ -13,7 +13,7 @@ namespace {
 
 struct BenchEngineArgs {
   std::string model;
-  engine::OfflineOptions options;
+  perf::OfflineOptions options;
 };
 
 int run_bench_engine(const BenchEngineArgs& a) {
@@ -25,7 +25,7 @@ int run_bench_engine(const BenchEngineArgs& a) {
   std::fprintf(stderr, "bench: %lld requests (prompt %lld, output %lld tokens), one by one and then together...\n",
                static_cast<long long>(o.requests), static_cast<long long>(o.prompt_tokens),
                static_cast<long long>(o.output_tokens));
-  auto r = engine::measure_offline_throughput(*bundle->model, o);
+  auto r = perf::measure_offline_throughput(*bundle->model, o);
   if (!r.is_ok()) {
     std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
     return 1;

@@ -9,7 +9,7 @@
 #include "common/status.h"
 #include "model/llama_model.h"
 
-namespace ladder::engine {
+namespace ladder::perf {
 
 struct OfflineOptions {
   int64_t requests = 64;
@@ -38,4 +38,4 @@ struct OfflineThroughput {
 // be created.
 Result<OfflineThroughput> measure_offline_throughput(const model::LlamaModel& model, const OfflineOptions& options);
 
-}  // namespace ladder::engine
+}  // namespace ladder::perf

@@ -1,4 +1,4 @@
-#include "engine/offline_throughput.h"
+#include "perf/offline_throughput.h"
 
 #include <chrono>
 #include <string>
@@ -6,7 +6,16 @@
 
 #include "engine/engine.h"
 
-namespace ladder::engine {
+namespace ladder::perf {
+
+using engine::Engine;
+using engine::EngineConfig;
+using engine::Request;
+using engine::StreamEvent;
+using engine::Submission;
+using engine::TokenStream;
+using engine::EngineMetrics;
+
 namespace {
 
 // Distinct, reproducible prompts (no shared prefixes: this measures compute).
@@ -94,4 +103,4 @@ Result<OfflineThroughput> measure_offline_throughput(const model::LlamaModel& mo
   return r;
 }
 
-}  // namespace ladder::engine
+}  // namespace ladder::perf
