@@ -160,15 +160,6 @@ void quant_q8_0(const float* x, BlockQ8_0& b) {
 
 // Q4_K / Q5_K pack 8 six-bit scales and 8 six-bit mins into 12 bytes (the
 // layout at k_scale_min in quant.h).
-void pack_scale_min(const int* scales, const int* mins, uint8_t* s) {  // scales, mins: [8] in 0..63
-  std::memset(s, 0, kKScaleSize);
-  for (int j = 0; j < 4; ++j) {
-    s[j] = static_cast<uint8_t>(scales[j] | ((scales[j + 4] >> 4) << 6));
-    s[j + 4] = static_cast<uint8_t>(mins[j] | ((mins[j + 4] >> 4) << 6));
-    s[j + 8] = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((mins[j + 4] & 0x0F) << 4));
-  }
-}
-
 void dequant_q4_k(const BlockQ4_K& b, float* y) {  // y: [256]
   const float d = f16_to_f32(b.d);
   const float dmin = f16_to_f32(b.dmin);
@@ -304,11 +295,8 @@ void quant_q4_k(const float* x, BlockQ4_K& b) {
   k_quants(x, k, 15, q);
   b.d = k.d;
   b.dmin = k.dmin;
-  pack_scale_min(k.sc, k.m, b.scales);
-  for (int j = 0; j < 4; ++j) {
-    for (int l = 0; l < 32; ++l)
-      b.qs[32 * j + l] = static_cast<uint8_t>(q[64 * j + l] | (q[64 * j + 32 + l] << 4));
-  }
+  pack_k_scale_min(k.sc, k.m, b.scales);
+  pack_q4_k_levels(q, b.qs);
 }
 
 void quant_q5_k(const float* x, BlockQ5_K& b) {
@@ -317,15 +305,8 @@ void quant_q5_k(const float* x, BlockQ5_K& b) {
   k_quants(x, k, 31, q);
   b.d = k.d;
   b.dmin = k.dmin;
-  pack_scale_min(k.sc, k.m, b.scales);
-  std::memset(b.qh, 0, sizeof(b.qh));
-  for (int j = 0; j < 4; ++j) {
-    for (int l = 0; l < 32; ++l) {
-      const int v0 = q[64 * j + l], v1 = q[64 * j + 32 + l];
-      b.qs[32 * j + l] = static_cast<uint8_t>((v0 & 0x0F) | ((v1 & 0x0F) << 4));
-      b.qh[l] = static_cast<uint8_t>(b.qh[l] | ((v0 >> 4) << (2 * j)) | ((v1 >> 4) << (2 * j + 1)));
-    }
-  }
+  pack_k_scale_min(k.sc, k.m, b.scales);
+  pack_q5_k_levels(q, b.qs, b.qh);
 }
 
 // Q6_K: 16 symmetric sub-blocks of 16, q in [-32, 31], int8 scales against
@@ -349,16 +330,7 @@ void quant_q6_k(const float* x, BlockQ6_K& b) {
     const float inv = inverse_or_zero(d * static_cast<float>(b.scales[s]));
     for (int l = 0; l < 16; ++l) q[16 * s + l] = round_clamp(x[16 * s + l] * inv, -32, 31) + 32;  // 0..63
   }
-  for (int h = 0; h < 2; ++h) {
-    for (int l = 0; l < 32; ++l) {
-      const int* e = q + 128 * h + l;
-      const int q0 = e[0], q1 = e[32], q2 = e[64], q3 = e[96];
-      b.ql[64 * h + l] = static_cast<uint8_t>((q0 & 0x0F) | ((q2 & 0x0F) << 4));
-      b.ql[64 * h + l + 32] = static_cast<uint8_t>((q1 & 0x0F) | ((q3 & 0x0F) << 4));
-      b.qh[32 * h + l] =
-          static_cast<uint8_t>((q0 >> 4) | ((q1 >> 4) << 2) | ((q2 >> 4) << 4) | ((q3 >> 4) << 6));
-    }
-  }
+  pack_q6_k_levels(q, b.ql, b.qh);
 }
 
 void quant_q8_k(const float* x, BlockQ8_K& b) {
@@ -494,6 +466,44 @@ Status quantize_row(TensorType type, const float* src, void* dst, size_t n) {
     default: break;
   }
   return unimplemented(fmt::format("quantizing to {} is not supported", tensor_type_name(type)));
+}
+
+void pack_k_scale_min(const int* scales, const int* mins, uint8_t* out) {
+  std::memset(out, 0, kKScaleSize);
+  for (int j = 0; j < 4; ++j) {
+    out[j] = static_cast<uint8_t>(scales[j] | ((scales[j + 4] >> 4) << 6));
+    out[j + 4] = static_cast<uint8_t>(mins[j] | ((mins[j + 4] >> 4) << 6));
+    out[j + 8] = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((mins[j + 4] & 0x0F) << 4));
+  }
+}
+
+void pack_q4_k_levels(const int* q, uint8_t* qs) {
+  for (int j = 0; j < 4; ++j) {
+    for (int l = 0; l < 32; ++l) qs[32 * j + l] = static_cast<uint8_t>(q[64 * j + l] | (q[64 * j + 32 + l] << 4));
+  }
+}
+
+void pack_q5_k_levels(const int* q, uint8_t* qs, uint8_t* qh) {
+  std::memset(qh, 0, kQK_K / 8);
+  for (int j = 0; j < 4; ++j) {
+    for (int l = 0; l < 32; ++l) {
+      const int v0 = q[64 * j + l], v1 = q[64 * j + 32 + l];
+      qs[32 * j + l] = static_cast<uint8_t>((v0 & 0x0F) | ((v1 & 0x0F) << 4));
+      qh[l] = static_cast<uint8_t>(qh[l] | ((v0 >> 4) << (2 * j)) | ((v1 >> 4) << (2 * j + 1)));
+    }
+  }
+}
+
+void pack_q6_k_levels(const int* q, uint8_t* ql, uint8_t* qh) {
+  for (int h = 0; h < 2; ++h) {
+    for (int l = 0; l < 32; ++l) {
+      const int* e = q + 128 * h + l;
+      const int q0 = e[0], q1 = e[32], q2 = e[64], q3 = e[96];
+      ql[64 * h + l] = static_cast<uint8_t>((q0 & 0x0F) | ((q2 & 0x0F) << 4));
+      ql[64 * h + l + 32] = static_cast<uint8_t>((q1 & 0x0F) | ((q3 & 0x0F) << 4));
+      qh[32 * h + l] = static_cast<uint8_t>((q0 >> 4) | ((q1 >> 4) << 2) | ((q2 >> 4) << 4) | ((q3 >> 4) << 6));
+    }
+  }
 }
 
 }  // namespace ladder::gguf

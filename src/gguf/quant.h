@@ -35,4 +35,15 @@ inline void k_scale_min(int j, const uint8_t* s, int* scale, int* min) {
   }
 }
 
+// The inverse of k_scale_min: 8 scales and 8 mins (0..63) into 12 bytes.
+void pack_k_scale_min(const int* scales, const int* mins, uint8_t* out);
+
+// The bit layouts of K-quant levels (256 per super-block), shared by every
+// quantizer that writes these types:
+//   Q4_K: q in 0..15 -> qs[128]; Q5_K: q in 0..31 -> qs[128] + qh[32];
+//   Q6_K: q in 0..63 -> ql[128] + qh[64].
+void pack_q4_k_levels(const int* q, uint8_t* qs);
+void pack_q5_k_levels(const int* q, uint8_t* qs, uint8_t* qh);
+void pack_q6_k_levels(const int* q, uint8_t* ql, uint8_t* qh);
+
 }  // namespace ladder::gguf

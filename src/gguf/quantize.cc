@@ -119,38 +119,18 @@ void fit_k_super_block(const float* x, int nmax, uint16_t& d_bits, uint16_t& dmi
   }
 }
 
-// The 12-byte 6-bit scale/min packing of Q4_K and Q5_K (common/tensor_type.h);
-// the level packing below mirrors quant.cc's reference quantizers.
-void pack_scales(const int* sc, const int* m, uint8_t* out) {
-  for (int j = 0; j < 4; ++j) {
-    out[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-    out[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
-    out[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0x0F) | ((m[j + 4] & 0x0F) << 4));
-  }
-}
-
 void fit_q4_k(const float* x, BlockQ4_K& b) {
   int sc[8], m[8], q[kQK_K];
   fit_k_super_block(x, 15, b.d, b.dmin, sc, m, q);
-  pack_scales(sc, m, b.scales);
-  for (int j = 0; j < 4; ++j) {
-    for (int l = 0; l < 32; ++l)
-      b.qs[32 * j + l] = static_cast<uint8_t>(q[64 * j + l] | (q[64 * j + 32 + l] << 4));
-  }
+  pack_k_scale_min(sc, m, b.scales);
+  pack_q4_k_levels(q, b.qs);
 }
 
 void fit_q5_k(const float* x, BlockQ5_K& b) {
   int sc[8], m[8], q[kQK_K];
   fit_k_super_block(x, 31, b.d, b.dmin, sc, m, q);
-  pack_scales(sc, m, b.scales);
-  std::memset(b.qh, 0, sizeof(b.qh));
-  for (int j = 0; j < 4; ++j) {
-    for (int l = 0; l < 32; ++l) {
-      const int v0 = q[64 * j + l], v1 = q[64 * j + 32 + l];
-      b.qs[32 * j + l] = static_cast<uint8_t>((v0 & 0x0F) | ((v1 & 0x0F) << 4));
-      b.qh[l] = static_cast<uint8_t>(b.qh[l] | ((v0 >> 4) << (2 * j)) | ((v1 >> 4) << (2 * j + 1)));
-    }
-  }
+  pack_k_scale_min(sc, m, b.scales);
+  pack_q5_k_levels(q, b.qs, b.qh);
 }
 
 // Q6_K: 16 sub-blocks of 16, x ~ d*scale*q with signed 8-bit scales and q in
@@ -171,15 +151,7 @@ void fit_q6_k(const float* x, BlockQ6_K& b) {
     const float step = d * static_cast<float>(scale);
     for (int l = 0; l < 16; ++l) q[16 * s + l] = nearest(ratio_or_zero(x[16 * s + l], step), -32, 31) + 32;
   }
-  for (int h = 0; h < 2; ++h) {
-    for (int l = 0; l < 32; ++l) {
-      const int* e = q + 128 * h + l;
-      b.ql[64 * h + l] = static_cast<uint8_t>((e[0] & 0x0F) | ((e[64] & 0x0F) << 4));
-      b.ql[64 * h + l + 32] = static_cast<uint8_t>((e[32] & 0x0F) | ((e[96] & 0x0F) << 4));
-      b.qh[32 * h + l] =
-          static_cast<uint8_t>((e[0] >> 4) | ((e[32] >> 4) << 2) | ((e[64] >> 4) << 4) | ((e[96] >> 4) << 6));
-    }
-  }
+  pack_q6_k_levels(q, b.ql, b.qh);
 }
 
 template <typename Block, typename Fn>
