@@ -26,7 +26,7 @@ using ojson = nlohmann::ordered_json;
 
 const ojson& reference() {
   static const ojson cases = [] {
-    std::string script = (std::filesystem::path(__FILE__).parent_path() / "builtin_cases.py").string();
+    std::string script = std::string(LADDER_TEST_SOURCE_DIR) + "/jinja/builtin_cases.py";
     testing::CommandResult r = testing::run_command({"python3", script});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? ojson::parse(r.out) : ojson::object();

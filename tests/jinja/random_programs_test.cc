@@ -31,7 +31,7 @@ Result<std::string> render(const std::string& source, const ojson& context) {
 }
 
 void run_seed(int seed, int count) {
-  std::string script = (std::filesystem::path(__FILE__).parent_path() / "random_programs.py").string();
+  std::string script = std::string(LADDER_TEST_SOURCE_DIR) + "/jinja/random_programs.py";
   testing::CommandResult r = testing::run_command({"python3", script, std::to_string(seed), std::to_string(count)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ojson cases = ojson::parse(r.out)["cases"];

@@ -217,7 +217,7 @@ TEST(ChatEncode, BenignConversationsTokenizeAsBefore) {
   auto tok = make(m.vocab);
   ChatTemplate qwen = shared_template("Qwen-Qwen2.5-7B-Instruct.jinja");
   ojson conversations = ojson::parse(ladder::testing::read_file(
-      (std::filesystem::path(__FILE__).parent_path() / "chat_conversations.json").string()))["conversations"];
+      std::string(LADDER_TEST_SOURCE_DIR) + "/tokenizer/chat_conversations.json"))["conversations"];
   int compared = 0;
   for (const ojson& conv : conversations) {
     if (conv["name"] == "markers_in_content") continue;

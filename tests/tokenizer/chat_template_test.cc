@@ -52,7 +52,7 @@ const std::vector<std::pair<const char*, std::vector<const char*>>> kToolCases =
     {"Qwen3-Coder", kAllToolConversations},
 };
 
-fs::path test_dir() { return fs::path(__FILE__).parent_path(); }
+fs::path test_dir() { return fs::path(LADDER_TEST_SOURCE_DIR) / "tokenizer"; }
 
 std::string reference_script() {
   if (const char* env = std::getenv("LADDER_JINJA2_REFERENCE")) return env;
