@@ -16,7 +16,9 @@ namespace ladder::climb {
 
 namespace {
 
-int decode_status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+int decode_status(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 }  // namespace
 
@@ -139,14 +141,16 @@ Result<ServeProcess> ServeProcess::start(const std::string& binary, const std::v
       }
     }
     if (auto code = s.child_.poll()) {
-      return invalid_argument("ladder serve exited with code " + std::to_string(*code) + " before it was ready; its log " +
-                              s.log_path_ + " ends:\n" + file_tail(s.log_path_, 8));
+      return invalid_argument("ladder serve exited with code " + std::to_string(*code) +
+                              " before it was ready; its log " + s.log_path_ + " ends:\n" +
+                              file_tail(s.log_path_, 8));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   s.child_.terminate(10);
-  return invalid_argument("ladder serve was not ready within " + std::to_string(static_cast<int>(ready_timeout_s)) +
-                          " s; its log " + s.log_path_ + " ends:\n" + file_tail(s.log_path_, 8));
+  return invalid_argument("ladder serve was not ready within " +
+                          std::to_string(static_cast<int>(ready_timeout_s)) + " s; its log " + s.log_path_ +
+                          " ends:\n" + file_tail(s.log_path_, 8));
 }
 
 }  // namespace ladder::climb

@@ -67,10 +67,13 @@ class Climber {
   Climber(const ClimbOptions& o, ClimbPolicy policy) : o_(o) {
     result_.policy = std::move(policy);
     const harness::MachineInfo m = harness::probe_machine();
-    result_.machine = {{"cpu_model", m.cpu_model}, {"cores", m.cores}, {"memory_bytes", m.memory_bytes},
+    result_.machine = {{"cpu_model", m.cpu_model},
+                       {"cores", m.cores},
+                       {"memory_bytes", m.memory_bytes},
                        {"hostname", m.hostname}};
     result_.climb_id = harness::iso8601_utc_now() + "-" + result_.policy.digest_sha256.substr(0, 8);
-    result_.ledger_path = o.ledger_path.empty() ? (fs::path(o.out_dir) / "ledger.jsonl").string() : o.ledger_path;
+    result_.ledger_path =
+        o.ledger_path.empty() ? (fs::path(o.out_dir) / "ledger.jsonl").string() : o.ledger_path;
     result_.report_path = (fs::path(o.out_dir) / "climb.html").string();
   }
 
@@ -79,7 +82,8 @@ class Climber {
  private:
   const ClimbPolicy& policy() const { return result_.policy; }
   std::string rung_dir(int rung) const {
-    return (fs::path(o_.out_dir) / fmt::format("rung{}-{}", rung, slug(policy().rungs[rung - 1].name))).string();
+    return (fs::path(o_.out_dir) / fmt::format("rung{}-{}", rung, slug(policy().rungs[rung - 1].name)))
+        .string();
   }
   std::string reference_path(const WorkloadSpec& w) const {
     return (fs::path(o_.out_dir) / "reference" / (slug(w.name) + ".json")).string();
@@ -87,7 +91,8 @@ class Climber {
   std::vector<std::string> serve_args(const RungSpec& r) const;
   Result<ServeProcess> start_rung(int rung);
   Status warm_up(const std::string& url) const;
-  Result<Measurement> replay(const std::string& url, const WorkloadSpec& w, const std::string& dir, bool save_reference);
+  Result<Measurement> replay(const std::string& url, const WorkloadSpec& w, const std::string& dir,
+                             bool save_reference);
   Status make_references(const std::string& url, RungOutcome& rung1);
   Status compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url);
   Status record(const RungOutcome& r);
@@ -104,8 +109,9 @@ class Climber {
 };
 
 std::vector<std::string> Climber::serve_args(const RungSpec& r) const {
-  std::vector<std::string> a{"--log-level", "warn", "serve", "--host", "127.0.0.1", "--port", "0",
-                             "--model",     r.model.empty() ? o_.model : r.model};
+  std::vector<std::string> a{"--log-level", "warn",      "serve",
+                             "--host",      "127.0.0.1", "--port",
+                             "0",           "--model",   r.model.empty() ? o_.model : r.model};
   a.insert(a.end(), r.args.begin(), r.args.end());
   return a;
 }
@@ -115,13 +121,14 @@ Result<ServeProcess> Climber::start_rung(int rung) {
   const std::string dir = rung_dir(rung);
   fs::create_directories(dir);
   progress(fmt::format("starting rung {} '{}': ladder {}", rung, r.name, fmt::join(serve_args(r), " ")));
-  LADDER_ASSIGN_OR_RETURN(ServeProcess s, ServeProcess::start(o_.binary, serve_args(r), dir + "/serve", o_.ready_timeout_s));
+  LADDER_ASSIGN_OR_RETURN(ServeProcess s,
+                          ServeProcess::start(o_.binary, serve_args(r), dir + "/serve", o_.ready_timeout_s));
   if (Status st = warm_up(s.url()); !st.is_ok()) {
     s.stop();
     return st;
   }
-  progress(fmt::format("rung {} '{}' is ready at {} (pid {}), warmed up with {} requests", rung, r.name, s.url(),
-                       s.pid(), policy().warmup_requests));
+  progress(fmt::format("rung {} '{}' is ready at {} (pid {}), warmed up with {} requests", rung, r.name,
+                       s.url(), s.pid(), policy().warmup_requests));
   return s;
 }
 
@@ -132,12 +139,15 @@ Status Climber::warm_up(const std::string& url) const {
   harness::HttpRequestSpec spec;
   spec.method = "POST";
   spec.path = "/v1/completions";
-  spec.body = json{{"model", info.model_id}, {"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}}.dump();
+  spec.body =
+      json{{"model", info.model_id}, {"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}}
+          .dump();
   spec.timeout_s = 120;
   for (int i = 0; i < policy().warmup_requests; ++i) {
     Result<harness::HttpResponse> r = harness::http_fetch(ep, spec);
     if (!r.is_ok()) return invalid_argument("warm-up request failed: " + r.status().message());
-    if (r->status != 200) return invalid_argument(fmt::format("warm-up request got HTTP {}: {}", r->status, r->body));
+    if (r->status != 200)
+      return invalid_argument(fmt::format("warm-up request got HTTP {}: {}", r->status, r->body));
   }
   return Status::ok();
 }
@@ -145,8 +155,8 @@ Status Climber::warm_up(const std::string& url) const {
 Result<Measurement> Climber::replay(const std::string& url, const WorkloadSpec& w, const std::string& dir,
                                     bool save_reference) {
   fs::create_directories(dir);
-  std::vector<std::string> argv{o_.binary, "--log-level", "warn", "replay", "--endpoint", url,
-                                "--workload", w.path, "--out", dir, "--quiet"};
+  std::vector<std::string> argv{o_.binary,    "--log-level", "warn",  "replay", "--endpoint", url,
+                                "--workload", w.path,        "--out", dir,      "--quiet"};
   if (const std::string slo = slo_argument(policy().slo); !slo.empty()) {
     argv.insert(argv.end(), {"--slo", slo});
   }
@@ -159,11 +169,13 @@ Result<Measurement> Climber::replay(const std::string& url, const WorkloadSpec& 
     if (!verify_policy_path_.empty()) argv.insert(argv.end(), {"--policy", verify_policy_path_});
   }
   argv.insert(argv.end(), w.args.begin(), w.args.end());
-  LADDER_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(argv, dir + "/summary.txt", dir + "/replay.log"));
+  LADDER_ASSIGN_OR_RETURN(ChildProcess child,
+                          ChildProcess::spawn(argv, dir + "/summary.txt", dir + "/replay.log"));
   const int code = child.wait();
   if (code != 0 && code != 2) {
-    return invalid_argument(fmt::format("ladder replay of workload '{}' exited with code {}; {}/replay.log ends:\n{}",
-                                        w.name, code, dir, file_tail(dir + "/replay.log", 8)));
+    return invalid_argument(
+        fmt::format("ladder replay of workload '{}' exited with code {}; {}/replay.log ends:\n{}", w.name,
+                    code, dir, file_tail(dir + "/replay.log", 8)));
   }
   LADDER_ASSIGN_OR_RETURN(Measurement m, read_measurement(dir, policy()));
   m.exit_code = code;
@@ -190,9 +202,10 @@ Status Climber::make_references(const std::string& url, RungOutcome& rung1) {
   bool real = false;
   for (const auto& f : formats) real = real || kRealTraceFormats.count(f) > 0;
   if (!real) {
-    return invalid_argument(fmt::format("{}: every workload is synthetic (formats: {}); a climb needs at least one real "
-                                        "trace (mooncake, azure or burstgpt, e.g. ../shared/traces/)",
-                                        policy().source, fmt::join(formats, ", ")));
+    return invalid_argument(
+        fmt::format("{}: every workload is synthetic (formats: {}); a climb needs at least one real "
+                    "trace (mooncake, azure or burstgpt, e.g. ../shared/traces/)",
+                    policy().source, fmt::join(formats, ", ")));
   }
   return Status::ok();
 }
@@ -215,11 +228,12 @@ Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url
         m.side = is_a ? "A" : "B";
         m.rung = is_a ? current : cand.rung;
         m.rung_name = is_a ? a_spec.name : cand.spec.name;
-        progress(fmt::format("[{}/{}] rung {} '{}' vs rung {} '{}', {} repeat {}/{}, {} rung {}: good {}/{} "
-                             "(verified {}), {:.2f} good/s -> {}",
-                             ++replays_done_, replays_total_, cand.rung, cand.spec.name, current, a_spec.name, w.name,
-                             rep, policy().repeats, m.side, m.rung, m.good(), m.requests.size(), m.verified(),
-                             m.window_s() > 0 ? static_cast<double>(m.good()) / m.window_s() : 0.0, dir));
+        progress(fmt::format(
+            "[{}/{}] rung {} '{}' vs rung {} '{}', {} repeat {}/{}, {} rung {}: good {}/{} "
+            "(verified {}), {:.2f} good/s -> {}",
+            ++replays_done_, replays_total_, cand.rung, cand.spec.name, current, a_spec.name, w.name, rep,
+            policy().repeats, m.side, m.rung, m.good(), m.requests.size(), m.verified(),
+            m.window_s() > 0 ? static_cast<double>(m.good()) / m.window_s() : 0.0, dir));
       }
       paired[wi].repeats.push_back(pair_by_key(sides[0], sides[1]));
       cand.paired.push_back(std::move(sides[0]));
@@ -244,17 +258,25 @@ Status Climber::record(const RungOutcome& r) {
   const json& id_src = rung1.fingerprint;
   json records = json::array();
   auto add = [&](const Measurement& m) {
-    records.push_back({{"workload", m.workload}, {"repeat", m.repeat}, {"side", m.side}, {"rung", m.rung},
-                       {"path", (fs::path(m.dir) / "record.json").string()}, {"fingerprint_sha256", m.fingerprint()},
-                       {"requests", m.requests.size()}, {"good", m.good()}, {"verified", m.verified()},
-                       {"window_s", m.window_s()}, {"replay_exit_code", m.exit_code}});
+    records.push_back({{"workload", m.workload},
+                       {"repeat", m.repeat},
+                       {"side", m.side},
+                       {"rung", m.rung},
+                       {"path", (fs::path(m.dir) / "record.json").string()},
+                       {"fingerprint_sha256", m.fingerprint()},
+                       {"requests", m.requests.size()},
+                       {"good", m.good()},
+                       {"verified", m.verified()},
+                       {"window_s", m.window_s()},
+                       {"replay_exit_code", m.exit_code}});
   };
   for (const auto& m : r.paired) add(m);
   for (const auto& m : r.own) add(m);
   json quality = json::array();
   for (const auto& q : r.quality) quality.push_back(to_json(q));
-  json margin = {{"default", {{"verify", harness::verify_mode_name(policy().default_margin.verify)},
-                              {"margin", policy().default_margin.margin}}}};
+  json margin = {{"default",
+                  {{"verify", harness::verify_mode_name(policy().default_margin.verify)},
+                   {"margin", policy().default_margin.margin}}}};
   for (const auto& [name, m] : policy().slice_margins) {
     margin["slices"][name] = {{"verify", harness::verify_mode_name(m.verify)}, {"margin", m.margin}};
   }
@@ -262,39 +284,45 @@ Status Climber::record(const RungOutcome& r) {
   margin["min_gain"] = policy().min_gain;
   margin["confidence"] = policy().confidence;
   const RungSpec& serving = policy().rungs[r.serving_after - 1];
-  json e = {{"kind", "ladder.ledger"},
-            {"schema_version", kLedgerSchemaVersion},
-            {"climb_id", result_.climb_id},
-            {"timestamp", harness::iso8601_utc_now()},
-            {"rung", r.rung},
-            {"name", r.spec.name},
-            {"decision", r.decision},
-            {"reason", r.reason},
-            {"serving_after", {{"rung", r.serving_after}, {"name", serving.name}}},
-            {"compared_with", r.compared_with > 0 ? json{{"rung", r.compared_with},
-                                                         {"name", policy().rungs[r.compared_with - 1].name}}
-                                                  : json(nullptr)},
-            {"serve_args", r.spec.args},
-            {"model", fs::absolute(r.model).lexically_normal().string()},
-            {"model_override", !r.spec.model.empty()},
-            {"rung1_args", policy().rungs.front().args},
-            {"identity", {{"model_digest", id_src.value("model_digest", "unknown")},
-                          {"tokenizer_digest", id_src.value("tokenizer_digest", "unknown")},
-                          {"engine_revision", id_src.value("engine_revision", "unknown")}}},
-            {"fingerprint", r.fingerprint},
-            {"goodput", r.goodput ? to_json(*r.goodput) : json(nullptr)},
-            {"figures", r.figures ? to_json(*r.figures) : json(nullptr)},
-            {"quality", quality},
-            {"cost", {{"core_s_per_verified_request",
-                       r.figures && r.figures->core_s_per_verified ? json(*r.figures->core_s_per_verified) : json(nullptr)},
-                      {"server_core_s",
-                       r.figures && r.figures->server_core_s ? json(*r.figures->server_core_s) : json(nullptr)}}},
-            {"margin", margin},
-            {"policy", {{"path", policy().source}, {"digest_sha256", policy().digest_sha256},
-                        {"repeats", policy().repeats}, {"slo", slo_argument(policy().slo)}}},
-            {"records", records},
-            {"report", result_.report_path},
-            {"machine", result_.machine}};
+  json e = {
+      {"kind", "ladder.ledger"},
+      {"schema_version", kLedgerSchemaVersion},
+      {"climb_id", result_.climb_id},
+      {"timestamp", harness::iso8601_utc_now()},
+      {"rung", r.rung},
+      {"name", r.spec.name},
+      {"decision", r.decision},
+      {"reason", r.reason},
+      {"serving_after", {{"rung", r.serving_after}, {"name", serving.name}}},
+      {"compared_with", r.compared_with > 0 ? json{{"rung", r.compared_with},
+                                                   {"name", policy().rungs[r.compared_with - 1].name}}
+                                            : json(nullptr)},
+      {"serve_args", r.spec.args},
+      {"model", fs::absolute(r.model).lexically_normal().string()},
+      {"model_override", !r.spec.model.empty()},
+      {"rung1_args", policy().rungs.front().args},
+      {"identity",
+       {{"model_digest", id_src.value("model_digest", "unknown")},
+        {"tokenizer_digest", id_src.value("tokenizer_digest", "unknown")},
+        {"engine_revision", id_src.value("engine_revision", "unknown")}}},
+      {"fingerprint", r.fingerprint},
+      {"goodput", r.goodput ? to_json(*r.goodput) : json(nullptr)},
+      {"figures", r.figures ? to_json(*r.figures) : json(nullptr)},
+      {"quality", quality},
+      {"cost",
+       {{"core_s_per_verified_request",
+         r.figures && r.figures->core_s_per_verified ? json(*r.figures->core_s_per_verified) : json(nullptr)},
+        {"server_core_s",
+         r.figures && r.figures->server_core_s ? json(*r.figures->server_core_s) : json(nullptr)}}},
+      {"margin", margin},
+      {"policy",
+       {{"path", policy().source},
+        {"digest_sha256", policy().digest_sha256},
+        {"repeats", policy().repeats},
+        {"slo", slo_argument(policy().slo)}}},
+      {"records", records},
+      {"report", result_.report_path},
+      {"machine", result_.machine}};
   if (r.decision == "failed") e["fingerprint"] = nullptr;
   return append_ledger_entry(result_.ledger_path, e);
 }
@@ -307,8 +335,9 @@ Result<ClimbResult> Climber::run() {
     verify_policy_path_ = (fs::path(o_.out_dir) / "verify-policy.toml").string();
     LADDER_RETURN_IF_ERROR(write_text(verify_policy_path_, p.thresholds_toml()));
   }
-  progress(fmt::format("climb {}: {} rungs, {} workloads, {} repeats, {} replays; ledger {}", result_.climb_id,
-                       p.rungs.size(), p.workloads.size(), p.repeats, replays_total_, result_.ledger_path));
+  progress(fmt::format("climb {}: {} rungs, {} workloads, {} repeats, {} replays; ledger {}",
+                       result_.climb_id, p.rungs.size(), p.workloads.size(), p.repeats, replays_total_,
+                       result_.ledger_path));
 
   RungOutcome rung1;
   rung1.rung = 1;
@@ -387,7 +416,8 @@ Result<ClimbResult> run_climb(const ClimbOptions& opts) {
   if (!fs::is_regular_file(o.model, ec)) return invalid_argument("--model: no such file " + o.model);
   for (const auto& r : policy.rungs) {
     if (!r.model.empty() && !fs::is_regular_file(r.model, ec)) {
-      return invalid_argument(fmt::format("{} [[rung]] '{}' 'model': no such file {}", policy.source, r.name, r.model));
+      return invalid_argument(
+          fmt::format("{} [[rung]] '{}' 'model': no such file {}", policy.source, r.name, r.model));
     }
   }
   Climber c(o, std::move(policy));

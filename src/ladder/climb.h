@@ -18,11 +18,10 @@
 // Progress goes to stderr, one line per replay and per decision.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "ladder/gate.h"
@@ -47,13 +46,14 @@ struct RungOutcome {
   std::string model;     // the file it served
   std::string decision;  // baseline | promoted | rejected | failed
   std::string reason;
-  int compared_with = 0;  // the rung it was paired with (0 for rung 1)
-  int serving_after = 1;  // the rung serving once this one was decided
+  int compared_with = 0;                   // the rung it was paired with (0 for rung 1)
+  int serving_after = 1;                   // the rung serving once this one was decided
   std::optional<GoodputInterval> goodput;  // the paired change against compared_with
   std::vector<SliceQuality> quality;       // its own runs against the reference
   std::optional<RungFigures> figures;      // its own runs
-  std::vector<Measurement> own;            // B runs (rung 1: its A runs of the first comparison, else the reference runs)
-  std::vector<Measurement> paired;         // the A runs it was paired with
+  std::vector<Measurement>
+      own;  // B runs (rung 1: its A runs of the first comparison, else the reference runs)
+  std::vector<Measurement> paired;  // the A runs it was paired with
   nlohmann::json fingerprint;
 };
 

@@ -21,7 +21,9 @@ size_t draw_index(std::mt19937_64& rng, size_t n) {
   return std::min(n - 1, static_cast<size_t>(u * static_cast<double>(n)));
 }
 
-std::string fraction2(double v) { return fmt::format("{:.2f}", v); }
+std::string fraction2(double v) {
+  return fmt::format("{:.2f}", v);
+}
 
 }  // namespace
 
@@ -57,8 +59,8 @@ std::vector<double> bootstrap_means(const std::vector<std::vector<std::vector<do
   return stats;
 }
 
-GoodputInterval bootstrap_goodput(const std::vector<PairedWorkload>& workloads, double confidence, int samples,
-                                  uint64_t seed) {
+GoodputInterval bootstrap_goodput(const std::vector<PairedWorkload>& workloads, double confidence,
+                                  int samples, uint64_t seed) {
   GoodputInterval g;
   g.confidence = confidence;
   g.samples = samples;
@@ -80,7 +82,7 @@ GoodputInterval bootstrap_goodput(const std::vector<PairedWorkload>& workloads, 
   // With no good request on A the relative scale does not exist; the interval
   // is then of the absolute difference in goodput fraction.
   const double scale = g.a_good > 0 ? mean_a : 1.0;
-  g.gain = g.a_good > 0 ? static_cast<double>(g.b_good - g.a_good) / static_cast<double>(g.a_good)
+  g.gain = g.a_good > 0   ? static_cast<double>(g.b_good - g.a_good) / static_cast<double>(g.a_good)
            : g.b_good > 0 ? std::numeric_limits<double>::infinity()
                           : 0.0;
   const std::vector<double> stats = bootstrap_means(diffs, samples, seed);
@@ -90,8 +92,8 @@ GoodputInterval bootstrap_goodput(const std::vector<PairedWorkload>& workloads, 
   return g;
 }
 
-FractionInterval bootstrap_fraction(const std::vector<std::vector<std::vector<bool>>>& good, double confidence,
-                                    int samples, uint64_t seed) {
+FractionInterval bootstrap_fraction(const std::vector<std::vector<std::vector<bool>>>& good,
+                                    double confidence, int samples, uint64_t seed) {
   FractionInterval f;
   std::vector<std::vector<std::vector<double>>> values;
   size_t n = 0, k = 0;
@@ -125,12 +127,14 @@ GateDecision decide(const GoodputInterval& goodput, std::vector<SliceQuality> sl
     if (q.within()) continue;
     d.failed_slices.push_back(q.slice);
     if (q.compared == 0) {
-      quality_failures.push_back(fmt::format("slice {} has no compared request ({} sent, none served and in the "
-                                             "reference)", q.slice, q.requests));
+      quality_failures.push_back(
+          fmt::format("slice {} has no compared request ({} sent, none served and in the "
+                      "reference)",
+                      q.slice, q.requests));
     } else {
       quality_failures.push_back(fmt::format("slice {} verified {} < margin {} ({} of {} {})", q.slice,
-                                             fraction2(q.fraction()), fraction2(q.margin), q.verified, q.compared,
-                                             q.verify));
+                                             fraction2(q.fraction()), fraction2(q.margin), q.verified,
+                                             q.compared, q.verify));
     }
   }
   const std::string interval = fmt::format("goodput {} CI [{}, {}] at {:g}%", signed_percent(goodput.gain),
@@ -144,8 +148,8 @@ GateDecision decide(const GoodputInterval& goodput, std::vector<SliceQuality> sl
     goodput_ok = true;
     goodput_verdict = interval + (min_gain > 0 ? " above min_gain " + signed_percent(min_gain) : " above 0");
   } else if (min_gain > 0) {
-    goodput_verdict = fmt::format("{}: lower bound {} not above min_gain {}", interval, signed_percent(goodput.ci_low),
-                                  signed_percent(min_gain));
+    goodput_verdict = fmt::format("{}: lower bound {} not above min_gain {}", interval,
+                                  signed_percent(goodput.ci_low), signed_percent(min_gain));
   } else if (goodput.ci_high <= 0 && goodput.ci_low < 0) {
     goodput_verdict = interval + " below 0";
   } else {
@@ -163,8 +167,8 @@ GateDecision decide(const GoodputInterval& goodput, std::vector<SliceQuality> sl
   std::string worst;
   if (!slices.empty()) {
     const SliceQuality& w = slices.front();
-    worst = fmt::format("; every slice within its margin (closest: {} {} >= {})", w.slice, fraction2(w.fraction()),
-                        fraction2(w.margin));
+    worst = fmt::format("; every slice within its margin (closest: {} {} >= {})", w.slice,
+                        fraction2(w.fraction()), fraction2(w.margin));
   }
   d.reason = "promoted: " + goodput_verdict + worst;
   return d;
@@ -172,15 +176,22 @@ GateDecision decide(const GoodputInterval& goodput, std::vector<SliceQuality> sl
 
 nlohmann::json to_json(const GoodputInterval& g) {
   auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  return {{"pairs", g.pairs},         {"a_good", g.a_good},     {"b_good", g.b_good},
-          {"gain", finite(g.gain)},   {"ci_low", g.ci_low},     {"ci_high", g.ci_high},
-          {"confidence", g.confidence}, {"bootstrap_samples", g.samples},
-          {"statistic", "relative change of good requests, paired; two-stage bootstrap over repeats and requests"}};
+  return {{"pairs", g.pairs},
+          {"a_good", g.a_good},
+          {"b_good", g.b_good},
+          {"gain", finite(g.gain)},
+          {"ci_low", g.ci_low},
+          {"ci_high", g.ci_high},
+          {"confidence", g.confidence},
+          {"bootstrap_samples", g.samples},
+          {"statistic",
+           "relative change of good requests, paired; two-stage bootstrap over repeats and requests"}};
 }
 
 nlohmann::json to_json(const SliceQuality& q) {
-  return {{"slice", q.slice},       {"verify", q.verify},     {"requests", q.requests}, {"compared", q.compared},
-          {"verified", q.verified}, {"fraction", q.fraction()}, {"margin", q.margin},   {"within", q.within()}};
+  return {{"slice", q.slice},       {"verify", q.verify},     {"requests", q.requests},
+          {"compared", q.compared}, {"verified", q.verified}, {"fraction", q.fraction()},
+          {"margin", q.margin},     {"within", q.within()}};
 }
 
 }  // namespace ladder::climb

@@ -20,11 +20,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace ladder::climb {
 
@@ -49,8 +48,8 @@ struct GoodputInterval {
   size_t pairs = 0;
   int64_t a_good = 0;
   int64_t b_good = 0;
-  double gain = 0;      // (b_good - a_good) / a_good; (b_good > 0 ? +inf : 0) when a_good = 0
-  double ci_low = 0;    // relative, same scale as gain
+  double gain = 0;    // (b_good - a_good) / a_good; (b_good > 0 ? +inf : 0) when a_good = 0
+  double ci_low = 0;  // relative, same scale as gain
   double ci_high = 0;
   double confidence = 0.95;
   int samples = 0;
@@ -59,8 +58,8 @@ struct GoodputInterval {
 // The bootstrap above, with `samples` resamples from a generator seeded with
 // `seed` (std::mt19937_64; indices drawn as (x >> 11) * n >> 53, so the draws
 // are the same on every standard library).
-GoodputInterval bootstrap_goodput(const std::vector<PairedWorkload>& workloads, double confidence, int samples,
-                                  uint64_t seed);
+GoodputInterval bootstrap_goodput(const std::vector<PairedWorkload>& workloads, double confidence,
+                                  int samples, uint64_t seed);
 
 // The same two-stage bootstrap for one configuration's own goodput fraction:
 // good[workload][repeat][request].
@@ -69,8 +68,8 @@ struct FractionInterval {
   double ci_low = 0;
   double ci_high = 0;
 };
-FractionInterval bootstrap_fraction(const std::vector<std::vector<std::vector<bool>>>& good, double confidence,
-                                    int samples, uint64_t seed);
+FractionInterval bootstrap_fraction(const std::vector<std::vector<std::vector<bool>>>& good,
+                                    double confidence, int samples, uint64_t seed);
 
 // The resampled means of values[workload][repeat][item], sorted: per
 // workload its repeats drawn with replacement, within each its items.
@@ -79,13 +78,15 @@ std::vector<double> bootstrap_means(const std::vector<std::vector<std::vector<do
 
 struct SliceQuality {
   std::string slice;
-  std::string verify;  // "exact" | "approx"
+  std::string verify;   // "exact" | "approx"
   size_t requests = 0;  // the candidate's requests of this slice, every repeat
   size_t compared = 0;
   size_t verified = 0;
   double margin = 1.0;
 
-  double fraction() const { return compared == 0 ? 0.0 : static_cast<double>(verified) / static_cast<double>(compared); }
+  double fraction() const {
+    return compared == 0 ? 0.0 : static_cast<double>(verified) / static_cast<double>(compared);
+  }
   bool within() const { return compared > 0 && fraction() >= margin; }
 };
 

@@ -17,10 +17,9 @@
 //    "machine": {"cpu_model", "cores", "memory_bytes", "hostname"}}
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 

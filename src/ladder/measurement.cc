@@ -104,7 +104,8 @@ PairedRepeat pair_by_key(const Measurement& a, const Measurement& b) {
   return p;
 }
 
-std::vector<SliceQuality> slice_quality(const std::vector<const Measurement*>& runs, const ClimbPolicy& policy) {
+std::vector<SliceQuality> slice_quality(const std::vector<const Measurement*>& runs,
+                                        const ClimbPolicy& policy) {
   std::map<std::string, SliceQuality> by_slice;
   for (const Measurement* m : runs) {
     for (const auto& r : m->requests) {
@@ -153,7 +154,10 @@ RungFigures rung_figures(const std::vector<const Measurement*>& runs, const Clim
     window += m->window_s();
     const json& runs_json = m->record.value("runs", json::array());
     if (!runs_json.empty()) {
-      const json sp = runs_json[0].value("summary", json::object()).value("overall", json::object()).value("speculative", json::object());
+      const json sp = runs_json[0]
+                          .value("summary", json::object())
+                          .value("overall", json::object())
+                          .value("speculative", json::object());
       proposed += sp.value("proposed", 0.0);
       accepted += sp.value("accepted", 0.0);
       if (auto tpc = optional_number(sp, "tokens_per_cycle")) {

@@ -9,11 +9,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "ladder/gate.h"
@@ -33,12 +32,12 @@ struct RequestOutcome {
 
 struct Measurement {
   std::string workload;
-  int repeat = 0;       // 1-based; 0 for the reference run
-  std::string side;     // "A" (serving now), "B" (candidate) or "reference"
+  int repeat = 0;    // 1-based; 0 for the reference run
+  std::string side;  // "A" (serving now), "B" (candidate) or "reference"
   int rung = 0;
   std::string rung_name;
-  std::string dir;      // the replay's --out
-  int exit_code = 0;    // the replay's: 0, or 2 (measured, with errors or nothing verified)
+  std::string dir;    // the replay's --out
+  int exit_code = 0;  // the replay's: 0, or 2 (measured, with errors or nothing verified)
   nlohmann::json record;
   std::vector<RequestOutcome> requests;  // in schedule order
 
@@ -58,7 +57,8 @@ PairedRepeat pair_by_key(const Measurement& a, const Measurement& b);
 
 // Per slice, over the measurements (a configuration's own runs), with the
 // policy's margins; in slice-name order.
-std::vector<SliceQuality> slice_quality(const std::vector<const Measurement*>& runs, const ClimbPolicy& policy);
+std::vector<SliceQuality> slice_quality(const std::vector<const Measurement*>& runs,
+                                        const ClimbPolicy& policy);
 
 // What the report and the ledger say about a configuration's own runs.
 struct RungFigures {

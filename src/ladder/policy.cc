@@ -1,12 +1,12 @@
 #include "ladder/policy.h"
 
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "common/file_io.h"
 #include "common/sha256.h"
@@ -16,11 +16,12 @@ namespace ladder::climb {
 namespace {
 
 // Options the climb gives each replay or server itself.
-const std::set<std::string> kReplayOwned = {"--endpoint", "--workload", "--out",    "--reference", "--save-reference",
-                                            "--verify",   "--policy",   "--slo",    "--seed",      "--quiet",
-                                            "--min-match", "--min-divergence", "--max-mean-kl", "--max-kl",
-                                            "--sweep",    "--api-key",  "--tenant-key"};
-const std::set<std::string> kServeOwned = {"--port", "--host", "-m", "--model", "--ledger", "--api-key", "--tenants"};
+const std::set<std::string> kReplayOwned = {
+    "--endpoint",    "--workload", "--out",   "--reference", "--save-reference", "--verify",
+    "--policy",      "--slo",      "--seed",  "--quiet",     "--min-match",      "--min-divergence",
+    "--max-mean-kl", "--max-kl",   "--sweep", "--api-key",   "--tenant-key"};
+const std::set<std::string> kServeOwned = {"--port",   "--host",    "-m",       "--model",
+                                           "--ledger", "--api-key", "--tenants"};
 
 std::string option_name(const std::string& arg) {
   const size_t eq = arg.find('=');
@@ -36,7 +37,8 @@ Result<double> read_double(const toml::node& node, const std::string& where) {
 Result<int64_t> read_int(const toml::node& node, const std::string& where, int64_t lo, int64_t hi) {
   auto i = node.value_exact<int64_t>();
   if (!i) return invalid_argument(where + " must be an integer");
-  if (*i < lo || *i > hi) return invalid_argument(fmt::format("{} = {} is outside [{}, {}]", where, *i, lo, hi));
+  if (*i < lo || *i > hi)
+    return invalid_argument(fmt::format("{} = {} is outside [{}, {}]", where, *i, lo, hi));
   return *i;
 }
 
@@ -49,13 +51,15 @@ Result<std::string> read_string(const toml::node& node, const std::string& where
 Result<std::vector<std::string>> read_args(const toml::node& node, const std::string& where,
                                            const std::set<std::string>& owned, const std::string& owner) {
   const toml::array* arr = node.as_array();
-  if (arr == nullptr) return invalid_argument(where + " must be an array of strings, e.g. [\"--rate\", \"4\"]");
+  if (arr == nullptr)
+    return invalid_argument(where + " must be an array of strings, e.g. [\"--rate\", \"4\"]");
   std::vector<std::string> out;
   for (const auto& item : *arr) {
     auto s = item.value_exact<std::string>();
     if (!s) return invalid_argument(where + " must hold strings only (write numbers as \"4\")");
     if (owned.count(option_name(*s)) > 0) {
-      return invalid_argument(fmt::format("{}: {} is set by the climb itself ({})", where, option_name(*s), owner));
+      return invalid_argument(
+          fmt::format("{}: {} is set by the climb itself ({})", where, option_name(*s), owner));
     }
     out.push_back(*s);
   }
@@ -77,8 +81,8 @@ Result<double> read_fraction(const toml::node& node, const std::string& where) {
 
 // Reads verify/margin out of a [quality] or [quality.slice.NAME] table into
 // `m`, and copies every other key into `thresholds` for the harness reader.
-Status split_slice_table(const toml::table& t, const std::string& where, SliceMargin& m, toml::table& thresholds,
-                         bool is_quality_root) {
+Status split_slice_table(const toml::table& t, const std::string& where, SliceMargin& m,
+                         toml::table& thresholds, bool is_quality_root) {
   for (const auto& [k, node] : t) {
     const std::string key(k.str());
     if (key == "verify") {
@@ -88,8 +92,10 @@ Status split_slice_table(const toml::table& t, const std::string& where, SliceMa
     } else if (is_quality_root && (key == "default" || key == "slice")) {
       continue;  // handled by the caller
     } else if (is_quality_root) {
-      return invalid_argument(fmt::format("{}: unknown key '{}' (verify, margin, [quality.default], "
-                                          "[quality.slice.NAME])", where, key));
+      return invalid_argument(
+          fmt::format("{}: unknown key '{}' (verify, margin, [quality.default], "
+                      "[quality.slice.NAME])",
+                      where, key));
     } else {
       thresholds.insert(key, node);
     }
@@ -137,7 +143,9 @@ Status read_slo(const toml::table& t, const std::string& source, harness::Slo& s
                                    : key == "tpot_ms" ? &slo.tpot_ms
                                    : key == "e2e_ms"  ? &slo.e2e_ms
                                                       : nullptr;
-    if (field == nullptr) return invalid_argument(fmt::format("{} [slo]: unknown key '{}' (ttft_ms, tpot_ms, e2e_ms)", source, key));
+    if (field == nullptr)
+      return invalid_argument(
+          fmt::format("{} [slo]: unknown key '{}' (ttft_ms, tpot_ms, e2e_ms)", source, key));
     LADDER_ASSIGN_OR_RETURN(double v, read_double(node, where));
     if (!(v > 0)) return invalid_argument(where + " must be > 0 (milliseconds)");
     *field = v;
@@ -151,7 +159,8 @@ std::string resolve(const std::string& path, const std::string& base_dir) {
   return (std::filesystem::path(base_dir) / p).lexically_normal().string();
 }
 
-Result<WorkloadSpec> read_workload(const toml::table& t, const std::string& where, const std::string& base_dir) {
+Result<WorkloadSpec> read_workload(const toml::table& t, const std::string& where,
+                                   const std::string& base_dir) {
   WorkloadSpec w;
   for (const auto& [k, node] : t) {
     const std::string key(k.str());
@@ -168,7 +177,8 @@ Result<WorkloadSpec> read_workload(const toml::table& t, const std::string& wher
   if (w.path.empty()) return invalid_argument(where + ": 'path' is required (a workload or trace file)");
   w.path = resolve(w.path, base_dir);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(w.path, ec)) return invalid_argument(where + " 'path': no such file " + w.path);
+  if (!std::filesystem::is_regular_file(w.path, ec))
+    return invalid_argument(where + " 'path': no such file " + w.path);
   if (w.name.empty()) w.name = std::filesystem::path(w.path).stem().string();
   return w;
 }
@@ -232,7 +242,8 @@ std::string ClimbPolicy::thresholds_toml() const {
     if (t.max_kl) s += fmt::format("max_kl = {}\n", *t.max_kl);
     return s;
   };
-  std::string out = "# written by ladder climb from " + source + " [quality]\n[default]\n" + fields(thresholds.defaults);
+  std::string out =
+      "# written by ladder climb from " + source + " [quality]\n[default]\n" + fields(thresholds.defaults);
   for (const auto& [name, t] : thresholds.slices) {
     out += "[slice." + nlohmann::json(name).dump() + "]\n" + fields(t);
   }
@@ -257,7 +268,8 @@ nlohmann::json ClimbPolicy::to_json() const {
             {"thresholds", thresholds.to_json()}};
   for (const auto& [name, m] : slice_margins) j["margin"]["slices"][name] = margin_json(m);
   j["workloads"] = json::array();
-  for (const auto& w : workloads) j["workloads"].push_back({{"name", w.name}, {"path", w.path}, {"args", w.args}});
+  for (const auto& w : workloads)
+    j["workloads"].push_back({{"name", w.name}, {"path", w.path}, {"args", w.args}});
   j["rungs"] = json::array();
   for (const auto& r : rungs) j["rungs"].push_back({{"name", r.name}, {"args", r.args}, {"model", r.model}});
   return j;
@@ -271,7 +283,8 @@ std::string slo_argument(const harness::Slo& slo) {
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
-Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::string& source, const std::string& base_dir) {
+Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::string& source,
+                                       const std::string& base_dir) {
   toml::table doc;
   try {
     doc = toml::parse(text, source);
@@ -306,7 +319,8 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
       p.warmup_requests = static_cast<int>(v);
     } else if (key == "min_gain") {
       LADDER_ASSIGN_OR_RETURN(p.min_gain, read_double(node, where));
-      if (!(p.min_gain >= 0 && p.min_gain < 10)) return invalid_argument(where + " must be in [0, 10) (a relative gain)");
+      if (!(p.min_gain >= 0 && p.min_gain < 10))
+        return invalid_argument(where + " must be in [0, 10) (a relative gain)");
     } else if (key == "slo") {
       if (!node.is_table()) return invalid_argument(source + ": 'slo' must be a table ([slo])");
       LADDER_RETURN_IF_ERROR(read_slo(*node.as_table(), source, p.slo));
@@ -318,26 +332,30 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
     } else if (key == "rung") {
       LADDER_RETURN_IF_ERROR(read_array_of_tables(node, source, key, base_dir, p.rungs, read_rung));
     } else {
-      return invalid_argument(fmt::format("{}: unknown key '{}' (confidence, repeats, bootstrap_samples, seed, "
-                                          "warmup_requests, min_gain, [slo], [quality], [[workload]], [[rung]])",
-                                          source, key));
+      return invalid_argument(
+          fmt::format("{}: unknown key '{}' (confidence, repeats, bootstrap_samples, seed, "
+                      "warmup_requests, min_gain, [slo], [quality], [[workload]], [[rung]])",
+                      source, key));
     }
   }
-  if (p.workloads.empty()) return invalid_argument(source + ": no [[workload]]: the climb needs traffic to replay");
+  if (p.workloads.empty())
+    return invalid_argument(source + ": no [[workload]]: the climb needs traffic to replay");
   if (p.rungs.size() < 2) {
-    return invalid_argument(source + ": [[rung]] needs rung 1 (the floor) and at least one candidate after it");
+    return invalid_argument(source +
+                            ": [[rung]] needs rung 1 (the floor) and at least one candidate after it");
   }
   std::set<std::string> names;
   for (size_t i = 0; i < p.rungs.size(); ++i) {
     if (!names.insert(p.rungs[i].name).second) {
-      return invalid_argument(fmt::format("{} [[rung]] #{}: name '{}' is used twice", source, i + 1, p.rungs[i].name));
+      return invalid_argument(
+          fmt::format("{} [[rung]] #{}: name '{}' is used twice", source, i + 1, p.rungs[i].name));
     }
   }
   names.clear();
   for (size_t i = 0; i < p.workloads.size(); ++i) {
     if (!names.insert(p.workloads[i].name).second) {
-      return invalid_argument(fmt::format("{} [[workload]] #{}: name '{}' is used twice", source, i + 1,
-                                          p.workloads[i].name));
+      return invalid_argument(
+          fmt::format("{} [[workload]] #{}: name '{}' is used twice", source, i + 1, p.workloads[i].name));
     }
   }
   return p;

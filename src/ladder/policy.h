@@ -41,11 +41,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/status.h"
 #include "harness/quality.h"
@@ -73,8 +72,8 @@ struct RungSpec {
 };
 
 struct ClimbPolicy {
-  std::string source;          // the file
-  std::string digest_sha256;   // of its bytes
+  std::string source;         // the file
+  std::string digest_sha256;  // of its bytes
   double confidence = 0.95;
   int repeats = 2;
   int bootstrap_samples = 2000;

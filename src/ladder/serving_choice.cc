@@ -8,7 +8,9 @@ namespace ladder::climb {
 
 namespace {
 
-std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) : h; }
+std::string short_hash(const std::string& h) {
+  return h.size() > 12 ? h.substr(0, 12) : h;
+}
 
 }  // namespace
 
@@ -18,8 +20,8 @@ std::string identity_difference(const ServedIdentity& ledger, const ServedIdenti
                        short_hash(running.model_digest));
   }
   if (ledger.tokenizer_digest != running.tokenizer_digest) {
-    return fmt::format("tokenizer_digest differs: ledger {}, this model's {}", short_hash(ledger.tokenizer_digest),
-                       short_hash(running.tokenizer_digest));
+    return fmt::format("tokenizer_digest differs: ledger {}, this model's {}",
+                       short_hash(ledger.tokenizer_digest), short_hash(running.tokenizer_digest));
   }
   if (ledger.engine_revision != running.engine_revision) {
     return fmt::format("engine_revision differs: ledger {}, this ladder {}", ledger.engine_revision,
@@ -76,15 +78,17 @@ ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const Serv
       continue;
     }
     if (serving == nullptr || serving->decision == "baseline") {
-      choice.summary = fmt::format("ledger: climb {} matches and promoted nothing above rung 1: serving rung 1", id);
+      choice.summary =
+          fmt::format("ledger: climb {} matches and promoted nothing above rung 1: serving rung 1", id);
       return choice;
     }
     if (serving->model_override) {
       Result<std::string> digest = model_digest_of(serving->model);
       if (!digest.is_ok() || *digest != serving->served.model_digest) {
         choice.notes.push_back(fmt::format(
-            "climb {}: rung {} '{}' serves {}, whose model_digest {} (measured {})", id, serving->rung, serving->name,
-            serving->model, digest.is_ok() ? "is now " + short_hash(*digest) : "cannot be read: " + digest.status().message(),
+            "climb {}: rung {} '{}' serves {}, whose model_digest {} (measured {})", id, serving->rung,
+            serving->name, serving->model,
+            digest.is_ok() ? "is now " + short_hash(*digest) : "cannot be read: " + digest.status().message(),
             short_hash(serving->served.model_digest)));
         choice.summary = "ledger: the promoted configuration's model file changed: serving rung 1";
         return choice;
@@ -95,8 +99,10 @@ ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const Serv
                                  serving->name, id, serving->reason);
     return choice;
   }
-  choice.summary = climbs.empty() ? "ledger: it holds no climb: serving rung 1"
-                                  : "ledger: no climb matches this model, tokenizer, revision and settings: serving rung 1";
+  choice.summary =
+      climbs.empty()
+          ? "ledger: it holds no climb: serving rung 1"
+          : "ledger: no climb matches this model, tokenizer, revision and settings: serving rung 1";
   return choice;
 }
 

@@ -115,7 +115,8 @@ SliceQuality slice(const std::string& name, size_t compared, size_t verified, do
 }
 
 TEST(Gate, PromotesWhenTheIntervalIsAboveZeroAndEverySliceWithinItsMargin) {
-  const GateDecision d = decide(interval(0.125, 0.041, 0.203), {slice("chat", 10, 10, 1.0), slice("long", 8, 8, 0.9)}, 0);
+  const GateDecision d =
+      decide(interval(0.125, 0.041, 0.203), {slice("chat", 10, 10, 1.0), slice("long", 8, 8, 0.9)}, 0);
   EXPECT_TRUE(d.promote);
   EXPECT_EQ(d.reason.rfind("promoted: goodput +12.5% CI [+4.1%, +20.3%] at 95% above 0", 0), 0u) << d.reason;
 }
@@ -145,7 +146,8 @@ TEST(Gate, OneSliceBelowItsMarginRejectsWhilePooledLooksFine) {
   EXPECT_FALSE(d.promote);
   ASSERT_EQ(d.failed_slices.size(), 1u);
   EXPECT_EQ(d.failed_slices[0], "long");
-  EXPECT_EQ(d.reason.rfind("rejected: slice long verified 0.70 < margin 0.80 (7 of 10 exact)", 0), 0u) << d.reason;
+  EXPECT_EQ(d.reason.rfind("rejected: slice long verified 0.70 < margin 0.80 (7 of 10 exact)", 0), 0u)
+      << d.reason;
   // The goodput verdict is still stated.
   EXPECT_NE(d.reason.find("goodput +30.0%"), std::string::npos);
 }

@@ -21,9 +21,10 @@ ClimbPolicy policy_with(harness::VerifyMode default_mode, const std::map<std::st
   return p;
 }
 
-json row(const std::string& key, const std::string& slice, bool verified, bool good, std::optional<bool> exact,
-         double e2e) {
-  json j = {{"key", key}, {"slice", slice}, {"verified", verified}, {"good", good}, {"e2e_ms", e2e}, {"ttft_ms", e2e / 2}};
+json row(const std::string& key, const std::string& slice, bool verified, bool good,
+         std::optional<bool> exact, double e2e) {
+  json j = {{"key", key},   {"slice", slice}, {"verified", verified},
+            {"good", good}, {"e2e_ms", e2e},  {"ttft_ms", e2e / 2}};
   if (exact) j["quality"] = {{"exact_match", *exact}, {"pass", verified}};
   return j;
 }
@@ -48,11 +49,13 @@ TEST(Measurement, AnExactSliceInAnApproxReplayNeedsTheExactTokens) {
   // "long" is approximate, so the replay ran in approx mode; "chat" is exact:
   // a request the harness passed on thresholds but whose tokens differ is not
   // verified for it.
-  const ClimbPolicy p = policy_with(harness::VerifyMode::kExact, {{"long", {harness::VerifyMode::kApprox, 0.9}}});
+  const ClimbPolicy p =
+      policy_with(harness::VerifyMode::kExact, {{"long", {harness::VerifyMode::kApprox, 0.9}}});
   ASSERT_EQ(p.replay_mode(), harness::VerifyMode::kApprox);
-  const std::string dir = write_replay({row("k1", "chat", true, true, true, 10), row("k2", "chat", true, true, false, 20),
-                                        row("k3", "long", true, true, false, 30), row("k4", "long", false, false, std::nullopt, 40)},
-                                       2.0, 0.5);
+  const std::string dir = write_replay(
+      {row("k1", "chat", true, true, true, 10), row("k2", "chat", true, true, false, 20),
+       row("k3", "long", true, true, false, 30), row("k4", "long", false, false, std::nullopt, 40)},
+      2.0, 0.5);
   auto m = read_measurement(dir, p);
   ASSERT_TRUE(m.is_ok()) << m.status().message();
   ASSERT_EQ(m->requests.size(), 4u);
@@ -81,17 +84,21 @@ TEST(Measurement, AnExactSliceInAnApproxReplayNeedsTheExactTokens) {
   EXPECT_EQ(f.requests, 4u);
   EXPECT_EQ(f.good, 2u);
   EXPECT_EQ(f.verified, 2u);
-  EXPECT_DOUBLE_EQ(f.goodput_rps, 1.0);        // 2 good / 2 s
-  EXPECT_DOUBLE_EQ(*f.core_s_per_verified, 0.25);  // 0.5 core-s / 2 verified
+  EXPECT_DOUBLE_EQ(f.goodput_rps, 1.0);                   // 2 good / 2 s
+  EXPECT_DOUBLE_EQ(*f.core_s_per_verified, 0.25);         // 0.5 core-s / 2 verified
   EXPECT_DOUBLE_EQ(f.e2e_ms["p50"].get<double>(), 25.0);  // between 20 and 30
   EXPECT_DOUBLE_EQ(f.goodput_fraction.fraction, 0.5);
 }
 
 TEST(Measurement, PairsByKeyAndDropsTheUnpaired) {
   const ClimbPolicy p = policy_with(harness::VerifyMode::kExact, {});
-  auto a = read_measurement(write_replay({row("x", "s", true, true, true, 1), row("y", "s", true, false, true, 1),
-                                          row("only-a", "s", true, true, true, 1)}, 1, 1), p);
-  auto b = read_measurement(write_replay({row("y", "s", true, true, true, 1), row("x", "s", true, true, true, 1)}, 1, 1), p);
+  auto a =
+      read_measurement(write_replay({row("x", "s", true, true, true, 1), row("y", "s", true, false, true, 1),
+                                     row("only-a", "s", true, true, true, 1)},
+                                    1, 1),
+                       p);
+  auto b = read_measurement(
+      write_replay({row("y", "s", true, true, true, 1), row("x", "s", true, true, true, 1)}, 1, 1), p);
   ASSERT_TRUE(a.is_ok() && b.is_ok());
   const PairedRepeat r = pair_by_key(*a, *b);
   ASSERT_EQ(r.pairs.size(), 2u);
@@ -100,7 +107,8 @@ TEST(Measurement, PairsByKeyAndDropsTheUnpaired) {
 }
 
 TEST(Measurement, AMissingRecordIsAnError) {
-  auto m = read_measurement(ladder::testing::temp_dir() + "/nothing-here", policy_with(harness::VerifyMode::kExact, {}));
+  auto m = read_measurement(ladder::testing::temp_dir() + "/nothing-here",
+                            policy_with(harness::VerifyMode::kExact, {}));
   ASSERT_FALSE(m.is_ok());
   EXPECT_NE(m.status().message().find("record.json"), std::string::npos);
 }

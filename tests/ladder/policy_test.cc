@@ -20,7 +20,9 @@ std::string dir_with_files() {
   return dir;
 }
 
-Result<ClimbPolicy> parse(const std::string& text) { return parse_climb_policy(text, "p.toml", dir_with_files()); }
+Result<ClimbPolicy> parse(const std::string& text) {
+  return parse_climb_policy(text, "p.toml", dir_with_files());
+}
 
 const char* kRungs = R"(
 [[workload]]
@@ -95,7 +97,8 @@ args = ["--spec", "ngram", "--kv-dtype", "f32"]
 
 TEST(Policy, ThresholdsRoundTripThroughTheHarnessReader) {
   auto p = parse(std::string("[quality.default]\nmin_match = 0.7\n[quality.slice.rare]\nverify = \"approx\"\n"
-                             "max_kl = 2.5\n") + kRungs);
+                             "max_kl = 2.5\n") +
+                 kRungs);
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   auto again = harness::parse_verify_policy(p->thresholds_toml(), "written");
   ASSERT_TRUE(again.is_ok()) << again.status().message() << "\n" << p->thresholds_toml();
@@ -117,7 +120,8 @@ void expect_error(const std::string& text, const std::vector<std::string>& fragm
   auto p = parse(text);
   ASSERT_FALSE(p.is_ok()) << text;
   for (const auto& f : fragments) {
-    EXPECT_NE(p.status().message().find(f), std::string::npos) << "'" << f << "' not in: " << p.status().message();
+    EXPECT_NE(p.status().message().find(f), std::string::npos)
+        << "'" << f << "' not in: " << p.status().message();
   }
 }
 
@@ -127,31 +131,40 @@ TEST(Policy, ErrorsNameTheKey) {
   expect_error(std::string("repeats = \"two\"\n") + kRungs, {"'repeats' must be an integer"});
   expect_error(std::string("[slo]\nttft = 5\n") + kRungs, {"[slo]", "unknown key 'ttft'"});
   expect_error(std::string("[quality]\nmargin = 1.5\n") + kRungs, {"[quality] 'margin'", "outside [0, 1]"});
-  expect_error(std::string("[quality]\nverify = \"fuzzy\"\n") + kRungs, {"'verify' is \"exact\" or \"approx\""});
-  expect_error(std::string("[quality]\nmin_match = 0.5\n") + kRungs, {"[quality]", "unknown key 'min_match'"});
+  expect_error(std::string("[quality]\nverify = \"fuzzy\"\n") + kRungs,
+               {"'verify' is \"exact\" or \"approx\""});
+  expect_error(std::string("[quality]\nmin_match = 0.5\n") + kRungs,
+               {"[quality]", "unknown key 'min_match'"});
   // Thresholds go through the harness's reader, which names the key too.
   expect_error(std::string("[quality.slice.long]\nmin_mach = 0.5\n") + kRungs,
                {"[quality]", "[slice.long]", "unknown key 'min_mach'"});
-  expect_error(std::string("[quality.slice.long]\nmin_match = 2\n") + kRungs, {"[slice.long]", "'min_match'"});
+  expect_error(std::string("[quality.slice.long]\nmin_match = 2\n") + kRungs,
+               {"[slice.long]", "'min_match'"});
 }
 
 TEST(Policy, WorkloadAndRungErrorsNameTheTable) {
   const std::string rungs = "[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\n";
   expect_error(rungs, {"no [[workload]]"});
   expect_error("[[workload]]\npath = \"w.jsonl\"\n[[rung]]\nname = \"a\"\n", {"at least one candidate"});
-  expect_error("[[workload]]\npath = \"missing.jsonl\"\n" + rungs, {"[[workload]] #1 'path'", "no such file"});
+  expect_error("[[workload]]\npath = \"missing.jsonl\"\n" + rungs,
+               {"[[workload]] #1 'path'", "no such file"});
   expect_error("[[workload]]\npath = \"w.jsonl\"\nargs = [\"--endpoint\", \"x\"]\n" + rungs,
                {"[[workload]] #1 'args'", "--endpoint is set by the climb"});
-  expect_error("[[workload]]\npath = \"w.jsonl\"\nargs = [\"--rate\", 4]\n" + rungs, {"must hold strings only"});
-  expect_error("[[workload]]\npath = \"w.jsonl\"\nrate = 4\n" + rungs, {"[[workload]] #1", "unknown key 'rate'"});
-  expect_error("[[workload]]\npath = \"w.jsonl\"\n[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\nargs = [\"--port=9\"]\n",
-               {"[[rung]] #2 'args'", "--port is set by the climb"});
+  expect_error("[[workload]]\npath = \"w.jsonl\"\nargs = [\"--rate\", 4]\n" + rungs,
+               {"must hold strings only"});
+  expect_error("[[workload]]\npath = \"w.jsonl\"\nrate = 4\n" + rungs,
+               {"[[workload]] #1", "unknown key 'rate'"});
+  expect_error(
+      "[[workload]]\npath = \"w.jsonl\"\n[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\nargs = "
+      "[\"--port=9\"]\n",
+      {"[[rung]] #2 'args'", "--port is set by the climb"});
   expect_error("[[workload]]\npath = \"w.jsonl\"\n[[rung]]\nname = \"a\"\n[[rung]]\nname = \"a\"\n",
                {"[[rung]] #2", "'a' is used twice"});
   expect_error("[[workload]]\npath = \"w.jsonl\"\n[[rung]]\nargs = []\n[[rung]]\nname = \"b\"\n",
                {"[[rung]] #1", "'name' is required"});
-  expect_error("[[workload]]\npath = \"w.jsonl\"\n[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\nmodel = 3\n",
-               {"[[rung]] #2 'model' must be a string"});
+  expect_error(
+      "[[workload]]\npath = \"w.jsonl\"\n[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\nmodel = 3\n",
+      {"[[rung]] #2 'model' must be a string"});
   expect_error("workload = 3\n", {"'workload' must be [[workload]] tables"});
   expect_error("this is not toml", {"p.toml"});
 }
