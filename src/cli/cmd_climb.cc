@@ -28,27 +28,24 @@ int run_climb_command(climb::ClimbOptions o) {
   return 0;
 }
 
+constexpr const char* kClimbHelp =
+    "Promote a costlier serving configuration only when a paired replay shows it pays.\n"
+    "Starts rung 1 (ladder serve with the policy's first [[rung]]) and saves its outputs as\n"
+    "the reference; then, for each later rung in order, starts it and replays every\n"
+    "[[workload]] against the configuration serving now and the candidate, A B A B, with the\n"
+    "same seeds, `repeats` times. A candidate is promoted only when the bootstrap interval of\n"
+    "its paired goodput change lies above min_gain (0: above zero) at the policy's confidence\n"
+    "and every slice's verified fraction is at least its margin; otherwise serving stays one\n"
+    "rung lower. Every decision, with its reason in numbers, goes to the ledger (JSONL) and\n"
+    "to OUT/climb.html. The policy file is described in docs/CLIMB.md.\n"
+    "Exit status: 0 climbed (whatever was decided); 1 a bad policy, workloads without a real\n"
+    "trace, a rung 1 that did not start, or a replay that could not run; 2 no model.";
+
 CommandRegistrar reg{
     "climb", 42, [](CLI::App& app) -> CommandRun {
-      auto* cmd = app.add_subcommand(
-          "climb",
-          "Promote a costlier serving configuration only when a paired replay shows it pays.\n"
-          "Starts rung 1 (ladder serve with the policy's first [[rung]]) and saves its outputs as the "
-          "reference; then,\n"
-          "for each later rung in order, starts it and replays every [[workload]] against the configuration "
-          "serving\n"
-          "now and the candidate, A B A B, with the same seeds, `repeats` times. A candidate is promoted "
-          "only when\n"
-          "the bootstrap interval of its paired goodput change lies above min_gain (0: above zero) at the "
-          "policy's\n"
-          "confidence and every slice's verified fraction is at least its margin; otherwise serving stays "
-          "one rung\n"
-          "lower. Every decision, with its reason in numbers, goes to the ledger (JSONL) and to "
-          "OUT/climb.html.\n"
-          "The policy file is described in docs/CLIMB.md. Exit status: 0 climbed (whatever was decided); 1 a "
-          "bad\n"
-          "policy, a rung 1 that did not start or a reference that could not be made; 2 no model.");
+      auto* cmd = app.add_subcommand("climb", kClimbHelp);
       auto o = std::make_shared<climb::ClimbOptions>();
+      o->out_dir = "climb-out";
       cmd->add_option("--policy", o->policy_path, "Climb policy (TOML): SLOs, margins, workloads, rungs")
           ->required();
       cmd->add_option("-m,--model", o->model,
@@ -60,7 +57,6 @@ CommandRegistrar reg{
       cmd->add_option("--ready-timeout", o->ready_timeout_s, "Seconds a server may take to load its model")
           ->capture_default_str()
           ->check(CLI::PositiveNumber);
-      o->out_dir = "climb-out";
       return [o] { return run_climb_command(*o); };
     }};
 

@@ -145,8 +145,8 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
 // measurement depends on.
 bool operational(const std::string& name) {
   static const std::set<std::string> kNames = {
-      "--host",          "--port",         "--model",          "--served-model-name", "--tenants",
-      "--api-key",       "--admin-key",    "--metrics-port",   "--metrics-host",      "--drain-grace-s",
+      "--host",         "--port",           "--model",          "--served-model-name", "--tenants",
+      "--api-key",      "--admin-key",      "--metrics-port",   "--metrics-host",      "--drain-grace-s",
       "--read-timeout-s", "--max-body-bytes", "--max-connections", "--ledger",          "--help"};
   return kNames.count(name) > 0;
 }
@@ -167,7 +167,8 @@ climb::ServeSettings settings_of(const CLI::App& app) {
 }
 
 // Parses serve arguments over `o` (only the options they give change).
-Status parse_serve_args(const std::vector<std::string>& args, ServeOptions& o, climb::ServeSettings* settings) {
+Status parse_serve_args(const std::vector<std::string>& args, ServeOptions& o,
+                        climb::ServeSettings* settings) {
   CLI::App app{"ledger serve arguments"};
   add_serve_options(&app, o);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -222,8 +223,8 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
   auto o = std::make_shared<ServeOptions>();
   add_serve_options(cmd, *o);
   cmd->add_option("--ledger", o->ledger,
-                  "Serve the configuration a `ladder climb` promoted in this ledger when its rung 1 matches this "
-                  "model, tokenizer, revision and settings (else say why and serve as given)");
+                  "Serve the configuration a `ladder climb` promoted in this ledger when its rung 1 matches "
+                  "this model, tokenizer, revision and settings (else say why and serve as given)");
   o->cmd = cmd;
   return [o] { return run_serve(*o); };
 }};
