@@ -1,6 +1,7 @@
 #include "ladder/child_process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace ladder::climb {
@@ -107,6 +109,8 @@ std::string self_executable() {
   return ec ? std::string("/proc/self/exe") : p.string();
 }
 
+namespace {
+
 std::string file_tail(const std::string& path, int max_lines) {
   std::ifstream in(path);
   std::deque<std::string> lines;
@@ -117,6 +121,23 @@ std::string file_tail(const std::string& path, int max_lines) {
   }
   std::string out;
   for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string last_lines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::istringstream in(file_tail(path, 8));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    lines.push_back(line.size() > 160 ? line.substr(0, 160) + "..." : line);
+  }
+  if (lines.empty()) return "(its log is empty)";
+  const size_t from = lines.size() > 2 ? lines.size() - 2 : 0;
+  std::string out;
+  for (size_t i = from; i < lines.size(); ++i) out += (i == from ? "" : " / ") + lines[i];
   return out;
 }
 
@@ -141,16 +162,14 @@ Result<ServeProcess> ServeProcess::start(const std::string& binary, const std::v
       }
     }
     if (auto code = s.child_.poll()) {
-      return invalid_argument("ladder serve exited with code " + std::to_string(*code) +
-                              " before it was ready; its log " + s.log_path_ + " ends:\n" +
-                              file_tail(s.log_path_, 8));
+      return invalid_argument(fmt::format("ladder serve exited with code {} before it was ready: {} (log {})",
+                                          *code, last_lines(s.log_path_), s.log_path_));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   s.child_.terminate(10);
-  return invalid_argument("ladder serve was not ready within " +
-                          std::to_string(static_cast<int>(ready_timeout_s)) + " s; its log " + s.log_path_ +
-                          " ends:\n" + file_tail(s.log_path_, 8));
+  return invalid_argument(fmt::format("ladder serve was not ready within {:g} s: {} (log {})",
+                                      ready_timeout_s, last_lines(s.log_path_), s.log_path_));
 }
 
 }  // namespace ladder::climb

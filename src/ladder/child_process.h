@@ -42,8 +42,10 @@ class ChildProcess {
 // The binary this process runs (/proc/self/exe), for starting its own commands.
 std::string self_executable();
 
-// The last `max_lines` lines of a file (for error messages); "" when unreadable.
-std::string file_tail(const std::string& path, int max_lines);
+// The last two non-empty lines of a log, each cut at 160 characters, joined
+// by " / " (a usage error is often followed by a hint line): for one-line
+// reasons.
+std::string last_lines(const std::string& path);
 
 // `ladder serve` on 127.0.0.1 with a free port, ready once it printed its
 // "listening on" line (the model is loaded).

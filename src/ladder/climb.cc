@@ -174,8 +174,8 @@ Result<Measurement> Climber::replay(const std::string& url, const WorkloadSpec& 
   const int code = child.wait();
   if (code != 0 && code != 2) {
     return invalid_argument(
-        fmt::format("ladder replay of workload '{}' exited with code {}; {}/replay.log ends:\n{}", w.name,
-                    code, dir, file_tail(dir + "/replay.log", 8)));
+        fmt::format("ladder replay of workload '{}' exited with code {}: {} (log {}/replay.log)", w.name,
+                    code, last_lines(dir + "/replay.log"), dir));
   }
   LADDER_ASSIGN_OR_RETURN(Measurement m, read_measurement(dir, policy()));
   m.exit_code = code;
@@ -222,7 +222,17 @@ Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url
         const bool is_a = s == 0;
         const std::string dir =
             fmt::format("{}/{}-r{}-{}", rung_dir(cand.rung), slug(w.name), rep, is_a ? "A" : "B");
-        LADDER_ASSIGN_OR_RETURN(sides[s], replay(is_a ? a_url : b_url, w, dir, false));
+        Result<Measurement> measured = replay(is_a ? a_url : b_url, w, dir, false);
+        if (!measured.is_ok() && !is_a) {
+          // The candidate could not be measured (its server died, say):
+          // that is its decision; the configuration serving now goes on.
+          const std::string msg = measured.status().message();
+          cand.decision = "failed";
+          cand.reason = "failed: " + msg.substr(0, msg.find('\n'));
+          return Status::ok();
+        }
+        if (!measured.is_ok()) return measured.status();
+        sides[s] = std::move(*measured);
         Measurement& m = sides[s];
         m.repeat = rep;
         m.side = is_a ? "A" : "B";
@@ -365,9 +375,13 @@ Result<ClimbResult> Climber::run() {
       replays_total_ -= p.workloads.size() * 2 * static_cast<size_t>(p.repeats);
     } else {
       LADDER_RETURN_IF_ERROR(compare(current, cand, current_server.url(), server->url()));
+      if (cand.decision == "failed") {
+        // The A replay of the failed pair ran; the rest of this rung's did not.
+        replays_total_ -= p.workloads.size() * 2 * static_cast<size_t>(p.repeats) - (cand.own.size() * 2 + 1);
+      }
       // Rung 1's own figures: its side of the first comparison (the
       // reference runs measured it unverified).
-      if (current == 1 && result_.rungs.front().decision == "baseline" && !result_.rungs.front().figures) {
+      if (current == 1 && !cand.paired.empty() && !result_.rungs.front().figures) {
         RungOutcome& r1 = result_.rungs.front();
         std::vector<const Measurement*> a_runs;
         for (const auto& m : cand.paired) a_runs.push_back(&m);

@@ -275,5 +275,29 @@ TEST(ClimbE2E, BadPoliciesAndSyntheticOnlyWorkloadsAreErrors) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/l.jsonl"));
 }
 
+TEST(ClimbE2E, ACandidateThatDoesNotStartFailsAndServingStaysLower) {
+  const std::string dir = ladder::testing::temp_dir() + "/broken";
+  std::filesystem::create_directories(dir);
+  const std::string policy = write_policy(dir,
+                                          "[[rung]]\nname = \"dense\"\n[[rung]]\nname = \"broken\"\n"
+                                          "args = [\"--max-batch-tokens\", \"0\"]\n");
+  auto r = climb(policy, dir + "/out", dir + "/ledger.jsonl", stories());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("verdict: serving rung 1 'dense'", 0), 0u) << r.out;
+  const auto entries = read_jsonl(dir + "/ledger.jsonl");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[1]["decision"], "failed");
+  EXPECT_EQ(entries[1]["serving_after"]["rung"], 1);
+  EXPECT_EQ(entries[1]["reason"].get<std::string>().rfind(
+                "failed: the configuration did not start: ladder serve exited", 0),
+            0u)
+      << entries[1]["reason"];
+  EXPECT_TRUE(entries[1]["fingerprint"].is_null());
+  // The ledger still reads, and serve --ledger passes over the failure.
+  auto shown = run_command({ladder::testing::ladder_bin(), "ledger", "show", dir + "/ledger.jsonl"});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("failed"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ladder::climb
