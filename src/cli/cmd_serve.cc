@@ -27,6 +27,8 @@ namespace {
 
 struct ServeOptions {
   std::string model;
+  std::string ledger;
+  const CLI::App* cmd = nullptr;  // the parsed command line, for --ledger
   server::ServeConfig config;
   size_t max_body_bytes = size_t{1} << 20;
   double read_timeout_s = 30;
@@ -34,8 +36,6 @@ struct ServeOptions {
   int io_threads = 2;
   int metrics_port = -1;
   int64_t context = 0;
-  std::string ledger;
-  const CLI::App* cmd = nullptr;  // the parsed command line, for --ledger
 };
 
 // Each connection is a file descriptor; the usual soft limit (1024) would cap
