@@ -12,7 +12,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 .PHONY: deps configure build test test-asan test-tsan soak demo bench fuzz format tidy clean
 
 # The suites the sanitizer builds run. The chaos test is shorter there.
-ASAN_SUITES := gguf jinja grammar tokenizer ops model kv engine server harness chaos
+ASAN_SUITES := gguf jinja grammar tokenizer ops model kv engine server harness ladder chaos
 TSAN_SUITES := engine server harness chaos
 SANITIZER_CHAOS_SECONDS ?= 20
 SOAK_SECONDS ?= 600
@@ -41,10 +41,10 @@ test-asan:
 	@cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLADDER_SANITIZE=address \
 	  -DLADDER_BUILD_BENCH=OFF > /dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target $(call suite_targets,$(ASAN_SUITES))
-	@# The CLI cases drive the binary's commands, and the Slow suites
-	@# run attention over thousands of positions (~25x slower here); both ran
-	@# in the release suite.
-	@cd $(ASAN_DIR) && GTEST_FILTER='-CliTokenize.*:Cli.*:*Slow.*:Slow/*' LADDER_CHAOS_SECONDS=$(SANITIZER_CHAOS_SECONDS) \
+	@# The CLI cases drive the binary's commands, the Slow suites run
+	@# attention over thousands of positions (~25x slower here), and the climb
+	@# cases run dozens of replays; all ran in the release suite.
+	@cd $(ASAN_DIR) && GTEST_FILTER='-CliTokenize.*:Cli.*:*Slow.*:Slow/*:ClimbE2E.*' LADDER_CHAOS_SECONDS=$(SANITIZER_CHAOS_SECONDS) \
 	  ctest --output-on-failure -j $(JOBS) --timeout 1800 -R '$(call suite_regex,$(ASAN_SUITES))'
 
 test-tsan:

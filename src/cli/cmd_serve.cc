@@ -3,20 +3,32 @@
 // and requests are served, so scripts and tests using --port 0 can find it
 // (the socket is bound earlier: /health says "loading" meanwhile). SIGTERM
 // drains and exits 0.
+//
+// --ledger L serves the configuration a climb promoted (src/ladder/serving_choice.h):
+// its serve arguments are applied over this command's when the model, tokenizer,
+// revision and settings match the climb's rung 1; otherwise it says which field
+// differed and serves this command as given (rung 1).
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <cstdio>
 #include <memory>
+#include <set>
 
 #include "cli/command.h"
+#include "common/build_info.h"
+#include "gguf/gguf_file.h"
+#include "ladder/serving_choice.h"
 #include "server/api_server.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ladder::cli {
 namespace {
 
 struct ServeOptions {
   std::string model;
+  std::string ledger;
+  const CLI::App* cmd = nullptr;  // the parsed command line, for --ledger
   server::ServeConfig config;
   size_t max_body_bytes = size_t{1} << 20;
   double read_timeout_s = 30;
@@ -36,10 +48,18 @@ void raise_fd_limit() {
   }
 }
 
+Status apply_ledger(ServeOptions& o);
+
 int run_serve(ServeOptions& o) {
   raise_fd_limit();
   o.config.model_path = resolve_model_path(o.model);
   if (o.config.model_path.empty()) return 2;
+  if (!o.ledger.empty()) {
+    if (Status st = apply_ledger(o); !st.is_ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      return 1;
+    }
+  }
   o.config.http.max_body_bytes = o.max_body_bytes;
   o.config.http.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.read_timeout_s * 1000));
   o.config.http.max_connections = o.max_connections;
@@ -68,9 +88,10 @@ int run_serve(ServeOptions& o) {
   return 0;
 }
 
-CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
-  auto* cmd = app.add_subcommand("serve", "Serve a GGUF model over an OpenAI-compatible HTTP API");
-  auto o = std::make_shared<ServeOptions>();
+// Every serve option but --ledger: the command line's, and the one a
+// ledger's serve arguments are parsed with.
+void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
+  ServeOptions* o = &opts;
   auto& c = o->config;
   auto& e = o->config.engine;
   cmd->add_option("-m,--model", o->model, "GGUF model file (default: $LADDER_MODEL or the shared stories260K)");
@@ -118,6 +139,93 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--initial-service-ms", e.initial_service_ms,
                   "Admission's estimate of a request's run time before it has measured one")
       ->capture_default_str()->check(CLI::PositiveNumber);
+}
+
+// Options that only say where and for whom to serve: not settings a
+// measurement depends on.
+bool operational(const std::string& name) {
+  static const std::set<std::string> kNames = {
+      "--host",         "--port",           "--model",          "--served-model-name", "--tenants",
+      "--api-key",      "--admin-key",      "--metrics-port",   "--metrics-host",      "--drain-grace-s",
+      "--read-timeout-s", "--max-body-bytes", "--max-connections", "--ledger",          "--help"};
+  return kNames.count(name) > 0;
+}
+
+// The settings a parsed serve command line changes from their defaults.
+climb::ServeSettings settings_of(const CLI::App& app) {
+  climb::ServeSettings out;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() == 0 || opt->get_lnames().empty()) continue;
+    const std::string name = "--" + opt->get_lnames().front();
+    if (operational(name)) continue;
+    std::string value;
+    for (const auto& r : opt->results()) value += (value.empty() ? "" : ",") + r;
+    if (value == opt->get_default_str()) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+// Parses serve arguments over `o` (only the options they give change).
+Status parse_serve_args(const std::vector<std::string>& args, ServeOptions& o,
+                        climb::ServeSettings* settings) {
+  CLI::App app{"ledger serve arguments"};
+  add_serve_options(&app, o);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return invalid_argument(std::string("serve arguments from the ledger: ") + e.what());
+  }
+  if (settings != nullptr) *settings = settings_of(app);
+  return Status::ok();
+}
+
+Result<climb::ServedIdentity> identity_of(const std::string& model_path) {
+  LADDER_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(model_path));
+  LADDER_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tok, tokenizer::Tokenizer::from_gguf(file));
+  return climb::ServedIdentity{file.digest(), tok->digest(), git_revision()};
+}
+
+// --ledger: picks the configuration to serve and applies it to `o`.
+Status apply_ledger(ServeOptions& o) {
+  LADDER_ASSIGN_OR_RETURN(std::vector<climb::LedgerEntry> entries, climb::load_ledger(o.ledger));
+  LADDER_ASSIGN_OR_RETURN(climb::ServedIdentity running, identity_of(o.config.model_path));
+  auto settings_of_args = [](const std::vector<std::string>& args) -> Result<climb::ServeSettings> {
+    ServeOptions scratch;
+    climb::ServeSettings settings;
+    LADDER_RETURN_IF_ERROR(parse_serve_args(args, scratch, &settings));
+    return settings;
+  };
+  auto digest_of = [](const std::string& path) -> Result<std::string> {
+    LADDER_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path));
+    return file.digest();
+  };
+  const climb::ServingChoice choice =
+      climb::choose_serving(entries, running, settings_of(*o.cmd), settings_of_args, digest_of);
+  for (const auto& note : choice.notes) spdlog::warn("ledger {}: {}", o.ledger, note);
+  if (choice.entry == nullptr) {
+    spdlog::warn("{}", choice.summary);
+    return Status::ok();
+  }
+  spdlog::info("{}", choice.summary);
+  LADDER_RETURN_IF_ERROR(parse_serve_args(choice.entry->serve_args, o, nullptr));
+  if (choice.entry->model_override) o.config.model_path = choice.entry->model;
+  std::string args;
+  for (const auto& a : choice.entry->serve_args) args += " " + a;
+  spdlog::info("ledger: applied{}{}", args.empty() ? " no serve arguments" : args,
+               choice.entry->model_override ? " and model " + choice.entry->model : std::string());
+  return Status::ok();
+}
+
+CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
+  auto* cmd = app.add_subcommand("serve", "Serve a GGUF model over an OpenAI-compatible HTTP API");
+  auto o = std::make_shared<ServeOptions>();
+  add_serve_options(cmd, *o);
+  cmd->add_option("--ledger", o->ledger,
+                  "Serve the configuration a `ladder climb` promoted in this ledger when its rung 1 matches "
+                  "this model, tokenizer, revision and settings (else say why and serve as given)");
+  o->cmd = cmd;
   return [o] { return run_serve(*o); };
 }};
 

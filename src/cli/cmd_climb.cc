@@ -1,0 +1,88 @@
+// `ladder climb`: try the policy's configurations in order and promote one
+// only when a paired replay shows that it pays in goodput beyond the noise
+// and that no quality slice fell below its margin (src/ladder/climb.h).
+// `ladder ledger show L`: the decisions a ledger holds.
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "ladder/climb.h"
+#include "ladder/ledger.h"
+
+namespace ladder::cli {
+namespace {
+
+int run_climb_command(climb::ClimbOptions o) {
+  o.model = resolve_model_path(o.model);
+  if (o.model.empty()) return 2;
+  Result<climb::ClimbResult> r = climb::run_climb(o);
+  if (!r.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
+    return 1;
+  }
+  std::printf("%s\n", climb::verdict_line(*r).c_str());
+  for (const auto& g : r->rungs) {
+    std::printf("rung %d '%s': %s\n", g.rung, g.spec.name.c_str(), g.reason.c_str());
+  }
+  std::printf("ledger: %s\nreport: %s\n", r->ledger_path.c_str(), r->report_path.c_str());
+  return 0;
+}
+
+constexpr const char* kClimbHelp =
+    "Promote a costlier serving configuration only when a paired replay shows it pays.\n"
+    "Starts rung 1 (ladder serve with the policy's first [[rung]]) and saves its outputs as\n"
+    "the reference; then, for each later rung in order, starts it and replays every\n"
+    "[[workload]] against the configuration serving now and the candidate, A B A B, with the\n"
+    "same seeds, `repeats` times. A candidate is promoted only when the bootstrap interval of\n"
+    "its paired goodput change lies above min_gain (0: above zero) at the policy's confidence\n"
+    "and every slice's verified fraction is at least its margin; otherwise serving stays one\n"
+    "rung lower. Every decision, with its reason in numbers, goes to the ledger (JSONL) and\n"
+    "to OUT/climb.html. The policy file is described in docs/CLIMB.md.\n"
+    "Exit status: 0 climbed (whatever was decided); 1 a bad policy, workloads without a real\n"
+    "trace, a rung 1 that did not start, or a replay that could not run; 2 no model.";
+
+CommandRegistrar reg{
+    "climb", 42, [](CLI::App& app) -> CommandRun {
+      auto* cmd = app.add_subcommand("climb", kClimbHelp);
+      auto o = std::make_shared<climb::ClimbOptions>();
+      o->out_dir = "climb-out";
+      cmd->add_option("--policy", o->policy_path, "Climb policy (TOML): SLOs, margins, workloads, rungs")
+          ->required();
+      cmd->add_option("-m,--model", o->model,
+                      "Rung 1's model file (default: $LADDER_MODEL or the shared stories260K)");
+      cmd->add_option("--out", o->out_dir, "Folder for references, replays, server logs and climb.html")
+          ->capture_default_str();
+      cmd->add_option("--ledger", o->ledger_path,
+                      "Ledger to append the decisions to (default: OUT/ledger.jsonl)");
+      cmd->add_option("--ready-timeout", o->ready_timeout_s, "Seconds a server may take to load its model")
+          ->capture_default_str()
+          ->check(CLI::PositiveNumber);
+      return [o] { return run_climb_command(*o); };
+    }};
+
+CommandRegistrar ledger_reg{
+    "ledger", 43, [](CLI::App& app) -> CommandRun {
+      auto* cmd =
+          app.add_subcommand("ledger", "Read a climb ledger (JSONL, one line per tested configuration)");
+      cmd->require_subcommand(1);
+      auto path = std::make_shared<std::string>();
+      auto* show = cmd->add_subcommand(
+          "show",
+          "List every tested configuration: climb, rung, decision, goodput change with its interval, the\n"
+          "worst slice, cost per verified task, serve arguments and the reason; and per climb what it left "
+          "serving");
+      show->add_option("LEDGER", *path, "The ledger file")->required();
+      return [cmd, show, path]() -> int {
+        if (!cmd->got_subcommand(show)) return 1;
+        Result<std::vector<climb::LedgerEntry>> entries = climb::load_ledger(*path);
+        if (!entries.is_ok()) {
+          std::fprintf(stderr, "error: %s\n", entries.status().message().c_str());
+          return 1;
+        }
+        std::fputs(climb::format_ledger(*entries).c_str(), stdout);
+        return 0;
+      };
+    }};
+
+}  // namespace
+}  // namespace ladder::cli

@@ -1,0 +1,441 @@
+#include "ladder/climb.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "harness/http_client.h"
+#include "harness/record.h"
+#include "harness/server_probe.h"
+#include "ladder/child_process.h"
+#include "ladder/climb_report.h"
+#include "ladder/ledger.h"
+
+namespace ladder::climb {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::set<std::string> kRealTraceFormats = {"mooncake", "azure", "burstgpt"};
+
+bool gives_rate(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--rate" || a.rfind("--rate=", 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  return out;
+}
+
+Status write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) return io_error("cannot write " + path);
+  return Status::ok();
+}
+
+// The configuration a replay's record names: what the ledger calls the
+// fingerprint of a served configuration.
+json fingerprint_of(const std::vector<Measurement>& runs) {
+  if (runs.empty()) return nullptr;
+  const json c = runs.front().record.value("configuration", json::object());
+  json records = json::array();
+  std::set<std::string> seen;
+  for (const auto& m : runs) {
+    if (seen.insert(m.fingerprint()).second) records.push_back(m.fingerprint());
+  }
+  return {{"model_digest", c.value("model_digest", "unknown")},
+          {"tokenizer_digest", c.value("tokenizer_digest", "unknown")},
+          {"engine_revision", c.value("engine_revision", "unknown")},
+          {"kv_dtype", c.value("kv_dtype", "unknown")},
+          {"server_config", c.value("server_config", json(nullptr))},
+          {"server_fingerprint_sha256", c.value("server_fingerprint_sha256", "")},
+          {"record_fingerprints", records}};
+}
+
+class Climber {
+ public:
+  Climber(const ClimbOptions& o, ClimbPolicy policy) : o_(o) {
+    result_.policy = std::move(policy);
+    const harness::MachineInfo m = harness::probe_machine();
+    result_.machine = {{"cpu_model", m.cpu_model},
+                       {"cores", m.cores},
+                       {"memory_bytes", m.memory_bytes},
+                       {"hostname", m.hostname}};
+    result_.climb_id = harness::iso8601_utc_now() + "-" + result_.policy.digest_sha256.substr(0, 8);
+    result_.ledger_path =
+        o.ledger_path.empty() ? (fs::path(o.out_dir) / "ledger.jsonl").string() : o.ledger_path;
+    result_.report_path = (fs::path(o.out_dir) / "climb.html").string();
+  }
+
+  Result<ClimbResult> run();
+
+ private:
+  const ClimbPolicy& policy() const { return result_.policy; }
+  std::string rung_dir(int rung) const {
+    return (fs::path(o_.out_dir) / fmt::format("rung{}-{}", rung, slug(policy().rungs[rung - 1].name)))
+        .string();
+  }
+  std::string reference_path(const WorkloadSpec& w) const {
+    return (fs::path(o_.out_dir) / "reference" / (slug(w.name) + ".json")).string();
+  }
+  std::vector<std::string> serve_args(const RungSpec& r) const;
+  Result<ServeProcess> start_rung(int rung);
+  Status warm_up(const std::string& url) const;
+  Result<Measurement> replay(const std::string& url, const WorkloadSpec& w, const std::string& dir,
+                             bool save_reference);
+  Status make_references(const std::string& url, RungOutcome& rung1);
+  Status compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url);
+  Status record(const RungOutcome& r);
+  void progress(const std::string& line) const {
+    std::fprintf(stderr, "climb: %s\n", line.c_str());
+    std::fflush(stderr);
+  }
+
+  const ClimbOptions& o_;
+  ClimbResult result_;
+  size_t replays_done_ = 0;
+  size_t replays_total_ = 0;
+  std::string verify_policy_path_;
+};
+
+std::vector<std::string> Climber::serve_args(const RungSpec& r) const {
+  std::vector<std::string> a{"--log-level", "warn",      "serve",
+                             "--host",      "127.0.0.1", "--port",
+                             "0",           "--model",   r.model.empty() ? o_.model : r.model};
+  a.insert(a.end(), r.args.begin(), r.args.end());
+  return a;
+}
+
+Result<ServeProcess> Climber::start_rung(int rung) {
+  const RungSpec& r = policy().rungs[rung - 1];
+  const std::string dir = rung_dir(rung);
+  fs::create_directories(dir);
+  progress(fmt::format("starting rung {} '{}': ladder {}", rung, r.name, fmt::join(serve_args(r), " ")));
+  LADDER_ASSIGN_OR_RETURN(ServeProcess s,
+                          ServeProcess::start(o_.binary, serve_args(r), dir + "/serve", o_.ready_timeout_s));
+  if (Status st = warm_up(s.url()); !st.is_ok()) {
+    s.stop();
+    return st;
+  }
+  progress(fmt::format("rung {} '{}' is ready at {} (pid {}), warmed up with {} requests", rung, r.name,
+                       s.url(), s.pid(), policy().warmup_requests));
+  return s;
+}
+
+Status Climber::warm_up(const std::string& url) const {
+  if (policy().warmup_requests == 0) return Status::ok();
+  LADDER_ASSIGN_OR_RETURN(harness::Endpoint ep, harness::parse_endpoint(url));
+  const harness::ServerInfo info = harness::probe_server(ep, "", 10);
+  harness::HttpRequestSpec spec;
+  spec.method = "POST";
+  spec.path = "/v1/completions";
+  spec.body =
+      json{{"model", info.model_id}, {"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}}
+          .dump();
+  spec.timeout_s = 120;
+  for (int i = 0; i < policy().warmup_requests; ++i) {
+    Result<harness::HttpResponse> r = harness::http_fetch(ep, spec);
+    if (!r.is_ok()) return invalid_argument("warm-up request failed: " + r.status().message());
+    if (r->status != 200)
+      return invalid_argument(fmt::format("warm-up request got HTTP {}: {}", r->status, r->body));
+  }
+  return Status::ok();
+}
+
+Result<Measurement> Climber::replay(const std::string& url, const WorkloadSpec& w, const std::string& dir,
+                                    bool save_reference) {
+  fs::create_directories(dir);
+  std::vector<std::string> argv{o_.binary,    "--log-level", "warn",  "replay", "--endpoint", url,
+                                "--workload", w.path,        "--out", dir,      "--quiet"};
+  if (const std::string slo = slo_argument(policy().slo); !slo.empty()) {
+    argv.insert(argv.end(), {"--slo", slo});
+  }
+  if (gives_rate(w.args)) argv.insert(argv.end(), {"--seed", std::to_string(policy().seed)});
+  if (save_reference) {
+    argv.insert(argv.end(), {"--save-reference", reference_path(w)});
+  } else {
+    argv.insert(argv.end(), {"--reference", reference_path(w), "--verify",
+                             harness::verify_mode_name(policy().replay_mode())});
+    if (!verify_policy_path_.empty()) argv.insert(argv.end(), {"--policy", verify_policy_path_});
+  }
+  argv.insert(argv.end(), w.args.begin(), w.args.end());
+  LADDER_ASSIGN_OR_RETURN(ChildProcess child,
+                          ChildProcess::spawn(argv, dir + "/summary.txt", dir + "/replay.log"));
+  const int code = child.wait();
+  if (code != 0 && code != 2) {
+    return invalid_argument(
+        fmt::format("ladder replay of workload '{}' exited with code {}: {} (log {}/replay.log)", w.name,
+                    code, last_lines(dir + "/replay.log"), dir));
+  }
+  LADDER_ASSIGN_OR_RETURN(Measurement m, read_measurement(dir, policy()));
+  m.exit_code = code;
+  m.workload = w.name;
+  return m;
+}
+
+Status Climber::make_references(const std::string& url, RungOutcome& rung1) {
+  fs::create_directories(fs::path(o_.out_dir) / "reference");
+  std::set<std::string> formats;
+  for (const auto& w : policy().workloads) {
+    const std::string dir = (fs::path(o_.out_dir) / "reference" / slug(w.name)).string();
+    LADDER_ASSIGN_OR_RETURN(Measurement m, replay(url, w, dir, true));
+    m.side = "reference";
+    m.rung = 1;
+    m.rung_name = rung1.spec.name;
+    const std::string format = m.record.value("workload", json::object()).value("format", "?");
+    formats.insert(format);
+    progress(fmt::format("[{}/{}] reference: rung 1 '{}' on {} ({} format): {} requests, {} served -> {}",
+                         ++replays_done_, replays_total_, rung1.spec.name, w.name, format, m.requests.size(),
+                         m.verified(), reference_path(w)));
+    rung1.own.push_back(std::move(m));
+  }
+  bool real = false;
+  for (const auto& f : formats) real = real || kRealTraceFormats.count(f) > 0;
+  if (!real) {
+    return invalid_argument(
+        fmt::format("{}: every workload is synthetic (formats: {}); a climb needs at least one real "
+                    "trace (mooncake, azure or burstgpt, e.g. ../shared/traces/)",
+                    policy().source, fmt::join(formats, ", ")));
+  }
+  return Status::ok();
+}
+
+Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url) {
+  const RungSpec& a_spec = policy().rungs[current - 1];
+  std::vector<PairedWorkload> paired;
+  for (const auto& w : policy().workloads) paired.push_back({w.name, {}});
+  for (int rep = 1; rep <= policy().repeats; ++rep) {
+    for (size_t wi = 0; wi < policy().workloads.size(); ++wi) {
+      const WorkloadSpec& w = policy().workloads[wi];
+      Measurement sides[2];
+      for (int s = 0; s < 2; ++s) {
+        const bool is_a = s == 0;
+        const std::string dir =
+            fmt::format("{}/{}-r{}-{}", rung_dir(cand.rung), slug(w.name), rep, is_a ? "A" : "B");
+        Result<Measurement> measured = replay(is_a ? a_url : b_url, w, dir, false);
+        if (!measured.is_ok() && !is_a) {
+          // The candidate could not be measured (its server died, say):
+          // that is its decision; the configuration serving now goes on.
+          const std::string msg = measured.status().message();
+          cand.decision = "failed";
+          cand.reason = "failed: " + msg.substr(0, msg.find('\n'));
+          return Status::ok();
+        }
+        if (!measured.is_ok()) return measured.status();
+        sides[s] = std::move(*measured);
+        Measurement& m = sides[s];
+        m.repeat = rep;
+        m.side = is_a ? "A" : "B";
+        m.rung = is_a ? current : cand.rung;
+        m.rung_name = is_a ? a_spec.name : cand.spec.name;
+        progress(fmt::format(
+            "[{}/{}] rung {} '{}' vs rung {} '{}', {} repeat {}/{}, {} rung {}: good {}/{} "
+            "(verified {}), {:.2f} good/s -> {}",
+            ++replays_done_, replays_total_, cand.rung, cand.spec.name, current, a_spec.name, w.name, rep,
+            policy().repeats, m.side, m.rung, m.good(), m.requests.size(), m.verified(),
+            m.window_s() > 0 ? static_cast<double>(m.good()) / m.window_s() : 0.0, dir));
+      }
+      paired[wi].repeats.push_back(pair_by_key(sides[0], sides[1]));
+      cand.paired.push_back(std::move(sides[0]));
+      cand.own.push_back(std::move(sides[1]));
+    }
+  }
+  const uint64_t seed = policy().seed * 1000003ULL + static_cast<uint64_t>(cand.rung);
+  cand.goodput = bootstrap_goodput(paired, policy().confidence, policy().bootstrap_samples, seed);
+  std::vector<const Measurement*> own;
+  for (const auto& m : cand.own) own.push_back(&m);
+  cand.quality = slice_quality(own, policy());
+  cand.figures = rung_figures(own, policy());
+  cand.fingerprint = fingerprint_of(cand.own);
+  const GateDecision d = decide(*cand.goodput, cand.quality, policy().min_gain);
+  cand.decision = d.promote ? "promoted" : "rejected";
+  cand.reason = d.reason;
+  return Status::ok();
+}
+
+Status Climber::record(const RungOutcome& r) {
+  const RungOutcome& rung1 = result_.rungs.front();
+  const json& id_src = rung1.fingerprint;
+  json records = json::array();
+  auto add = [&](const Measurement& m) {
+    records.push_back({{"workload", m.workload},
+                       {"repeat", m.repeat},
+                       {"side", m.side},
+                       {"rung", m.rung},
+                       {"path", (fs::path(m.dir) / "record.json").string()},
+                       {"fingerprint_sha256", m.fingerprint()},
+                       {"requests", m.requests.size()},
+                       {"good", m.good()},
+                       {"verified", m.verified()},
+                       {"window_s", m.window_s()},
+                       {"replay_exit_code", m.exit_code}});
+  };
+  for (const auto& m : r.paired) add(m);
+  for (const auto& m : r.own) add(m);
+  json quality = json::array();
+  for (const auto& q : r.quality) quality.push_back(to_json(q));
+  json margin = {{"default",
+                  {{"verify", harness::verify_mode_name(policy().default_margin.verify)},
+                   {"margin", policy().default_margin.margin}}}};
+  for (const auto& [name, m] : policy().slice_margins) {
+    margin["slices"][name] = {{"verify", harness::verify_mode_name(m.verify)}, {"margin", m.margin}};
+  }
+  margin["approx_thresholds"] = policy().thresholds.to_json();
+  margin["min_gain"] = policy().min_gain;
+  margin["confidence"] = policy().confidence;
+  const RungSpec& serving = policy().rungs[r.serving_after - 1];
+  json e = {
+      {"kind", "ladder.ledger"},
+      {"schema_version", kLedgerSchemaVersion},
+      {"climb_id", result_.climb_id},
+      {"timestamp", harness::iso8601_utc_now()},
+      {"rung", r.rung},
+      {"name", r.spec.name},
+      {"decision", r.decision},
+      {"reason", r.reason},
+      {"serving_after", {{"rung", r.serving_after}, {"name", serving.name}}},
+      {"compared_with", r.compared_with > 0 ? json{{"rung", r.compared_with},
+                                                   {"name", policy().rungs[r.compared_with - 1].name}}
+                                            : json(nullptr)},
+      {"serve_args", r.spec.args},
+      {"model", fs::absolute(r.model).lexically_normal().string()},
+      {"model_override", !r.spec.model.empty()},
+      {"rung1_args", policy().rungs.front().args},
+      {"identity",
+       {{"model_digest", id_src.value("model_digest", "unknown")},
+        {"tokenizer_digest", id_src.value("tokenizer_digest", "unknown")},
+        {"engine_revision", id_src.value("engine_revision", "unknown")}}},
+      {"fingerprint", r.fingerprint},
+      {"goodput", r.goodput ? to_json(*r.goodput) : json(nullptr)},
+      {"figures", r.figures ? to_json(*r.figures) : json(nullptr)},
+      {"quality", quality},
+      {"cost",
+       {{"core_s_per_verified_request",
+         r.figures && r.figures->core_s_per_verified ? json(*r.figures->core_s_per_verified) : json(nullptr)},
+        {"server_core_s",
+         r.figures && r.figures->server_core_s ? json(*r.figures->server_core_s) : json(nullptr)}}},
+      {"margin", margin},
+      {"policy",
+       {{"path", policy().source},
+        {"digest_sha256", policy().digest_sha256},
+        {"repeats", policy().repeats},
+        {"slo", slo_argument(policy().slo)}}},
+      {"records", records},
+      {"report", result_.report_path},
+      {"machine", result_.machine}};
+  if (r.decision == "failed") e["fingerprint"] = nullptr;
+  return append_ledger_entry(result_.ledger_path, e);
+}
+
+Result<ClimbResult> Climber::run() {
+  fs::create_directories(o_.out_dir);
+  const ClimbPolicy& p = policy();
+  replays_total_ = p.workloads.size() * (1 + 2 * static_cast<size_t>(p.repeats) * (p.rungs.size() - 1));
+  if (p.replay_mode() == harness::VerifyMode::kApprox) {
+    verify_policy_path_ = (fs::path(o_.out_dir) / "verify-policy.toml").string();
+    LADDER_RETURN_IF_ERROR(write_text(verify_policy_path_, p.thresholds_toml()));
+  }
+  progress(fmt::format("climb {}: {} rungs, {} workloads, {} repeats, {} replays; ledger {}",
+                       result_.climb_id, p.rungs.size(), p.workloads.size(), p.repeats, replays_total_,
+                       result_.ledger_path));
+
+  RungOutcome rung1;
+  rung1.rung = 1;
+  rung1.spec = p.rungs.front();
+  rung1.model = rung1.spec.model.empty() ? o_.model : rung1.spec.model;
+  rung1.decision = "baseline";
+  rung1.reason = "baseline: rung 1 is the floor and the reference";
+  LADDER_ASSIGN_OR_RETURN(ServeProcess current_server, start_rung(1));
+  LADDER_RETURN_IF_ERROR(make_references(current_server.url(), rung1));
+  rung1.fingerprint = fingerprint_of(rung1.own);
+  result_.rungs.push_back(std::move(rung1));
+  int current = 1;
+
+  for (int k = 2; k <= static_cast<int>(p.rungs.size()); ++k) {
+    RungOutcome cand;
+    cand.rung = k;
+    cand.spec = p.rungs[k - 1];
+    cand.model = cand.spec.model.empty() ? o_.model : cand.spec.model;
+    cand.compared_with = current;
+    Result<ServeProcess> server = start_rung(k);
+    if (!server.is_ok()) {
+      cand.decision = "failed";
+      const std::string msg = server.status().message();
+      cand.reason = "failed: the configuration did not start: " + msg.substr(0, msg.find('\n'));
+      replays_total_ -= p.workloads.size() * 2 * static_cast<size_t>(p.repeats);
+    } else {
+      LADDER_RETURN_IF_ERROR(compare(current, cand, current_server.url(), server->url()));
+      if (cand.decision == "failed") {
+        // The A replay of the failed pair ran; the rest of this rung's did not.
+        replays_total_ -= p.workloads.size() * 2 * static_cast<size_t>(p.repeats) - (cand.own.size() * 2 + 1);
+      }
+      // Rung 1's own figures: its side of the first comparison (the
+      // reference runs measured it unverified).
+      if (current == 1 && !cand.paired.empty() && !result_.rungs.front().figures) {
+        RungOutcome& r1 = result_.rungs.front();
+        std::vector<const Measurement*> a_runs;
+        for (const auto& m : cand.paired) a_runs.push_back(&m);
+        r1.quality = slice_quality(a_runs, p);
+        r1.figures = rung_figures(a_runs, p);
+      }
+    }
+    if (cand.decision == "promoted") {
+      current_server.stop();
+      current_server = std::move(*server);
+      current = k;
+    } else if (server.is_ok()) {
+      server->stop();
+    }
+    cand.serving_after = current;
+    progress(fmt::format("rung {} '{}': {}", k, cand.spec.name, cand.reason));
+    if (result_.rungs.size() == 1) LADDER_RETURN_IF_ERROR(record(result_.rungs.front()));
+    LADDER_RETURN_IF_ERROR(record(cand));
+    result_.rungs.push_back(std::move(cand));
+  }
+  current_server.stop();
+  result_.serving = current;
+  LADDER_RETURN_IF_ERROR(write_text(result_.report_path, make_climb_report(result_)));
+  progress("report: " + result_.report_path);
+  return result_;
+}
+
+}  // namespace
+
+std::string verdict_line(const ClimbResult& r) {
+  const RungOutcome& s = r.rungs[static_cast<size_t>(r.serving - 1)];
+  if (r.serving == 1) {
+    return fmt::format("verdict: serving rung 1 '{}': no candidate was promoted ({} tested)", s.spec.name,
+                       r.rungs.size() - 1);
+  }
+  return fmt::format("verdict: serving rung {} '{}' ({})", s.rung, s.spec.name, s.reason);
+}
+
+Result<ClimbResult> run_climb(const ClimbOptions& opts) {
+  LADDER_ASSIGN_OR_RETURN(ClimbPolicy policy, load_climb_policy(opts.policy_path));
+  ClimbOptions o = opts;
+  if (o.out_dir.empty()) o.out_dir = "climb-out";
+  if (o.binary.empty()) o.binary = self_executable();
+  if (o.model.empty()) return invalid_argument("--model is required: rung 1's model file");
+  std::error_code ec;
+  if (!fs::is_regular_file(o.model, ec)) return invalid_argument("--model: no such file " + o.model);
+  for (const auto& r : policy.rungs) {
+    if (!r.model.empty() && !fs::is_regular_file(r.model, ec)) {
+      return invalid_argument(
+          fmt::format("{} [[rung]] '{}' 'model': no such file {}", policy.source, r.name, r.model));
+    }
+  }
+  Climber c(o, std::move(policy));
+  return c.run();
+}
+
+}  // namespace ladder::climb

@@ -1,0 +1,79 @@
+// `ladder climb`: the ladder's decision loop.
+//
+//  1. Start rung 1 (`ladder serve`, this binary, on a free loopback port),
+//     warm it up, and replay every workload once with --save-reference: the
+//     rung-1 reference every later replay is verified against.
+//  2. For each candidate rung in order: start it (its serve arguments, its
+//     model file if it names one), warm it up, and replay every workload
+//     against the configuration serving now (A) and the candidate (B) in the
+//     order A B A B ..., the same seeds on both sides, `repeats` times.
+//  3. The gate (gate.h) pairs the requests, bootstraps the goodput change and
+//     checks every slice's verified fraction against its margin. Promoted:
+//     the candidate serves from now on and the next candidate is paired with
+//     it. Rejected, or failed to start: serving stays where it was, one rung
+//     lower than the candidate.
+//  4. Every tested configuration gets a ledger line (ledger.h) as soon as it
+//     is decided; the side-by-side report is written at the end.
+//
+// Progress goes to stderr, one line per replay and per decision.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "ladder/gate.h"
+#include "ladder/measurement.h"
+#include "ladder/policy.h"
+
+namespace ladder::climb {
+
+struct ClimbOptions {
+  std::string policy_path;
+  std::string model;        // rung 1's model file (and every rung's without a model key)
+  std::string out_dir;      // default "climb-out"
+  std::string ledger_path;  // default OUT/ledger.jsonl
+  std::string binary;       // the ladder binary to start; default this process's
+  double ready_timeout_s = 180;
+};
+
+// What happened to one rung.
+struct RungOutcome {
+  int rung = 0;  // 1-based position in the policy
+  RungSpec spec;
+  std::string model;     // the file it served
+  std::string decision;  // baseline | promoted | rejected | failed
+  std::string reason;
+  int compared_with = 0;                   // the rung it was paired with (0 for rung 1)
+  int serving_after = 1;                   // the rung serving once this one was decided
+  std::optional<GoodputInterval> goodput;  // the paired change against compared_with
+  std::vector<SliceQuality> quality;       // its own runs against the reference
+  std::optional<RungFigures> figures;      // its own runs
+  std::vector<Measurement>
+      own;  // B runs (rung 1: its A runs of the first comparison, else the reference runs)
+  std::vector<Measurement> paired;  // the A runs it was paired with
+  nlohmann::json fingerprint;
+};
+
+struct ClimbResult {
+  std::string climb_id;
+  ClimbPolicy policy;
+  std::vector<RungOutcome> rungs;
+  int serving = 1;
+  std::string ledger_path;
+  std::string report_path;
+  nlohmann::json machine;
+};
+
+// Fails (a Status) for a bad policy, a rung 1 that does not start, a
+// reference that cannot be made, or workloads without a real trace; a
+// candidate that does not start is a "failed" decision, not an error.
+Result<ClimbResult> run_climb(const ClimbOptions& opts);
+
+// The verdict line that opens `ladder climb`'s output and `make demo`:
+// "verdict: serving rung 2 'chunked' (promoted: goodput +12.0% CI [...])".
+std::string verdict_line(const ClimbResult& r);
+
+}  // namespace ladder::climb

@@ -1,0 +1,178 @@
+#include "ladder/ledger.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/file_io.h"
+#include "ladder/gate.h"
+
+namespace ladder::climb {
+
+using nlohmann::json;
+
+namespace {
+
+Result<std::string> string_field(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_string())
+    return invalid_argument(fmt::format("{}: '{}' must be a string", where, key));
+  return j[key].get<std::string>();
+}
+
+Result<std::vector<std::string>> args_field(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_array())
+    return invalid_argument(fmt::format("{}: '{}' must be an array", where, key));
+  std::vector<std::string> out;
+  for (const auto& a : j[key]) {
+    if (!a.is_string()) return invalid_argument(fmt::format("{}: '{}' must hold strings", where, key));
+    out.push_back(a.get<std::string>());
+  }
+  return out;
+}
+
+std::string join_args(const std::vector<std::string>& args) {
+  return args.empty() ? "(defaults)" : fmt::format("{}", fmt::join(args, " "));
+}
+
+std::string short_hash(const std::string& h) {
+  return h.substr(0, 12);
+}
+
+}  // namespace
+
+json to_json(const ServedIdentity& id) {
+  return {{"model_digest", id.model_digest},
+          {"tokenizer_digest", id.tokenizer_digest},
+          {"engine_revision", id.engine_revision}};
+}
+
+Result<ServedIdentity> identity_from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) return invalid_argument(where + " must be an object");
+  ServedIdentity id;
+  LADDER_ASSIGN_OR_RETURN(id.model_digest, string_field(j, "model_digest", where));
+  LADDER_ASSIGN_OR_RETURN(id.tokenizer_digest, string_field(j, "tokenizer_digest", where));
+  LADDER_ASSIGN_OR_RETURN(id.engine_revision, string_field(j, "engine_revision", where));
+  return id;
+}
+
+Status append_ledger_entry(const std::string& path, const json& entry) {
+  std::ofstream out(path, std::ios::app | std::ios::binary);
+  if (!out) return io_error("cannot open the ledger " + path + " for appending");
+  out << entry.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  out.flush();
+  if (!out) return io_error("cannot write the ledger " + path);
+  return Status::ok();
+}
+
+Result<std::vector<LedgerEntry>> load_ledger(const std::string& path) {
+  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  std::vector<LedgerEntry> entries;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = fmt::format("{} line {}", path, n);
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return invalid_argument(where + ": not a JSON object");
+    if (j.value("kind", "") != "ladder.ledger")
+      return invalid_argument(where + ": 'kind' is not \"ladder.ledger\"");
+    if (!j.contains("schema_version") || !j["schema_version"].is_number_integer()) {
+      return invalid_argument(where + ": 'schema_version' must be an integer");
+    }
+    const int version = j["schema_version"].get<int>();
+    if (version != kLedgerSchemaVersion) {
+      return invalid_argument(fmt::format("{}: schema_version {} is not the one this ladder reads ({})",
+                                          where, version, kLedgerSchemaVersion));
+    }
+    LedgerEntry e;
+    e.line = n;
+    LADDER_ASSIGN_OR_RETURN(e.climb_id, string_field(j, "climb_id", where));
+    LADDER_ASSIGN_OR_RETURN(e.timestamp, string_field(j, "timestamp", where));
+    if (!j.contains("rung") || !j["rung"].is_number_integer())
+      return invalid_argument(where + ": 'rung' must be an integer");
+    e.rung = j["rung"].get<int>();
+    LADDER_ASSIGN_OR_RETURN(e.name, string_field(j, "name", where));
+    LADDER_ASSIGN_OR_RETURN(e.decision, string_field(j, "decision", where));
+    if (e.decision != "baseline" && e.decision != "promoted" && e.decision != "rejected" &&
+        e.decision != "failed") {
+      return invalid_argument(where + ": 'decision' is baseline, promoted, rejected or failed (got '" +
+                              e.decision + "')");
+    }
+    LADDER_ASSIGN_OR_RETURN(e.reason, string_field(j, "reason", where));
+    LADDER_ASSIGN_OR_RETURN(e.serve_args, args_field(j, "serve_args", where));
+    LADDER_ASSIGN_OR_RETURN(e.rung1_args, args_field(j, "rung1_args", where));
+    LADDER_ASSIGN_OR_RETURN(e.model, string_field(j, "model", where));
+    e.model_override = j.value("model_override", false);
+    LADDER_ASSIGN_OR_RETURN(e.identity,
+                            identity_from_json(j.value("identity", json()), where + " 'identity'"));
+    if (e.decision != "failed") {
+      LADDER_ASSIGN_OR_RETURN(e.served,
+                              identity_from_json(j.value("fingerprint", json()), where + " 'fingerprint'"));
+    }
+    e.json = std::move(j);
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+std::string format_ledger(const std::vector<LedgerEntry>& entries) {
+  if (entries.empty()) return "the ledger is empty\n";
+  std::string out;
+  std::string climb;
+  const LedgerEntry* serving = nullptr;
+  auto close_climb = [&] {
+    if (serving != nullptr) {
+      out += fmt::format("  serving after this climb: rung {} '{}' ({})\n", serving->rung, serving->name,
+                         join_args(serving->serve_args));
+    }
+  };
+  for (const auto& e : entries) {
+    if (e.climb_id != climb) {
+      close_climb();
+      climb = e.climb_id;
+      serving = nullptr;
+      const json& m = e.json.value("machine", json::object());
+      out += fmt::format("climb {} ({}; model {}, tokenizer {}, revision {}; {} cores, {})\n", e.climb_id,
+                         e.timestamp, short_hash(e.identity.model_digest),
+                         short_hash(e.identity.tokenizer_digest), e.identity.engine_revision,
+                         m.value("cores", 0), m.value("cpu_model", std::string("?")));
+      out += fmt::format("  {:<4} {:<14} {:<9} {:>9} {:>24} {:>12} {:>10}  {}\n", "rung", "name", "decision",
+                         "goodput", "CI", "worst slice", "core-s/vt", "args");
+    }
+    if (e.decision == "baseline" || e.decision == "promoted") serving = &e;
+    std::string gain = "-", ci = "-", worst = "-", cost = "-";
+    const json& g = e.json.value("goodput", json());
+    if (g.is_object() && g.contains("ci_low")) {
+      gain = g["gain"].is_number() ? signed_percent(g["gain"].get<double>()) : "+inf%";
+      ci = fmt::format("[{}, {}]", signed_percent(g["ci_low"].get<double>()),
+                       signed_percent(g["ci_high"].get<double>()));
+    }
+    const json& q = e.json.value("quality", json());
+    if (q.is_array() && !q.empty()) {
+      const json* w = &q[0];
+      for (const auto& s : q) {
+        if (s.value("fraction", 1.0) - s.value("margin", 0.0) <
+            w->value("fraction", 1.0) - w->value("margin", 0.0))
+          w = &s;
+      }
+      worst = fmt::format("{} {:.2f}", w->value("slice", std::string("?")), w->value("fraction", 0.0));
+    }
+    const json& c = e.json.value("cost", json());
+    if (c.is_object() && c.value("core_s_per_verified_request", json()).is_number()) {
+      cost = fmt::format("{:.4f}", c["core_s_per_verified_request"].get<double>());
+    }
+    std::string args = join_args(e.serve_args);
+    if (e.model_override) args += " [model " + e.model + "]";
+    out += fmt::format("  {:<4} {:<14} {:<9} {:>9} {:>24} {:>12} {:>10}  {}\n", e.rung, e.name, e.decision,
+                       gain, ci, worst, cost, args);
+    out += fmt::format("       {}\n", e.reason);
+  }
+  close_climb();
+  return out;
+}
+
+}  // namespace ladder::climb

@@ -1,0 +1,67 @@
+// The ledger: one JSON line per configuration a climb tested, appended and
+// never rewritten, so every decision keeps the evidence it was made on.
+//
+//   {"kind": "ladder.ledger", "schema_version": 1, "climb_id", "timestamp",
+//    "rung": 2, "name": "chunked", "decision": "baseline|promoted|rejected|failed",
+//    "reason": "rejected: goodput +0.8% CI [-2.1%, +3.4%] at 95% includes 0",
+//    "serving_after": {"rung", "name"},          what serves once this decision is made
+//    "compared_with": {"rung", "name"},          the configuration it was paired with
+//    "serve_args": [..], "model": "path", "model_override": bool,
+//    "rung1_args": [..],                          the climb's rung 1, which serve --ledger must match
+//    "identity": {"model_digest", "tokenizer_digest", "engine_revision"},   rung 1's, as served
+//    "fingerprint": {"model_digest", "tokenizer_digest", "engine_revision", "kv_dtype",
+//                    "server_config", "server_fingerprint_sha256", "record_fingerprints": [..]},
+//    "goodput": {..}, "quality": [{slice, verify, compared, verified, fraction, margin, within}],
+//    "cost": {..}, "latency_ms": {..}, "margin": {..}, "policy": {..},
+//    "records": [{"workload", "repeat", "side", "path", ..}], "report": "path",
+//    "machine": {"cpu_model", "cores", "memory_bytes", "hostname"}}
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ladder::climb {
+
+inline constexpr int kLedgerSchemaVersion = 1;
+
+struct ServedIdentity {
+  std::string model_digest;
+  std::string tokenizer_digest;
+  std::string engine_revision;
+};
+
+struct LedgerEntry {
+  int line = 0;  // in the ledger file
+  std::string climb_id;
+  std::string timestamp;
+  int rung = 0;
+  std::string name;
+  std::string decision;  // baseline | promoted | rejected | failed
+  std::string reason;
+  std::vector<std::string> serve_args;
+  std::string model;  // the model file this configuration served
+  bool model_override = false;
+  std::vector<std::string> rung1_args;
+  ServedIdentity identity;  // the climb's rung 1, as served
+  ServedIdentity served;    // this configuration, as served
+  nlohmann::json json;      // the whole line
+};
+
+nlohmann::json to_json(const ServedIdentity& id);
+Result<ServedIdentity> identity_from_json(const nlohmann::json& j, const std::string& where);
+
+// Appends one entry (a line) and flushes it.
+Status append_ledger_entry(const std::string& path, const nlohmann::json& entry);
+
+// Every entry, in file order. A line that is not a ledger entry of a known
+// schema version is an error naming its line.
+Result<std::vector<LedgerEntry>> load_ledger(const std::string& path);
+
+// `ladder ledger show`: one row per entry, grouped by climb, and per climb
+// the configuration it left serving.
+std::string format_ledger(const std::vector<LedgerEntry>& entries);
+
+}  // namespace ladder::climb

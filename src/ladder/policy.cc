@@ -1,0 +1,369 @@
+#include "ladder/policy.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "common/file_io.h"
+#include "common/sha256.h"
+
+namespace ladder::climb {
+
+namespace {
+
+// Options the climb gives each replay or server itself.
+const std::set<std::string> kReplayOwned = {
+    "--endpoint",    "--workload", "--out",   "--reference", "--save-reference", "--verify",
+    "--policy",      "--slo",      "--seed",  "--quiet",     "--min-match",      "--min-divergence",
+    "--max-mean-kl", "--max-kl",   "--sweep", "--api-key",   "--tenant-key"};
+const std::set<std::string> kServeOwned = {"--port",   "--host",    "-m",       "--model",
+                                           "--ledger", "--api-key", "--tenants"};
+
+std::string option_name(const std::string& arg) {
+  const size_t eq = arg.find('=');
+  return eq == std::string::npos ? arg : arg.substr(0, eq);
+}
+
+Result<double> read_double(const toml::node& node, const std::string& where) {
+  if (auto i = node.value_exact<int64_t>()) return static_cast<double>(*i);
+  if (auto f = node.value_exact<double>()) return *f;
+  return invalid_argument(where + " must be a number");
+}
+
+Result<int64_t> read_int(const toml::node& node, const std::string& where, int64_t lo, int64_t hi) {
+  auto i = node.value_exact<int64_t>();
+  if (!i) return invalid_argument(where + " must be an integer");
+  if (*i < lo || *i > hi)
+    return invalid_argument(fmt::format("{} = {} is outside [{}, {}]", where, *i, lo, hi));
+  return *i;
+}
+
+Result<std::string> read_string(const toml::node& node, const std::string& where) {
+  auto s = node.value_exact<std::string>();
+  if (!s) return invalid_argument(where + " must be a string");
+  return *s;
+}
+
+Result<std::vector<std::string>> read_args(const toml::node& node, const std::string& where,
+                                           const std::set<std::string>& owned, const std::string& owner) {
+  const toml::array* arr = node.as_array();
+  if (arr == nullptr)
+    return invalid_argument(where + " must be an array of strings, e.g. [\"--rate\", \"4\"]");
+  std::vector<std::string> out;
+  for (const auto& item : *arr) {
+    auto s = item.value_exact<std::string>();
+    if (!s) return invalid_argument(where + " must hold strings only (write numbers as \"4\")");
+    if (owned.count(option_name(*s)) > 0) {
+      return invalid_argument(
+          fmt::format("{}: {} is set by the climb itself ({})", where, option_name(*s), owner));
+    }
+    out.push_back(*s);
+  }
+  return out;
+}
+
+Result<harness::VerifyMode> read_mode(const toml::node& node, const std::string& where) {
+  LADDER_ASSIGN_OR_RETURN(std::string s, read_string(node, where));
+  if (s == "exact") return harness::VerifyMode::kExact;
+  if (s == "approx") return harness::VerifyMode::kApprox;
+  return invalid_argument(where + " is \"exact\" or \"approx\" (got \"" + s + "\")");
+}
+
+Result<double> read_fraction(const toml::node& node, const std::string& where) {
+  LADDER_ASSIGN_OR_RETURN(double v, read_double(node, where));
+  if (!(v >= 0 && v <= 1)) return invalid_argument(fmt::format("{} = {} is outside [0, 1]", where, v));
+  return v;
+}
+
+// Reads verify/margin out of a [quality] or [quality.slice.NAME] table into
+// `m`, and copies every other key into `thresholds` for the harness reader.
+Status split_slice_table(const toml::table& t, const std::string& where, SliceMargin& m,
+                         toml::table& thresholds, bool is_quality_root) {
+  for (const auto& [k, node] : t) {
+    const std::string key(k.str());
+    if (key == "verify") {
+      LADDER_ASSIGN_OR_RETURN(m.verify, read_mode(node, where + " 'verify'"));
+    } else if (key == "margin") {
+      LADDER_ASSIGN_OR_RETURN(m.margin, read_fraction(node, where + " 'margin'"));
+    } else if (is_quality_root && (key == "default" || key == "slice")) {
+      continue;  // handled by the caller
+    } else if (is_quality_root) {
+      return invalid_argument(
+          fmt::format("{}: unknown key '{}' (verify, margin, [quality.default], "
+                      "[quality.slice.NAME])",
+                      where, key));
+    } else {
+      thresholds.insert(key, node);
+    }
+  }
+  return Status::ok();
+}
+
+Status read_quality(const toml::table& q, const std::string& source, ClimbPolicy& p) {
+  const std::string where = source + " [quality]";
+  toml::table unused;
+  LADDER_RETURN_IF_ERROR(split_slice_table(q, where, p.default_margin, unused, true));
+  // The approx thresholds go through the harness's own reader.
+  toml::table harness_doc;
+  if (const toml::node* d = q.get("default")) {
+    if (!d->is_table()) return invalid_argument(where + ": 'default' must be a table ([quality.default])");
+    harness_doc.insert("default", *d);
+  }
+  std::set<std::string> slice_names;
+  if (const toml::node* s = q.get("slice")) {
+    if (!s->is_table()) return invalid_argument(where + ": 'slice' must hold [quality.slice.NAME] tables");
+    toml::table slices;
+    for (const auto& [name, sub] : *s->as_table()) {
+      const std::string slice_where = fmt::format("{} [quality.slice.{}]", source, name.str());
+      if (!sub.is_table()) return invalid_argument(slice_where + " must be a table");
+      SliceMargin m = p.default_margin;
+      toml::table thresholds;
+      LADDER_RETURN_IF_ERROR(split_slice_table(*sub.as_table(), slice_where, m, thresholds, false));
+      p.slice_margins[std::string(name.str())] = m;
+      slices.insert(name, thresholds);
+    }
+    harness_doc.insert("slice", slices);
+  }
+  std::ostringstream text;
+  text << harness_doc;
+  LADDER_ASSIGN_OR_RETURN(p.thresholds, harness::parse_verify_policy(text.str(), where));
+  p.thresholds.source = source + " [quality]";
+  return Status::ok();
+}
+
+Status read_slo(const toml::table& t, const std::string& source, harness::Slo& slo) {
+  for (const auto& [k, node] : t) {
+    const std::string key(k.str());
+    const std::string where = fmt::format("{} [slo] '{}'", source, key);
+    std::optional<double>* field = key == "ttft_ms"   ? &slo.ttft_ms
+                                   : key == "tpot_ms" ? &slo.tpot_ms
+                                   : key == "e2e_ms"  ? &slo.e2e_ms
+                                                      : nullptr;
+    if (field == nullptr)
+      return invalid_argument(
+          fmt::format("{} [slo]: unknown key '{}' (ttft_ms, tpot_ms, e2e_ms)", source, key));
+    LADDER_ASSIGN_OR_RETURN(double v, read_double(node, where));
+    if (!(v > 0)) return invalid_argument(where + " must be > 0 (milliseconds)");
+    *field = v;
+  }
+  return Status::ok();
+}
+
+std::string resolve(const std::string& path, const std::string& base_dir) {
+  std::filesystem::path p(path);
+  if (p.is_absolute() || base_dir.empty()) return path;
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
+
+Result<WorkloadSpec> read_workload(const toml::table& t, const std::string& where,
+                                   const std::string& base_dir) {
+  WorkloadSpec w;
+  for (const auto& [k, node] : t) {
+    const std::string key(k.str());
+    if (key == "name") {
+      LADDER_ASSIGN_OR_RETURN(w.name, read_string(node, where + " 'name'"));
+    } else if (key == "path") {
+      LADDER_ASSIGN_OR_RETURN(w.path, read_string(node, where + " 'path'"));
+    } else if (key == "args") {
+      LADDER_ASSIGN_OR_RETURN(w.args, read_args(node, where + " 'args'", kReplayOwned, "replay options"));
+    } else {
+      return invalid_argument(fmt::format("{}: unknown key '{}' (name, path, args)", where, key));
+    }
+  }
+  if (w.path.empty()) return invalid_argument(where + ": 'path' is required (a workload or trace file)");
+  w.path = resolve(w.path, base_dir);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(w.path, ec))
+    return invalid_argument(where + " 'path': no such file " + w.path);
+  if (w.name.empty()) w.name = std::filesystem::path(w.path).stem().string();
+  return w;
+}
+
+Result<RungSpec> read_rung(const toml::table& t, const std::string& where, const std::string& base_dir) {
+  RungSpec r;
+  for (const auto& [k, node] : t) {
+    const std::string key(k.str());
+    if (key == "name") {
+      LADDER_ASSIGN_OR_RETURN(r.name, read_string(node, where + " 'name'"));
+    } else if (key == "args") {
+      LADDER_ASSIGN_OR_RETURN(r.args, read_args(node, where + " 'args'", kServeOwned,
+                                                "serve options; a rung's model file is its 'model' key"));
+    } else if (key == "model") {
+      LADDER_ASSIGN_OR_RETURN(r.model, read_string(node, where + " 'model'"));
+      r.model = resolve(r.model, base_dir);
+    } else {
+      return invalid_argument(fmt::format("{}: unknown key '{}' (name, args, model)", where, key));
+    }
+  }
+  if (r.name.empty()) return invalid_argument(where + ": 'name' is required");
+  return r;
+}
+
+template <typename T, typename Read>
+Status read_array_of_tables(const toml::node& node, const std::string& source, const std::string& key,
+                            const std::string& base_dir, std::vector<T>& out, Read read) {
+  const toml::array* arr = node.as_array();
+  if (arr == nullptr || !arr->is_array_of_tables()) {
+    return invalid_argument(fmt::format("{}: '{}' must be [[{}]] tables", source, key, key));
+  }
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const std::string where = fmt::format("{} [[{}]] #{}", source, key, i + 1);
+    LADDER_ASSIGN_OR_RETURN(T item, read(*arr->get(i)->as_table(), where, base_dir));
+    out.push_back(std::move(item));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+SliceMargin ClimbPolicy::margin_for(const std::string& slice) const {
+  auto it = slice_margins.find(slice);
+  return it == slice_margins.end() ? default_margin : it->second;
+}
+
+harness::VerifyMode ClimbPolicy::replay_mode() const {
+  if (default_margin.verify == harness::VerifyMode::kApprox) return harness::VerifyMode::kApprox;
+  for (const auto& [name, m] : slice_margins) {
+    if (m.verify == harness::VerifyMode::kApprox) return harness::VerifyMode::kApprox;
+  }
+  return harness::VerifyMode::kExact;
+}
+
+std::string ClimbPolicy::thresholds_toml() const {
+  auto fields = [](const harness::QualityThresholds& t) {
+    std::string s;
+    if (t.min_match) s += fmt::format("min_match = {}\n", *t.min_match);
+    if (t.min_divergence) s += fmt::format("min_divergence = {}\n", *t.min_divergence);
+    if (t.max_mean_kl) s += fmt::format("max_mean_kl = {}\n", *t.max_mean_kl);
+    if (t.max_kl) s += fmt::format("max_kl = {}\n", *t.max_kl);
+    return s;
+  };
+  std::string out =
+      "# written by ladder climb from " + source + " [quality]\n[default]\n" + fields(thresholds.defaults);
+  for (const auto& [name, t] : thresholds.slices) {
+    out += "[slice." + nlohmann::json(name).dump() + "]\n" + fields(t);
+  }
+  return out;
+}
+
+nlohmann::json ClimbPolicy::to_json() const {
+  using nlohmann::json;
+  auto margin_json = [](const SliceMargin& m) {
+    return json{{"verify", harness::verify_mode_name(m.verify)}, {"margin", m.margin}};
+  };
+  json j = {{"source", source},
+            {"digest_sha256", digest_sha256},
+            {"confidence", confidence},
+            {"repeats", repeats},
+            {"bootstrap_samples", bootstrap_samples},
+            {"seed", seed},
+            {"warmup_requests", warmup_requests},
+            {"min_gain", min_gain},
+            {"slo", slo_argument(slo)},
+            {"margin", {{"default", margin_json(default_margin)}}},
+            {"thresholds", thresholds.to_json()}};
+  for (const auto& [name, m] : slice_margins) j["margin"]["slices"][name] = margin_json(m);
+  j["workloads"] = json::array();
+  for (const auto& w : workloads)
+    j["workloads"].push_back({{"name", w.name}, {"path", w.path}, {"args", w.args}});
+  j["rungs"] = json::array();
+  for (const auto& r : rungs) j["rungs"].push_back({{"name", r.name}, {"args", r.args}, {"model", r.model}});
+  return j;
+}
+
+std::string slo_argument(const harness::Slo& slo) {
+  std::vector<std::string> parts;
+  if (slo.ttft_ms) parts.push_back(fmt::format("ttft_ms={:g}", *slo.ttft_ms));
+  if (slo.tpot_ms) parts.push_back(fmt::format("tpot_ms={:g}", *slo.tpot_ms));
+  if (slo.e2e_ms) parts.push_back(fmt::format("e2e_ms={:g}", *slo.e2e_ms));
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::string& source,
+                                       const std::string& base_dir) {
+  toml::table doc;
+  try {
+    doc = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << source << ": " << e.description() << " at line " << e.source().begin.line;
+    return invalid_argument(msg.str());
+  }
+  ClimbPolicy p;
+  p.source = source;
+  p.digest_sha256 = sha256_hex(text);
+  p.thresholds = harness::VerifyPolicy::built_in();
+  for (const auto& [k, node] : doc) {
+    const std::string key(k.str());
+    const std::string where = fmt::format("{} '{}'", source, key);
+    if (key == "confidence") {
+      LADDER_ASSIGN_OR_RETURN(p.confidence, read_double(node, where));
+      if (!(p.confidence >= 0.5 && p.confidence < 1)) {
+        return invalid_argument(fmt::format("{} = {} is outside [0.5, 1)", where, p.confidence));
+      }
+    } else if (key == "repeats") {
+      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 1, 100));
+      p.repeats = static_cast<int>(v);
+    } else if (key == "bootstrap_samples") {
+      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 100, 1000000));
+      p.bootstrap_samples = static_cast<int>(v);
+    } else if (key == "seed") {
+      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 0, INT64_MAX));
+      p.seed = static_cast<uint64_t>(v);
+    } else if (key == "warmup_requests") {
+      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 0, 1000));
+      p.warmup_requests = static_cast<int>(v);
+    } else if (key == "min_gain") {
+      LADDER_ASSIGN_OR_RETURN(p.min_gain, read_double(node, where));
+      if (!(p.min_gain >= 0 && p.min_gain < 10))
+        return invalid_argument(where + " must be in [0, 10) (a relative gain)");
+    } else if (key == "slo") {
+      if (!node.is_table()) return invalid_argument(source + ": 'slo' must be a table ([slo])");
+      LADDER_RETURN_IF_ERROR(read_slo(*node.as_table(), source, p.slo));
+    } else if (key == "quality") {
+      if (!node.is_table()) return invalid_argument(source + ": 'quality' must be a table ([quality])");
+      LADDER_RETURN_IF_ERROR(read_quality(*node.as_table(), source, p));
+    } else if (key == "workload") {
+      LADDER_RETURN_IF_ERROR(read_array_of_tables(node, source, key, base_dir, p.workloads, read_workload));
+    } else if (key == "rung") {
+      LADDER_RETURN_IF_ERROR(read_array_of_tables(node, source, key, base_dir, p.rungs, read_rung));
+    } else {
+      return invalid_argument(
+          fmt::format("{}: unknown key '{}' (confidence, repeats, bootstrap_samples, seed, "
+                      "warmup_requests, min_gain, [slo], [quality], [[workload]], [[rung]])",
+                      source, key));
+    }
+  }
+  if (p.workloads.empty())
+    return invalid_argument(source + ": no [[workload]]: the climb needs traffic to replay");
+  if (p.rungs.size() < 2) {
+    return invalid_argument(source +
+                            ": [[rung]] needs rung 1 (the floor) and at least one candidate after it");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < p.rungs.size(); ++i) {
+    if (!names.insert(p.rungs[i].name).second) {
+      return invalid_argument(
+          fmt::format("{} [[rung]] #{}: name '{}' is used twice", source, i + 1, p.rungs[i].name));
+    }
+  }
+  names.clear();
+  for (size_t i = 0; i < p.workloads.size(); ++i) {
+    if (!names.insert(p.workloads[i].name).second) {
+      return invalid_argument(
+          fmt::format("{} [[workload]] #{}: name '{}' is used twice", source, i + 1, p.workloads[i].name));
+    }
+  }
+  return p;
+}
+
+Result<ClimbPolicy> load_climb_policy(const std::string& path) {
+  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  return parse_climb_policy(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace ladder::climb

@@ -1,0 +1,108 @@
+// The climb policy (TOML): what `ladder climb` measures, how it judges, and
+// which configurations it tries, in order.
+//
+//   confidence = 0.95         # two-sided level of the goodput interval
+//   repeats = 2               # A B pairs per workload (A B A B ...)
+//   bootstrap_samples = 2000
+//   seed = 1                  # the replays' arrival seed and the bootstrap's
+//   warmup_requests = 4       # completions sent to each server before measuring
+//   min_gain = 0.0            # the interval's lower bound must exceed this
+//                             # (relative goodput change; 0 = "higher beyond the noise")
+//   [slo]                     # replaces every request's SLO, field by field
+//   ttft_ms = 500
+//   tpot_ms = 60
+//   e2e_ms = 3000
+//   [quality]
+//   verify = "exact"          # every slice: "exact" or "approx"
+//   margin = 1.0              # least fraction of a slice's compared requests that must verify
+//   [quality.default]         # approx thresholds, as `ladder replay --policy` reads them
+//   min_match = 0.9
+//   [quality.slice.long_context]
+//   verify = "approx"         # this slice only
+//   margin = 0.95
+//   min_match = 0.8           # ... and any threshold of docs/REPLAY.md
+//   [[workload]]              # one or more; at least one real trace
+//   name = "mooncake"
+//   path = "../shared/traces/mooncake_conversation_trace.jsonl"
+//   args = ["--requests", "16", "--length-scale", "0.01", "--rate", "4"]   # any `ladder replay` options
+//   [[rung]]                  # rung 1 first: the floor and the reference
+//   name = "dense"
+//   args = []                 # any `ladder serve` options
+//   [[rung]]
+//   name = "chunked"
+//   args = ["--max-chunk-tokens", "16"]
+//   model = "other.gguf"      # optional: serve another model file (a requantized one, say)
+//
+// Relative paths are taken from the policy file's folder. The approx
+// thresholds are parsed by the harness's own verify policy reader
+// (harness/verify_policy.h), so they mean exactly what `ladder replay
+// --verify approx --policy` makes of them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "harness/quality.h"
+#include "harness/verify_policy.h"
+#include "harness/workload.h"
+
+namespace ladder::climb {
+
+// A slice's quality margin: how it is verified and how much of it must pass.
+struct SliceMargin {
+  harness::VerifyMode verify = harness::VerifyMode::kExact;
+  double margin = 1.0;  // least verified fraction of the compared requests
+};
+
+struct WorkloadSpec {
+  std::string name;
+  std::string path;               // resolved against the policy's folder
+  std::vector<std::string> args;  // `ladder replay` options
+};
+
+struct RungSpec {
+  std::string name;
+  std::vector<std::string> args;  // `ladder serve` options
+  std::string model;              // empty: the climb's --model
+};
+
+struct ClimbPolicy {
+  std::string source;         // the file
+  std::string digest_sha256;  // of its bytes
+  double confidence = 0.95;
+  int repeats = 2;
+  int bootstrap_samples = 2000;
+  uint64_t seed = 1;
+  int warmup_requests = 4;
+  double min_gain = 0.0;
+  harness::Slo slo;
+  SliceMargin default_margin;
+  std::map<std::string, SliceMargin> slice_margins;
+  harness::VerifyPolicy thresholds;  // approx thresholds per slice (the harness's reader)
+  std::vector<WorkloadSpec> workloads;
+  std::vector<RungSpec> rungs;
+
+  SliceMargin margin_for(const std::string& slice) const;
+  // exact when every slice is verified exactly, else approx.
+  harness::VerifyMode replay_mode() const;
+  // The harness verify policy file for `ladder replay --policy` (approx mode).
+  std::string thresholds_toml() const;
+  nlohmann::json to_json() const;
+};
+
+// Parses a policy; an unknown key, a wrong type, a value out of range, a
+// replay or serve option the climb sets itself, or a missing workload or rung
+// is an error that names the key (and the table it is in).
+Result<ClimbPolicy> parse_climb_policy(const std::string& toml_text, const std::string& source,
+                                       const std::string& base_dir);
+Result<ClimbPolicy> load_climb_policy(const std::string& path);
+
+// "--slo" value for a replay: "ttft_ms=500,e2e_ms=3000"; empty when none.
+std::string slo_argument(const harness::Slo& slo);
+
+}  // namespace ladder::climb

@@ -1,0 +1,109 @@
+#include "ladder/serving_choice.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace ladder::climb {
+
+namespace {
+
+std::string short_hash(const std::string& h) {
+  return h.size() > 12 ? h.substr(0, 12) : h;
+}
+
+}  // namespace
+
+std::string identity_difference(const ServedIdentity& ledger, const ServedIdentity& running) {
+  if (ledger.model_digest != running.model_digest) {
+    return fmt::format("model_digest differs: ledger {}, this model {}", short_hash(ledger.model_digest),
+                       short_hash(running.model_digest));
+  }
+  if (ledger.tokenizer_digest != running.tokenizer_digest) {
+    return fmt::format("tokenizer_digest differs: ledger {}, this model's {}",
+                       short_hash(ledger.tokenizer_digest), short_hash(running.tokenizer_digest));
+  }
+  if (ledger.engine_revision != running.engine_revision) {
+    return fmt::format("engine_revision differs: ledger {}, this ladder {}", ledger.engine_revision,
+                       running.engine_revision);
+  }
+  return {};
+}
+
+std::string settings_difference(const ServeSettings& measured, const ServeSettings& running) {
+  std::set<std::string> names;
+  for (const auto& [k, v] : measured) names.insert(k);
+  for (const auto& [k, v] : running) names.insert(k);
+  std::vector<std::string> diffs;
+  for (const auto& name : names) {
+    auto m = measured.find(name);
+    auto r = running.find(name);
+    const std::string mv = m == measured.end() ? "(default)" : m->second;
+    const std::string rv = r == running.end() ? "(default)" : r->second;
+    if (mv != rv) diffs.push_back(fmt::format("{}: rung 1 measured {}, this command {}", name, mv, rv));
+  }
+  return fmt::format("{}", fmt::join(diffs, "; "));
+}
+
+ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const ServedIdentity& running,
+                             const ServeSettings& running_settings, const SettingsOf& settings_of,
+                             const ModelDigestOf& model_digest_of) {
+  ServingChoice choice;
+  // Climbs in file order; the latest is tried first.
+  std::vector<std::string> climbs;
+  for (const auto& e : entries) {
+    if (climbs.empty() || climbs.back() != e.climb_id) climbs.push_back(e.climb_id);
+  }
+  for (auto it = climbs.rbegin(); it != climbs.rend(); ++it) {
+    const std::string& id = *it;
+    const LedgerEntry* first = nullptr;
+    const LedgerEntry* serving = nullptr;
+    for (const auto& e : entries) {
+      if (e.climb_id != id) continue;
+      if (first == nullptr) first = &e;
+      if (e.decision == "baseline" || e.decision == "promoted") serving = &e;
+    }
+    if (std::string diff = identity_difference(first->identity, running); !diff.empty()) {
+      choice.notes.push_back(fmt::format("climb {}: {}", id, diff));
+      continue;
+    }
+    Result<ServeSettings> measured = settings_of(first->rung1_args);
+    if (!measured.is_ok()) {
+      choice.notes.push_back(fmt::format("climb {}: its rung 1 arguments do not parse here: {}", id,
+                                         measured.status().message()));
+      continue;
+    }
+    if (std::string diff = settings_difference(*measured, running_settings); !diff.empty()) {
+      choice.notes.push_back(fmt::format("climb {}: a setting differs: {}", id, diff));
+      continue;
+    }
+    if (serving == nullptr || serving->decision == "baseline") {
+      choice.summary =
+          fmt::format("ledger: climb {} matches and promoted nothing above rung 1: serving rung 1", id);
+      return choice;
+    }
+    if (serving->model_override) {
+      Result<std::string> digest = model_digest_of(serving->model);
+      if (!digest.is_ok() || *digest != serving->served.model_digest) {
+        choice.notes.push_back(fmt::format(
+            "climb {}: rung {} '{}' serves {}, whose model_digest {} (measured {})", id, serving->rung,
+            serving->name, serving->model,
+            digest.is_ok() ? "is now " + short_hash(*digest) : "cannot be read: " + digest.status().message(),
+            short_hash(serving->served.model_digest)));
+        choice.summary = "ledger: the promoted configuration's model file changed: serving rung 1";
+        return choice;
+      }
+    }
+    choice.entry = serving;
+    choice.summary = fmt::format("ledger: serving rung {} '{}' promoted by climb {} ({})", serving->rung,
+                                 serving->name, id, serving->reason);
+    return choice;
+  }
+  choice.summary =
+      climbs.empty()
+          ? "ledger: it holds no climb: serving rung 1"
+          : "ledger: no climb matches this model, tokenizer, revision and settings: serving rung 1";
+  return choice;
+}
+
+}  // namespace ladder::climb

@@ -1,0 +1,303 @@
+// `ladder climb` end to end against real `ladder serve` processes on the
+// shared stories260K model, with a real trace (Mooncake) among the workloads:
+//  - a candidate serving the same model requantized to Q4_0 changes outputs
+//    beyond the margin on the long slice while the pooled fraction looks
+//    fine: it is rejected and the reason and the report name the slice;
+//  - the same configuration against itself is never promoted (two candidates
+//    identical to rung 1 in one climb, and a second climb);
+//  - `serve --ledger` serves a promoted configuration only while the model,
+//    tokenizer, revision and settings match rung 1, and otherwise says which
+//    field differed and serves rung 1.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "harness/http_client.h"
+#include "http_test_client.h"
+#include "ladder/ledger.h"
+#include "test_support.h"
+
+namespace ladder::climb {
+namespace {
+
+using ladder::testing::run_command;
+using nlohmann::json;
+
+std::string stories() {
+  return ladder::testing::shared_path("models/stories260K.gguf");
+}
+
+// The requantized model (once per process).
+const std::string& q4_model() {
+  static const std::string path = [] {
+    const std::string out = ladder::testing::temp_dir() + "/stories-q4_0.gguf";
+    auto r = run_command(
+        {ladder::testing::ladder_bin(), "quantize", stories(), out, "--dtype", "q4_0", "--fallback", "auto"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  }();
+  return path;
+}
+
+// Native workload: 1-token continuations ("short") and 40-token ones ("long").
+std::string stories_workload(const std::string& dir) {
+  const char* prompts[] = {"Once upon a time",   "One day, a little boy", "The cat sat",
+                           "Lily and Ben were",  "There was a big dog",   "In the park, Tim",
+                           "Sue had a red ball", "The sun was hot and"};
+  const std::string path = dir + "/stories.jsonl";
+  std::ofstream out(path);
+  double t = 0;
+  for (const char* p : prompts) {
+    out << json{{"t", t}, {"prompt", p}, {"max_tokens", 1}, {"slice", "short"}}.dump() << "\n";
+    t += 0.05;
+  }
+  for (int i = 0; i < 4; ++i) {
+    out << json{{"t", t}, {"prompt", prompts[i]}, {"max_tokens", 40}, {"slice", "long"}}.dump() << "\n";
+    t += 0.05;
+  }
+  return path;
+}
+
+std::string write_policy(const std::string& dir, const std::string& rungs) {
+  const std::string path = dir + "/policy.toml";
+  std::ofstream(path)
+      << "repeats = 2\nbootstrap_samples = 1000\nwarmup_requests = 2\n"
+         "[slo]\ne2e_ms = 4000\n"
+         "[quality]\nverify = \"exact\"\nmargin = 0.5\n"
+         "[[workload]]\nname = \"mooncake\"\npath = \""
+      << ladder::testing::shared_path("traces/mooncake_conversation_trace.jsonl")
+      << "\"\nargs = [\"--requests\", \"8\", \"--length-scale\", \"0.004\", \"--max-input-tokens\", "
+         "\"24\", \"--max-output-tokens\", \"2\", \"--rate\", \"8\"]\n"
+         "[[workload]]\nname = \"stories\"\npath = \""
+      << stories_workload(dir) << "\"\n"
+      << rungs;
+  return path;
+}
+
+ladder::testing::CommandResult climb(const std::string& policy, const std::string& out,
+                                     const std::string& ledger, const std::string& model) {
+  return run_command({ladder::testing::ladder_bin(), "climb", "--policy", policy, "--model", model, "--out",
+                      out, "--ledger", ledger});
+}
+
+std::vector<json> read_jsonl(const std::string& path) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(json::parse(line));
+  }
+  return out;
+}
+
+// One climb shared by the tests: rung 1, two copies of it, the Q4_0 model.
+struct SharedClimb {
+  std::string dir, ledger;
+  ladder::testing::CommandResult result;
+  std::vector<json> entries;
+};
+
+const SharedClimb& shared_climb() {
+  static const SharedClimb c = [] {
+    SharedClimb s;
+    s.dir = ladder::testing::temp_dir() + "/climb";
+    std::filesystem::create_directories(s.dir);
+    s.ledger = s.dir + "/ledger.jsonl";
+    const std::string policy = write_policy(
+        s.dir,
+        "[[rung]]\nname = \"dense\"\n[[rung]]\nname = \"dense-again\"\n[[rung]]\nname = \"dense-third\"\n"
+        "[[rung]]\nname = \"q4\"\nmodel = \"" +
+            q4_model() + "\"\n");
+    s.result = climb(policy, s.dir + "/out", s.ledger, stories());
+    s.entries = read_jsonl(s.ledger);
+    return s;
+  }();
+  return c;
+}
+
+TEST(ClimbE2E, RunsEveryRungAndWritesTheLedgerAndReport) {
+  const SharedClimb& c = shared_climb();
+  ASSERT_EQ(c.result.exit_code, 0) << c.result.err << c.result.out;
+  // The verdict opens the output.
+  EXPECT_EQ(c.result.out.rfind("verdict: serving rung 1 'dense'", 0), 0u) << c.result.out;
+  // One progress line per replay: 2 references + 3 candidates x 2 workloads x 2 repeats x 2 sides.
+  size_t replay_lines = 0;
+  for (size_t at = 0; (at = c.result.err.find("] rung ", at)) != std::string::npos; ++at) ++replay_lines;
+  EXPECT_EQ(replay_lines, 24u) << c.result.err;
+  EXPECT_NE(c.result.err.find("[26/26]"), std::string::npos) << c.result.err;
+  EXPECT_EQ(c.result.err.find('\r'), std::string::npos);
+  ASSERT_EQ(c.entries.size(), 4u);
+  for (const auto& e : c.entries) {
+    EXPECT_EQ(e["schema_version"], kLedgerSchemaVersion);
+    EXPECT_EQ(e["machine"]["cores"].get<int>() > 0, true);
+    EXPECT_FALSE(e["identity"]["model_digest"].get<std::string>().empty());
+  }
+  EXPECT_EQ(c.entries[0]["decision"], "baseline");
+  // The fingerprint is the harness record's: the served model's digest, the
+  // server's effective configuration from /v1/models.
+  EXPECT_EQ(c.entries[0]["fingerprint"]["model_digest"],
+            "047bf46455a544931cff6fef14d7910154c56afbc23ab1c5e56a72e69912c04b");
+  EXPECT_TRUE(c.entries[1]["fingerprint"]["server_config"].is_object());
+  EXPECT_EQ(c.entries[1]["records"].size(), 8u);  // 2 workloads x 2 repeats x A and B
+  for (const auto& r : c.entries[1]["records"])
+    EXPECT_TRUE(std::filesystem::exists(r["path"].get<std::string>()));
+  const std::string html = ladder::testing::read_file(c.dir + "/out/climb.html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("verdict: serving rung 1"), std::string::npos);
+  auto shown = run_command({ladder::testing::ladder_bin(), "ledger", "show", c.ledger});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("dense-again"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("serving after this climb: rung 1 'dense'"), std::string::npos) << shown.out;
+}
+
+TEST(ClimbE2E, TheSameConfigurationIsNeverPromoted) {
+  const SharedClimb& c = shared_climb();
+  ASSERT_EQ(c.entries.size(), 4u) << c.result.err;
+  for (int i : {1, 2}) {
+    EXPECT_EQ(c.entries[i]["decision"], "rejected") << c.entries[i]["reason"];
+    EXPECT_NE(c.entries[i]["reason"].get<std::string>().find("goodput"), std::string::npos);
+    EXPECT_LE(c.entries[i]["goodput"]["ci_low"].get<double>(), 0.0);
+  }
+  // A second climb of rung 1 against itself, with another seed.
+  const std::string dir = ladder::testing::temp_dir() + "/self";
+  std::filesystem::create_directories(dir);
+  const std::string policy = write_policy(dir, "[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\n");
+  const std::string text = ladder::testing::read_file(policy);
+  std::ofstream(policy) << "seed = 5\n" << text;  // top-level keys come before the tables
+  auto r = climb(policy, dir + "/out", dir + "/ledger.jsonl", stories());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto entries = read_jsonl(dir + "/ledger.jsonl");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[1]["decision"], "rejected") << entries[1]["reason"];
+}
+
+TEST(ClimbE2E, ACandidateThatChangesOneSliceIsRejectedNamingIt) {
+  const SharedClimb& c = shared_climb();
+  ASSERT_EQ(c.entries.size(), 4u) << c.result.err;
+  const json& q4 = c.entries[3];
+  EXPECT_EQ(q4["decision"], "rejected");
+  EXPECT_TRUE(q4["model_override"].get<bool>());
+  EXPECT_NE(q4["fingerprint"]["model_digest"], c.entries[0]["fingerprint"]["model_digest"]);
+  // Pooled over every slice the candidate is within the margin; the long
+  // slice alone is not.
+  size_t compared = 0, verified = 0;
+  double long_fraction = -1;
+  for (const auto& s : q4["quality"]) {
+    compared += s["compared"].get<size_t>();
+    verified += s["verified"].get<size_t>();
+    if (s["slice"] == "long") long_fraction = s["fraction"].get<double>();
+  }
+  ASSERT_GT(compared, 0u);
+  const double pooled = static_cast<double>(verified) / static_cast<double>(compared);
+  ASSERT_GE(pooled, 0.5) << "the pooled fraction is not 'fine': the case does not hold\n" << q4.dump(1);
+  ASSERT_GE(long_fraction, 0.0);
+  ASSERT_LT(long_fraction, 0.5) << q4.dump(1);
+  const std::string reason = q4["reason"].get<std::string>();
+  EXPECT_EQ(reason.rfind("rejected: slice long verified", 0), 0u) << reason;
+  EXPECT_NE(reason.find("< margin 0.50"), std::string::npos) << reason;
+  const std::string html = ladder::testing::read_file(c.dir + "/out/climb.html");
+  EXPECT_NE(html.find("rejected: slice long verified"), std::string::npos);
+  EXPECT_NE(html.find("below margin"), std::string::npos);
+  EXPECT_NE(c.result.out.find("rung 4 'q4': rejected: slice long"), std::string::npos) << c.result.out;
+}
+
+// /v1/models' ladder.config of a started server.
+json served_config(int port) {
+  auto ep = harness::parse_endpoint("http://127.0.0.1:" + std::to_string(port));
+  EXPECT_TRUE(ep.is_ok());
+  auto r = harness::http_fetch(*ep, {"GET", "/v1/models", "", "", {}, 10});
+  EXPECT_TRUE(r.is_ok());
+  return json::parse(r->body)["data"][0]["ladder"]["config"];
+}
+
+TEST(ClimbE2E, ServeLedgerServesAMatchingPromotionAndFallsBackOtherwise) {
+  const SharedClimb& c = shared_climb();
+  ASSERT_EQ(c.entries.size(), 4u) << c.result.err;
+  {
+    ladder::testing::ServerProcess s({"-m", stories(), "--ledger", c.ledger});
+    ASSERT_TRUE(s.ok()) << s.log();
+    EXPECT_NE(s.log().find("promoted nothing above rung 1: serving rung 1"), std::string::npos) << s.log();
+  }
+  // The same ledger with a promotion appended (as a later climb would write it).
+  const std::string ledger = ladder::testing::temp_dir() + "/promoted.jsonl";
+  {
+    std::ofstream out(ledger);
+    json base = c.entries[0];
+    base["climb_id"] = "later";
+    json promoted = c.entries[1];
+    promoted["climb_id"] = "later";
+    promoted["decision"] = "promoted";
+    promoted["serve_args"] = {"--max-chunk-tokens", "16"};
+    out << base.dump() << "\n" << promoted.dump() << "\n";
+  }
+  {
+    ladder::testing::ServerProcess s({"-m", stories(), "--ledger", ledger});
+    ASSERT_TRUE(s.ok()) << s.log();
+    EXPECT_NE(s.log().find("serving rung 2 'dense-again'"), std::string::npos) << s.log();
+    EXPECT_EQ(served_config(s.port())["max_chunk_tokens"], 16);
+  }
+  // Another setting: the climb measured the default KV dtype.
+  {
+    ladder::testing::ServerProcess s({"-m", stories(), "--kv-dtype", "f32", "--ledger", ledger});
+    ASSERT_TRUE(s.ok()) << s.log();
+    EXPECT_NE(s.log().find("--kv-dtype: rung 1 measured (default), this command f32"), std::string::npos)
+        << s.log();
+    EXPECT_NE(s.log().find("serving rung 1"), std::string::npos);
+    const json config = served_config(s.port());
+    EXPECT_NE(config["max_chunk_tokens"], 16);
+    EXPECT_EQ(config["kv_dtype"], "F32");
+  }
+  // Another model file.
+  {
+    ladder::testing::ServerProcess s({"-m", q4_model(), "--ledger", ledger});
+    ASSERT_TRUE(s.ok()) << s.log();
+    EXPECT_NE(s.log().find("model_digest differs: ledger 047bf46455a5"), std::string::npos) << s.log();
+    EXPECT_NE(served_config(s.port())["max_chunk_tokens"], 16);
+  }
+}
+
+TEST(ClimbE2E, BadPoliciesAndSyntheticOnlyWorkloadsAreErrors) {
+  const std::string dir = ladder::testing::temp_dir() + "/bad";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/p.toml") << "[[rung]]\nname = \"a\"\n";
+  auto r = climb(dir + "/p.toml", dir + "/out", dir + "/l.jsonl", stories());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no [[workload]]"), std::string::npos) << r.err;
+  // Synthetic traffic alone: refused once the workload's format is known.
+  std::ofstream(dir + "/synthetic.toml") << "[[workload]]\npath = \"" << stories_workload(dir)
+                                         << "\"\n[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\n";
+  r = climb(dir + "/synthetic.toml", dir + "/out2", dir + "/l.jsonl", stories());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("needs at least one real trace"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/l.jsonl"));
+}
+
+TEST(ClimbE2E, ACandidateThatDoesNotStartFailsAndServingStaysLower) {
+  const std::string dir = ladder::testing::temp_dir() + "/broken";
+  std::filesystem::create_directories(dir);
+  const std::string policy = write_policy(dir,
+                                          "[[rung]]\nname = \"dense\"\n[[rung]]\nname = \"broken\"\n"
+                                          "args = [\"--max-batch-tokens\", \"0\"]\n");
+  auto r = climb(policy, dir + "/out", dir + "/ledger.jsonl", stories());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("verdict: serving rung 1 'dense'", 0), 0u) << r.out;
+  const auto entries = read_jsonl(dir + "/ledger.jsonl");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[1]["decision"], "failed");
+  EXPECT_EQ(entries[1]["serving_after"]["rung"], 1);
+  EXPECT_EQ(entries[1]["reason"].get<std::string>().rfind(
+                "failed: the configuration did not start: ladder serve exited", 0),
+            0u)
+      << entries[1]["reason"];
+  EXPECT_TRUE(entries[1]["fingerprint"].is_null());
+  // The ledger still reads, and serve --ledger passes over the failure.
+  auto shown = run_command({ladder::testing::ladder_bin(), "ledger", "show", dir + "/ledger.jsonl"});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("failed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ladder::climb

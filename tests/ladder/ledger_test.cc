@@ -1,0 +1,167 @@
+// The ledger file and serve --ledger's choice, on hand-written entries.
+#include "ladder/ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "ladder/serving_choice.h"
+#include "test_support.h"
+
+namespace ladder::climb {
+namespace {
+
+using nlohmann::json;
+
+json entry(const std::string& climb, int rung, const std::string& name, const std::string& decision,
+           std::vector<std::string> args, const std::string& model_digest = "m1") {
+  json id = {{"model_digest", "m1"}, {"tokenizer_digest", "t1"}, {"engine_revision", "r1"}};
+  json fp = {{"model_digest", model_digest}, {"tokenizer_digest", "t1"}, {"engine_revision", "r1"}};
+  return {{"kind", "ladder.ledger"},
+          {"schema_version", kLedgerSchemaVersion},
+          {"climb_id", climb},
+          {"timestamp", "2026-12-01T00:00:00Z"},
+          {"rung", rung},
+          {"name", name},
+          {"decision", decision},
+          {"reason", decision + ": because"},
+          {"serve_args", args},
+          {"rung1_args", json::array()},
+          {"model", "/m/" + name + ".gguf"},
+          {"model_override", model_digest != "m1"},
+          {"identity", id},
+          {"fingerprint", fp},
+          {"goodput", {{"gain", 0.1}, {"ci_low", 0.02}, {"ci_high", 0.2}}},
+          {"quality", {{{"slice", "chat"}, {"fraction", 1.0}, {"margin", 1.0}}}},
+          {"machine", {{"cores", 2}, {"cpu_model", "test cpu"}}}};
+}
+
+std::string write_ledger(const std::vector<json>& lines) {
+  static int n = 0;
+  const std::string path = ladder::testing::temp_dir() + "/ledger" + std::to_string(n++) + ".jsonl";
+  for (const auto& l : lines) EXPECT_TRUE(append_ledger_entry(path, l).is_ok());
+  return path;
+}
+
+TEST(Ledger, AppendsAndReadsBack) {
+  const std::string path =
+      write_ledger({entry("c1", 1, "dense", "baseline", {}),
+                    entry("c1", 2, "chunked", "promoted", {"--max-chunk-tokens", "16"})});
+  auto entries = load_ledger(path);
+  ASSERT_TRUE(entries.is_ok()) << entries.status().message();
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[1].line, 2);
+  EXPECT_EQ((*entries)[1].decision, "promoted");
+  EXPECT_EQ((*entries)[1].serve_args, (std::vector<std::string>{"--max-chunk-tokens", "16"}));
+  EXPECT_EQ((*entries)[1].identity.tokenizer_digest, "t1");
+  const std::string shown = format_ledger(*entries);
+  EXPECT_NE(shown.find("climb c1"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("chunked"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("+10.0%"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("[+2.0%, +20.0%]"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("serving after this climb: rung 2 'chunked' (--max-chunk-tokens 16)"),
+            std::string::npos)
+      << shown;
+}
+
+TEST(Ledger, BadLinesAreErrorsNamingTheLine) {
+  json wrong_version = entry("c1", 1, "dense", "baseline", {});
+  wrong_version["schema_version"] = 99;
+  auto r = load_ledger(write_ledger({entry("c1", 1, "dense", "baseline", {}), wrong_version}));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("line 2: schema_version 99"), std::string::npos)
+      << r.status().message();
+  json bad_decision = entry("c1", 1, "dense", "maybe", {});
+  r = load_ledger(write_ledger({bad_decision}));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("'decision'"), std::string::npos);
+  const std::string path = ladder::testing::temp_dir() + "/garbage.jsonl";
+  std::ofstream(path) << "not json\n";
+  r = load_ledger(path);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("line 1: not a JSON object"), std::string::npos);
+}
+
+// Settings as the serve command would parse them: here "NAME VALUE" pairs.
+Result<ServeSettings> pairs(const std::vector<std::string>& args) {
+  ServeSettings s;
+  for (size_t i = 0; i + 1 < args.size(); i += 2) s[args[i]] = args[i + 1];
+  return s;
+}
+
+Result<std::string> digest_m2(const std::string&) {
+  return std::string("m2");
+}
+
+const ServedIdentity kRunning{"m1", "t1", "r1"};
+
+TEST(ServingChoice, ServesTheLastPromotedConfigurationOfAMatchingClimb) {
+  auto entries =
+      load_ledger(write_ledger({entry("c1", 1, "dense", "baseline", {}),
+                                entry("c1", 2, "chunked", "promoted", {"--max-chunk-tokens", "16"}),
+                                entry("c1", 3, "f32", "rejected", {"--kv-dtype", "f32"})}));
+  ASSERT_TRUE(entries.is_ok());
+  const ServingChoice c = choose_serving(*entries, kRunning, {}, pairs, digest_m2);
+  ASSERT_NE(c.entry, nullptr) << c.summary;
+  EXPECT_EQ(c.entry->name, "chunked");
+  EXPECT_NE(c.summary.find("serving rung 2 'chunked'"), std::string::npos);
+}
+
+TEST(ServingChoice, TheLatestMatchingClimbDecides) {
+  auto entries =
+      load_ledger(write_ledger({entry("c1", 1, "dense", "baseline", {}),
+                                entry("c1", 2, "chunked", "promoted", {"--max-chunk-tokens", "16"}),
+                                entry("c2", 1, "dense", "baseline", {}),
+                                entry("c2", 2, "chunked", "rejected", {"--max-chunk-tokens", "16"})}));
+  ASSERT_TRUE(entries.is_ok());
+  const ServingChoice c = choose_serving(*entries, kRunning, {}, pairs, digest_m2);
+  EXPECT_EQ(c.entry, nullptr);
+  EXPECT_NE(c.summary.find("climb c2 matches and promoted nothing above rung 1"), std::string::npos)
+      << c.summary;
+}
+
+TEST(ServingChoice, AnotherModelTokenizerOrRevisionFallsBackNamingTheField) {
+  auto entries =
+      load_ledger(write_ledger({entry("c1", 1, "dense", "baseline", {}),
+                                entry("c1", 2, "chunked", "promoted", {"--max-chunk-tokens", "16"})}));
+  ASSERT_TRUE(entries.is_ok());
+  for (const auto& [running, field] : std::vector<std::pair<ServedIdentity, std::string>>{
+           {{"m9", "t1", "r1"}, "model_digest differs: ledger m1, this model m9"},
+           {{"m1", "t9", "r1"}, "tokenizer_digest differs"},
+           {{"m1", "t1", "r9"}, "engine_revision differs: ledger r1, this ladder r9"}}) {
+    const ServingChoice c = choose_serving(*entries, running, {}, pairs, digest_m2);
+    EXPECT_EQ(c.entry, nullptr);
+    ASSERT_EQ(c.notes.size(), 1u);
+    EXPECT_NE(c.notes[0].find(field), std::string::npos) << c.notes[0];
+    EXPECT_NE(c.summary.find("serving rung 1"), std::string::npos);
+  }
+}
+
+TEST(ServingChoice, AnotherSettingFallsBackNamingIt) {
+  auto entries =
+      load_ledger(write_ledger({entry("c1", 1, "dense", "baseline", {}),
+                                entry("c1", 2, "chunked", "promoted", {"--max-chunk-tokens", "16"})}));
+  ASSERT_TRUE(entries.is_ok());
+  const ServingChoice c = choose_serving(*entries, kRunning, {{"--kv-dtype", "f32"}}, pairs, digest_m2);
+  EXPECT_EQ(c.entry, nullptr);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("--kv-dtype: rung 1 measured (default), this command f32"), std::string::npos)
+      << c.notes[0];
+}
+
+TEST(ServingChoice, APromotedModelFileThatChangedFallsBack) {
+  auto entries = load_ledger(
+      write_ledger({entry("c1", 1, "dense", "baseline", {}), entry("c1", 2, "q4", "promoted", {}, "m-q4")}));
+  ASSERT_TRUE(entries.is_ok());
+  ServingChoice c = choose_serving(*entries, kRunning, {}, pairs, digest_m2);
+  EXPECT_EQ(c.entry, nullptr);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("is now m2 (measured m-q4)"), std::string::npos) << c.notes[0];
+  c = choose_serving(*entries, kRunning, {}, pairs,
+                     [](const std::string&) -> Result<std::string> { return std::string("m-q4"); });
+  ASSERT_NE(c.entry, nullptr);
+  EXPECT_TRUE(c.entry->model_override);
+}
+
+}  // namespace
+}  // namespace ladder::climb
