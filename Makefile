@@ -8,6 +8,10 @@ FUZZ_SECONDS ?= 600
 SHARED    ?= $(abspath ../shared)
 
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
+# Sanitizer builds: -O1 with line tables only, which compiles about a third
+# faster than -O2 -g on 2 cores and still gives file:line in every report.
+SANITIZER_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1' \
+  '-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1' -DLADDER_BUILD_BENCH=OFF
 
 .PHONY: deps configure build test test-asan test-tsan soak demo bench fuzz format tidy clean
 
@@ -38,8 +42,7 @@ test: deps build
 	@$(MAKE) --no-print-directory test-tsan
 
 test-asan:
-	@cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLADDER_SANITIZE=address \
-	  -DLADDER_BUILD_BENCH=OFF > /dev/null
+	@cmake -S . -B $(ASAN_DIR) $(SANITIZER_FLAGS) -DLADDER_SANITIZE=address > /dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target $(call suite_targets,$(ASAN_SUITES))
 	@# The CLI cases drive the binary's commands, the Slow suites run
 	@# attention over thousands of positions (~25x slower here), and the climb
@@ -48,8 +51,7 @@ test-asan:
 	  ctest --output-on-failure -j $(JOBS) --timeout 1800 -R '$(call suite_regex,$(ASAN_SUITES))'
 
 test-tsan:
-	@cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLADDER_SANITIZE=thread \
-	  -DLADDER_BUILD_BENCH=OFF > /dev/null
+	@cmake -S . -B $(TSAN_DIR) $(SANITIZER_FLAGS) -DLADDER_SANITIZE=thread > /dev/null
 	@cmake --build $(TSAN_DIR) -j $(JOBS) --target $(call suite_targets,$(TSAN_SUITES))
 	@cd $(TSAN_DIR) && TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1' \
 	  LADDER_CHAOS_SECONDS=$(SANITIZER_CHAOS_SECONDS) \
