@@ -22,6 +22,8 @@
 #include "hwy/highway.h"
 #include "ops/attention.h"
 #include "ops/attention_internal.h"
+#include "ops/kv_codec.h"
+#include "ops/kv_decode-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace ladder::ops::HWY_NAMESPACE {
@@ -209,9 +211,13 @@ HWY_INLINE float exponentials(float* scores, int64_t n_keys) {
   return sum;
 }
 
-// Per-thread buffers of one tile: its queries' scores.
+// Per-thread buffers of one tile: its queries' scores, and one decoded
+// block of a quantized format's K ([head_dim][block_size]) or V
+// ([block_size][head_dim]).
 struct TileScratch {
   std::vector<float> scores[kQueryTile];
+  std::vector<float> k_block;
+  std::vector<float> v_block;
 };
 
 // out[q][head_dim] = softmax(scale * q.K^T) V over positions [0, n_keys[q])
@@ -265,6 +271,145 @@ void attend_tile(const float* const* q, const int64_t* n_keys, int kvh, const Pa
   }
 }
 
+// For Q queries, continues out[q][i] += sum over rows r < n of p[q][r] *
+// rows[r][i] (or starts from zero), rows being one decoded V block. Each lane
+// of each query is the chain acc = fma(p_r, v_r, acc) in key order (the
+// scalar tail lanes acc += p_r * v_r), whatever the tiling and however many
+// rows a call gets.
+template <int Q, int NV>
+HWY_INLINE void accumulate_rows(const float* rows, int64_t n, int64_t hd, const float* const* p, int64_t i0,
+                                float* const* out, bool start) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  hn::Vec<DF> acc[Q][NV];
+  for (int qi = 0; qi < Q; ++qi)
+    for (int a = 0; a < NV; ++a) acc[qi][a] = start ? hn::Zero(d) : hn::LoadU(d, out[qi] + i0 + a * N);
+  for (int64_t r = 0; r < n; ++r) {
+    hn::Vec<DF> vv[NV];
+    for (int a = 0; a < NV; ++a) vv[a] = hn::LoadU(d, rows + r * hd + i0 + a * N);
+    for (int qi = 0; qi < Q; ++qi) {
+      const auto pj = hn::Set(d, p[qi][r]);
+      for (int a = 0; a < NV; ++a) acc[qi][a] = hn::MulAdd(pj, vv[a], acc[qi][a]);
+    }
+  }
+  for (int qi = 0; qi < Q; ++qi)
+    for (int a = 0; a < NV; ++a) hn::StoreU(acc[qi][a], d, out[qi] + i0 + a * N);
+}
+
+template <int Q>
+void accumulate_block(const float* rows, int64_t n, int64_t hd, const float* const* p, float* const* out,
+                      bool start) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  constexpr int kMaxNv = std::min(8, kAccRegs / Q);
+  int64_t i = 0;
+  while (i + N <= hd) {
+    int nv = 1;
+    while (nv * 2 <= kMaxNv && i + nv * 2 * N <= hd) nv *= 2;
+    switch (nv) {
+      case 1: accumulate_rows<Q, 1>(rows, n, hd, p, i, out, start); break;
+      case 2: accumulate_rows<Q, 2>(rows, n, hd, p, i, out, start); break;
+      case 4: accumulate_rows<Q, 4>(rows, n, hd, p, i, out, start); break;
+      default: accumulate_rows<Q, 8>(rows, n, hd, p, i, out, start); break;
+    }
+    i += nv * N;
+  }
+  for (int qi = 0; qi < Q; ++qi) {
+    for (int64_t e = i; e < hd; ++e) {
+      float acc = start ? 0.0f : out[qi][e];
+      for (int64_t r = 0; r < n; ++r) acc += p[qi][r] * rows[r * hd + e];
+      out[qi][e] = acc;
+    }
+  }
+}
+
+// attend_tile for the quantized formats (Q8, Q4): block by block, each K and
+// V block of the KV head is decoded once into scratch and read by the same
+// score and weighted-sum chains as the float formats. A Q4 block that holds
+// positions past a query is read from its F16 staging slot instead; queries
+// of a tile that see a block differently (staged or sealed, partly or
+// wholly) take it one at a time, with the same per-query arithmetic.
+template <int Q>
+void attend_tile_quant(const float* const* q, const int64_t* n_keys, int kvh, const PagedKvLayer& k,
+                       const PagedKvLayer& v, const int32_t* block_table, float scale, float* const* out,
+                       TileScratch& scratch) {
+  const int64_t hd = k.head_dim, bs = k.block_size;
+  const bool staged_format = kv_dtype_staged(k.dtype);
+  const int64_t n_hi = *std::max_element(n_keys, n_keys + Q);
+  const int64_t n_blocks = (n_hi + bs - 1) / bs;
+  float* s[Q];
+  for (int qi = 0; qi < Q; ++qi) {
+    scratch.scores[qi].resize(static_cast<size_t>(n_blocks * bs));
+    s[qi] = scratch.scores[qi].data();
+  }
+  scratch.k_block.resize(static_cast<size_t>(hd * bs));
+  scratch.v_block.resize(static_cast<size_t>(hd * bs));
+  const auto* kb = reinterpret_cast<const uint8_t*>(scratch.k_block.data());
+  // Runs fn(staged, members, n_members, whole) for each group of this tile's
+  // queries that read block b the same way; whole: every member sees all of
+  // the block's positions.
+  auto for_each_group = [&](int64_t b, auto&& fn) {
+    const int64_t j0 = b * bs;
+    for (int mode = 0; mode < 2; ++mode) {
+      int members[Q];
+      int n_members = 0;
+      bool whole = true;
+      for (int qi = 0; qi < Q; ++qi) {
+        if (n_keys[qi] <= j0) continue;
+        const bool staged = staged_format && j0 + bs > n_keys[qi];
+        if (staged != (mode == 1)) continue;
+        members[n_members++] = qi;
+        whole = whole && n_keys[qi] >= j0 + bs;
+      }
+      if (n_members > 0) fn(mode == 1, members, n_members, whole);
+    }
+  };
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t j0 = b * bs;
+    for_each_group(b, [&](bool staged, const int* members, int n_members, bool whole) {
+      decode_k_block(k, block_table[b], kvh, staged, scratch.k_block.data());
+      with_lanes_dividing(bs, [&](auto d) {
+        if (n_members == Q && whole) {
+          float* sb[Q];
+          for (int qi = 0; qi < Q; ++qi) sb[qi] = s[qi] + j0;
+          block_scores<false, Q>(d, q, kb, bs, hd, bs, scale, sb);
+          return;
+        }
+        for (int m = 0; m < n_members; ++m) {
+          const int qi = members[m];
+          float* sb = s[qi] + j0;
+          block_scores<false, 1>(d, &q[qi], kb, bs, hd, std::min(bs, n_keys[qi] - j0), scale, &sb);
+        }
+      });
+    });
+  }
+  float sum[Q];
+  for (int qi = 0; qi < Q; ++qi) sum[qi] = exponentials(s[qi], n_keys[qi]);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t j0 = b * bs;
+    for_each_group(b, [&](bool staged, const int* members, int n_members, bool whole) {
+      int64_t rows = 0;
+      for (int m = 0; m < n_members; ++m) rows = std::max(rows, std::min(bs, n_keys[members[m]] - j0));
+      decode_v_block(v, block_table[b], kvh, rows, staged, scratch.v_block.data());
+      if (n_members == Q && whole) {
+        const float* p[Q];
+        for (int qi = 0; qi < Q; ++qi) p[qi] = s[qi] + j0;
+        accumulate_block<Q>(scratch.v_block.data(), bs, hd, p, out, b == 0);
+        return;
+      }
+      for (int m = 0; m < n_members; ++m) {
+        const int qi = members[m];
+        const float* p = s[qi] + j0;
+        accumulate_block<1>(scratch.v_block.data(), std::min(bs, n_keys[qi] - j0), hd, &p, &out[qi], b == 0);
+      }
+    });
+  }
+  for (int qi = 0; qi < Q; ++qi) {
+    const float inv = 1.0f / sum[qi];
+    for (int64_t e = 0; e < hd; ++e) out[qi][e] *= inv;
+  }
+}
+
 // Exported: queries per tile on this target (at least 2).
 int64_t AttentionQueryTile() {
   return kQueryTile;
@@ -275,7 +420,9 @@ template <int Q>
 HWY_INLINE void attend_tile_any(const float* const* q, const int64_t* n_keys, int kvh, const PagedKvLayer& k,
                                 const PagedKvLayer& v, const int32_t* block_table, float scale, float* const* out,
                                 TileScratch& scratch) {
-  if (k.dtype == TensorType::kF16) {
+  if (k.dtype == TensorType::kQ8_0 || k.dtype == TensorType::kQ4_0) {
+    attend_tile_quant<Q>(q, n_keys, kvh, k, v, block_table, scale, out, scratch);
+  } else if (k.dtype == TensorType::kF16) {
     attend_tile<true, Q>(q, n_keys, kvh, k, v, block_table, scale, out, scratch);
   } else {
     attend_tile<false, Q>(q, n_keys, kvh, k, v, block_table, scale, out, scratch);

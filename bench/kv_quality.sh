@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Quality of the approximate KV formats per slice against rung 1, as in
+# docs/BENCHMARKS.md ("Rung 3: approximate KV"). For stories260K (context 512)
+# and the retrieval model (`ladder synth --preset retrieval`, context 4096):
+# one workload of four slices (short chat, long-context and rare-evidence
+# prompts filling 90% of the context, a needle at mid depth), a rung-1
+# reference (f16 KV, --save-reference), then every format replayed against it
+# with --verify approx. Prints one table row per model, format and slice.
+# Usage: bench/kv_quality.sh [BUILD_DIR] [OUT_DIR]
+set -euo pipefail
+BUILD_DIR=${1:-build}
+OUT=${2:-${TMPDIR:-/tmp}/ladder-kv-quality}
+LADDER="$BUILD_DIR/src/cli/ladder"
+SHARED=${LADDER_SHARED_DIR:-$(cd "$(dirname "$0")/.." && pwd)/../shared}
+THREADS=${LADDER_BENCH_THREADS:-2}
+REQUESTS=${KV_QUALITY_REQUESTS:-8}
+FORMATS=${KV_QUALITY_FORMATS:-"f32 q8 q4"}
+mkdir -p "$OUT"
+
+SERVER_PID=""
+stop_server() {
+  if [[ -n "$SERVER_PID" ]]; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+  fi
+}
+trap stop_server EXIT
+
+# serve MODEL NAME FORMAT: starts a server, sets URL.
+serve() {
+  local log="$OUT/serve-$2-$3.log"
+  "$LADDER" serve -m "$1" --served-model-name "$2" --port 0 --threads "$THREADS" --kv-dtype "$3" \
+    --max-queue 1024 >"$log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 600); do
+    if grep -q "listening on" "$log"; then
+      URL=$(grep -o "http://[0-9.:]*" "$log" | head -1)
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "server for $2 $3 did not start; see $log" >&2
+  exit 1
+}
+
+# workload NAME URL: the four slices in one file.
+workload() {
+  local wl="$OUT/$1.jsonl"
+  : >"$wl"
+  "$LADDER" workload chat --api completions --requests "$REQUESTS" --rate 50 --turns 1 --max-tokens 24 \
+    --chat-system "" -o "$OUT/$1-chat.jsonl" >/dev/null
+  "$LADDER" workload long-context --requests "$REQUESTS" --rate 50 --fill 0.9 --endpoint "$2" --max-tokens 24 \
+    -o "$OUT/$1-long.jsonl" >/dev/null
+  "$LADDER" workload rare --requests "$REQUESTS" --rate 50 --fill 0.9 --endpoint "$2" --max-tokens 24 \
+    -o "$OUT/$1-rare.jsonl" >/dev/null
+  "$LADDER" workload needle --requests "$REQUESTS" --rate 50 --context-tokens "$3" --max-tokens 24 \
+    -o "$OUT/$1-needle.jsonl" >/dev/null
+  cat "$OUT/$1-chat.jsonl" "$OUT/$1-long.jsonl" "$OUT/$1-rare.jsonl" "$OUT/$1-needle.jsonl" >"$wl"
+}
+
+if [[ ! -f "$OUT/retrieval.gguf" ]]; then
+  "$LADDER" synth --preset retrieval -o "$OUT/retrieval.gguf" >/dev/null
+fi
+
+row() { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$@"; }
+row model kv slice verified exact mean_match earliest_divergence "mean / max KL" task
+for spec in "stories260K:$SHARED/models/stories260K.gguf:400" "retrieval:$OUT/retrieval.gguf:3000"; do
+  IFS=: read -r name model needle_tokens <<<"$spec"
+  serve "$model" "$name" f16
+  workload "$name" "$URL"
+  "$LADDER" replay --endpoint "$URL" --workload "$OUT/$name.jsonl" --out "$OUT/$name-f16" \
+    --save-reference "$OUT/$name-ref.json" --quiet >/dev/null
+  stop_server
+  for fmt in $FORMATS; do
+    serve "$model" "$name" "$fmt"
+    "$LADDER" replay --endpoint "$URL" --workload "$OUT/$name.jsonl" --out "$OUT/$name-$fmt" \
+      --reference "$OUT/$name-ref.json" --verify approx --quiet >/dev/null || true
+    stop_server
+    jq -r --arg m "$name" --arg f "$fmt" '.runs[0].quality.per_slice[] |
+      [$m, $f, .name, "\(.passed)/\(.requests)", "\(.exact)", (.mean_match * 1000 | round / 1000),
+       (.earliest_divergence // "-"), "\(.mean_kl // "-" | tostring | .[0:6]) / \(.max_kl // "-" | tostring | .[0:6])",
+       (if .task_checked > 0 then "\(.task_passed)/\(.task_checked)" else "-" end)] | @tsv' \
+      "$OUT/$name-$fmt/record.json" | while IFS=$'\t' read -r -a cols; do row "${cols[@]}"; done
+  done
+done
