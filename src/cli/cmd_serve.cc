@@ -25,7 +25,7 @@ struct ServeOptions {
   int io_threads = 2;
   int metrics_port = -1;
   int64_t context = 0;
-  int rung = 1;
+  int rung = 0;  // 0: what --kv-dtype amounts to
   bool kv_dtype_given = false;
   double kv_memory_mib = 256;
 };
@@ -137,8 +137,9 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
                   "KV cache memory when --kv-blocks is 0, counted in the format's bytes (q4 fits the most blocks)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--rung", o->rung,
-                  "Named configuration: 1 (exact KV) or 3 (approximate KV: --kv-dtype q4 unless q8 is given)")
-      ->capture_default_str()->check(CLI::IsMember({1, 3}));
+                  "Named configuration: 1 (exact KV) or 3 (approximate KV: --kv-dtype q4 unless q8 is given); "
+                  "by default what --kv-dtype amounts to")
+      ->check(CLI::IsMember({1, 3}));
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--initial-service-ms", e.initial_service_ms,
