@@ -18,32 +18,13 @@ REQUESTS=${KV_GOODPUT_REQUESTS:-16}
 E2E_MS=${KV_GOODPUT_E2E_MS:-10000}
 mkdir -p "$OUT"
 
-SERVER_PID=""
-stop_server() {
-  if [[ -n "$SERVER_PID" ]]; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-  fi
-}
-trap stop_server EXIT
+source "$(dirname "$0")/serve_helpers.sh"
 
 # serve NAME ARGS...: starts a server on the retrieval model, sets URL.
 serve() {
-  local log="$OUT/serve-$1.log"
+  local name="$1"
   shift
-  "$LADDER" serve -m "$OUT/retrieval.gguf" --served-model-name retrieval --port 0 --threads "$THREADS" \
-    --max-queue 1024 "$@" >"$log" 2>&1 &
-  SERVER_PID=$!
-  for _ in $(seq 1 600); do
-    if grep -q "listening on" "$log"; then
-      URL=$(grep -o "http://[0-9.:]*" "$log" | head -1)
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "server did not start; see $log" >&2
-  exit 1
+  start_server "$OUT/serve-$name.log" -m "$OUT/retrieval.gguf" --served-model-name retrieval "$@"
 }
 
 if [[ ! -f "$OUT/retrieval.gguf" ]]; then

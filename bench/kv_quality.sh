@@ -17,32 +17,10 @@ REQUESTS=${KV_QUALITY_REQUESTS:-8}
 FORMATS=${KV_QUALITY_FORMATS:-"f32 q8 q4"}
 mkdir -p "$OUT"
 
-SERVER_PID=""
-stop_server() {
-  if [[ -n "$SERVER_PID" ]]; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-  fi
-}
-trap stop_server EXIT
+source "$(dirname "$0")/serve_helpers.sh"
 
 # serve MODEL NAME FORMAT: starts a server, sets URL.
-serve() {
-  local log="$OUT/serve-$2-$3.log"
-  "$LADDER" serve -m "$1" --served-model-name "$2" --port 0 --threads "$THREADS" --kv-dtype "$3" \
-    --max-queue 1024 >"$log" 2>&1 &
-  SERVER_PID=$!
-  for _ in $(seq 1 600); do
-    if grep -q "listening on" "$log"; then
-      URL=$(grep -o "http://[0-9.:]*" "$log" | head -1)
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "server for $2 $3 did not start; see $log" >&2
-  exit 1
-}
+serve() { start_server "$OUT/serve-$2-$3.log" -m "$1" --served-model-name "$2" --kv-dtype "$3"; }
 
 # workload NAME URL NEEDLE_TOKENS: the four slices in one file.
 workload() {
