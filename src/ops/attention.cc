@@ -72,7 +72,8 @@ void attention_batch(const float* q, const int32_t* q_pos, std::span<const Atten
   check_pair(k, v, n_heads);
   // Tiles of queries sharing a KV head: a GQA group's heads first (a decode
   // row's heads share K and V), then consecutive rows of a prefill chunk.
-  const int64_t width = HWY_DYNAMIC_DISPATCH(AttentionQueryTile)();
+  const bool quantized = k.dtype == TensorType::kQ8_0 || k.dtype == TensorType::kQ4_0;
+  const int64_t width = quantized ? detail::kQuantTileQueries : HWY_DYNAMIC_DISPATCH(AttentionQueryTile)();
   const int64_t group = n_heads / k.n_kv_heads;
   int64_t tile_heads = std::min(group, width);
   int64_t tile_rows = width / tile_heads;
@@ -87,6 +88,9 @@ void attention_batch(const float* q, const int32_t* q_pos, std::span<const Atten
     tile_heads /= 2;
     tile_rows = width / tile_heads;
   }
+  // A quantized format's wide tiles give a short prefill chunk few tasks:
+  // fewer rows per tile then (tiling never changes a result).
+  while (quantized && tile_rows > 1 && count_tiles() < 2 * static_cast<int64_t>(pool.size())) tile_rows /= 2;
   thread_local std::vector<detail::AttentionTile> tiles;
   tiles.clear();
   int64_t rows = 0;
