@@ -10,9 +10,7 @@
 namespace ladder::kv {
 namespace {
 
-int64_t blocks_for(int64_t n_tokens, int block_size) {
-  return (n_tokens + block_size - 1) / block_size;
-}
+int64_t blocks_for(int64_t n_tokens, int block_size) { return (n_tokens + block_size - 1) / block_size; }
 
 }  // namespace
 

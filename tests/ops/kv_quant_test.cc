@@ -27,6 +27,7 @@
 namespace ladder::ops {
 namespace {
 
+using testing::expect_attention_matches_and_invariant;
 using testing::for_each_target;
 using testing::random_floats;
 
@@ -206,33 +207,8 @@ TEST_P(QuantAttentionTest, MatchesReferenceIsBatchInvariantAndNearF32) {
   EXPECT_LE(max_err, bound) << "quantization error against F32";
   EXPECT_GT(max_err, 0.0) << "the format is lossy: an exact match means F32 was read";
 
-  for_each_target([&] {
-    ThreadPool pool(2);
-    std::vector<float> all(want.size());
-    attention(q.data(), c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(), scale, all.data(),
-              pool);
-    for (size_t i = 0; i < all.size(); ++i) ASSERT_NEAR(all[i], want[i], 2e-5) << "element " << i;
-    for (int threads : {1, 3}) {
-      ThreadPool other(threads);
-      for (int t : {0, c.n_tokens / 2, c.n_tokens - 1}) {
-        std::vector<float> one(static_cast<size_t>(q_dim));
-        attention(q.data() + t * q_dim, 1, pos.data() + t, c.n_heads, k.layer, v.layer, table.data(), scale,
-                  one.data(), other);
-        ASSERT_EQ(std::memcmp(one.data(), all.data() + t * q_dim, one.size() * sizeof(float)), 0)
-            << "query " << t;
-      }
-      for (int chunk : {3, 7}) {
-        std::vector<float> chunked(all.size());
-        for (int t0 = 0; t0 < c.n_tokens; t0 += chunk) {
-          const int n = std::min(chunk, c.n_tokens - t0);
-          attention(q.data() + t0 * q_dim, n, pos.data() + t0, c.n_heads, k.layer, v.layer, table.data(),
-                    scale, chunked.data() + t0 * q_dim, other);
-        }
-        ASSERT_EQ(std::memcmp(chunked.data(), all.data(), all.size() * sizeof(float)), 0)
-            << "chunk " << chunk;
-      }
-    }
-  });
+  expect_attention_matches_and_invariant(q, c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(),
+                                         scale, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(
