@@ -134,7 +134,8 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
       ->check(CLI::NonNegativeNumber);
   add_kv_dtype_option(cmd, &e.kv_dtype);
   cmd->add_option("--kv-memory-mib", o->kv_memory_mib,
-                  "KV cache memory when --kv-blocks is 0, counted in the format's bytes (q4 fits the most blocks)")
+                  "KV cache memory when --kv-blocks is 0, counted in the format's bytes "
+                  "(q4 fits the most blocks)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--rung", o->rung,
                   "Named configuration: 1 (exact KV) or 3 (approximate KV: --kv-dtype q4 unless q8 is given); "

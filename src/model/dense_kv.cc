@@ -9,7 +9,8 @@ DenseKv::DenseKv(const ModelConfig& config, int n_seqs, int64_t max_tokens, int 
     : block_size_(block_size), blocks_per_seq_((max_tokens + block_size - 1) / block_size) {
   LADDER_CHECK(n_seqs > 0 && max_tokens > 0 && block_size > 0, "DenseKv needs a positive size");
   const int kvh = static_cast<int>(config.n_kv_heads), hd = static_cast<int>(config.head_dim);
-  LADDER_CHECK(ops::kv_shape_problem(dtype, block_size, hd) == nullptr, "DenseKv: a KV format the shape cannot hold");
+  LADDER_CHECK(ops::kv_shape_problem(dtype, block_size, hd) == nullptr,
+               "DenseKv: a KV format the shape cannot hold");
   const int64_t n_blocks = blocks_per_seq_ * n_seqs;
   // A staged format (q4) gives every block its own staging slot here: simple,
   // and as large as F16 (this storage serves tests and benchmarks).

@@ -338,7 +338,9 @@ void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh,
   const bool staged_format = kv_dtype_staged(k.dtype);
   const int64_t n_hi = *std::max_element(n_keys, n_keys + nq);
   const int64_t n_blocks = (n_hi + bs - 1) / bs;
-  if (scratch.quant_scores.size() < static_cast<size_t>(nq)) scratch.quant_scores.resize(static_cast<size_t>(nq));
+  if (scratch.quant_scores.size() < static_cast<size_t>(nq)) {
+    scratch.quant_scores.resize(static_cast<size_t>(nq));
+  }
   float* s[detail::kQuantTileQueries];
   for (int qi = 0; qi < nq; ++qi) {
     scratch.quant_scores[static_cast<size_t>(qi)].resize(static_cast<size_t>(n_blocks * bs));
@@ -473,7 +475,8 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
     }
     const int kvh = static_cast<int>(tile.head0 / group);
     if (quantized) {
-      attend_quant(q, n_keys, static_cast<int>(n_real), kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
+      attend_quant(q, n_keys, static_cast<int>(n_real), kvh, *a.k, *a.v, tile.block_table, a.scale, out,
+                   scratch);
     } else if (n_real == 1) {
       attend_tile_any<1>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
     } else if (n_real == 2) {

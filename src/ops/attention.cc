@@ -142,7 +142,9 @@ void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int 
       double mx = -INFINITY;
       for (int64_t j = 0; j < n_keys; ++j) {
         double dot = 0.0;
-        for (int i = 0; i < hd; ++i) dot += static_cast<double>(qv[i]) * kv_decode_elem(k, block_table, j, kvh, i, n_keys);
+        for (int i = 0; i < hd; ++i) {
+          dot += static_cast<double>(qv[i]) * kv_decode_elem(k, block_table, j, kvh, i, n_keys);
+        }
         s[j] = dot * scale;
         mx = std::max(mx, s[j]);
       }
