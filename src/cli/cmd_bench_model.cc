@@ -17,6 +17,7 @@
 
 #include "model/model_bundle.h"
 #include "ops/amx.h"
+#include "ops/kv_codec.h"
 #include "ops/roofline.h"
 #include "perf/model_bench.h"
 
@@ -96,7 +97,7 @@ int run_bench_model(const BenchModelArgs& a) {
   std::printf("model %s: dim %lld, %lld layers, ffn %lld, vocab %lld, %.1f MiB of matmul weights, %s KV\n",
               path.c_str(), static_cast<long long>(c.dim), static_cast<long long>(c.n_layers),
               static_cast<long long>(c.ffn_dim), static_cast<long long>(c.n_vocab),
-              static_cast<double>(m.weight_bytes()) / (1 << 20), a.kv_dtype == TensorType::kF16 ? "F16" : "F32");
+              static_cast<double>(m.weight_bytes()) / (1 << 20), ops::kv_dtype_short_name(a.kv_dtype));
   const auto [lo, hi] = std::minmax_element(probe.begin(), probe.end());
   std::printf("machine: best read bandwidth %.1f GB/s median of %d probes (%.1f-%.1f), %.0f GFLOP/s FMA, "
               "%.0f GMAC/s int8 (%s%s), %d threads\n\n",

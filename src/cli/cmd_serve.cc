@@ -18,6 +18,7 @@
 #include "cli/command.h"
 #include "common/build_info.h"
 #include "gguf/gguf_file.h"
+#include "kv/kv_format.h"
 #include "ladder/serving_choice.h"
 #include "server/api_server.h"
 #include "tokenizer/tokenizer.h"
@@ -36,6 +37,9 @@ struct ServeOptions {
   int io_threads = 2;
   int metrics_port = -1;
   int64_t context = 0;
+  int rung = 0;  // 0: what --kv-dtype amounts to
+  bool kv_dtype_given = false;
+  double kv_memory_mib = 256;
 };
 
 // Each connection is a file descriptor; the usual soft limit (1024) would cap
@@ -66,6 +70,22 @@ int run_serve(ServeOptions& o) {
   o.config.http.io_threads = o.io_threads;
   if (o.metrics_port >= 0) o.config.metrics_port = static_cast<uint16_t>(o.metrics_port);
   o.config.engine.scheduler.context_length = o.context;
+  o.config.engine.kv_memory_bytes = static_cast<size_t>(o.kv_memory_mib * (1 << 20));
+  // --rung 3 names the approximate-KV configuration: a quantized KV format
+  // (q4 unless --kv-dtype says q8). The server reports the rung its settings
+  // amount to (/v1/models ladder.config.rung), which the record's fingerprint covers.
+  const bool approximate = kv::kv_format_is_approximate(o.config.engine.kv_dtype);
+  if (o.rung == 3 && !approximate) {
+    if (o.kv_dtype_given) {
+      std::fprintf(stderr, "error: --rung 3 stores KV approximately: --kv-dtype must be q8 or q4\n");
+      return 1;
+    }
+    o.config.engine.kv_dtype = TensorType::kQ4_0;
+  }
+  if (o.rung == 1 && approximate) {
+    std::fprintf(stderr, "error: --rung 1 stores KV exactly: --kv-dtype must be f16 or f32\n");
+    return 1;
+  }
   server::ApiServer srv(o.config);
   if (Status st = srv.start(); !st.is_ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
@@ -134,6 +154,14 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
   cmd->add_option("--kv-blocks", e.n_kv_blocks, "KV cache blocks; 0 = sized from memory")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   add_kv_dtype_option(cmd, &e.kv_dtype);
+  cmd->add_option("--kv-memory-mib", o->kv_memory_mib,
+                  "KV cache memory when --kv-blocks is 0, counted in the format's bytes "
+                  "(q4 fits the most blocks)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--rung", o->rung,
+                  "Named configuration: 1 (exact KV) or 3 (approximate KV: --kv-dtype q4 unless q8 is given); "
+                  "by default what --kv-dtype amounts to")
+      ->check(CLI::IsMember({1, 3}));
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--initial-service-ms", e.initial_service_ms,
@@ -178,6 +206,7 @@ Status parse_serve_args(const std::vector<std::string>& args, ServeOptions& o,
     return invalid_argument(std::string("serve arguments from the ledger: ") + e.what());
   }
   if (settings != nullptr) *settings = settings_of(app);
+  if (app.count("--kv-dtype") > 0) o.kv_dtype_given = true;
   return Status::ok();
 }
 
@@ -226,7 +255,10 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
                   "Serve the configuration a `ladder climb` promoted in this ledger when its rung 1 matches "
                   "this model, tokenizer, revision and settings (else say why and serve as given)");
   o->cmd = cmd;
-  return [o] { return run_serve(*o); };
+  return [o, cmd] {
+    o->kv_dtype_given = cmd->count("--kv-dtype") > 0;
+    return run_serve(*o);
+  };
 }};
 
 }  // namespace

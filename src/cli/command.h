@@ -58,7 +58,7 @@ std::string resolve_model_path(const std::string& given);
 std::optional<model::ModelBundle> load_model_or_report(const std::string& given, std::string* path,
                                                        int* exit_code);
 
-// Adds `--kv-dtype f16|f32` (the KV cache's element type) writing to *out.
+// Adds `--kv-dtype f16|f32|q8|q4` (the KV cache's format) writing to *out.
 void add_kv_dtype_option(CLI::App* cmd, TensorType* out);
 
 }  // namespace ladder::cli

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "cli/command.h"
+#include "ops/kv_codec.h"
 #include "common/build_info.h"
 #include "common/paths.h"
 #include "model/synth.h"
@@ -40,11 +41,13 @@ std::optional<model::ModelBundle> load_model_or_report(const std::string& given,
 void add_kv_dtype_option(CLI::App* cmd, TensorType* out) {
   cmd->add_option_function<std::string>(
          "--kv-dtype",
-         [out](const std::string& v) { *out = (v == "f32" || v == "F32") ? TensorType::kF32 : TensorType::kF16; },
-         "KV cache element type: f16 (half the memory and bandwidth of f32) or f32")
-      ->check(CLI::IsMember({"f16", "f32"}, CLI::ignore_case))
-      ->type_name("f16|f32")
-      ->default_str(*out == TensorType::kF32 ? "f32" : "f16");
+         [out](const std::string& v) { *out = *ops::kv_dtype_from_short_name(v); },
+         "KV cache format: f16 (half the memory and bandwidth of f32), f32, q8 (int8, a scale per token and "
+         "head: about half of f16) or q4 (KIVI-style 4-bit, keys per channel and values per token, recent "
+         "tokens in f16 until their block fills: about a third of f16)")
+      ->check(CLI::IsMember({"f16", "f32", "q8", "q4"}, CLI::ignore_case))
+      ->type_name("f16|f32|q8|q4")
+      ->default_str(ops::kv_dtype_short_name(*out));
 }
 
 std::string resolve_model_path(const std::string& given) {

@@ -85,6 +85,13 @@ struct EngineConfig {
   std::function<void(const StepReport&)> on_step;
 };
 
+// Staging slots the KV storage gets in a staged format (q4; 0 in others),
+// each slot_bytes (kv::kv_staging_bytes) and part of kv_memory_bytes: enough
+// for every block one step can leave partly filled, but at most an eighth of
+// kv_memory_bytes (when sized from it) and at least what one sequence's
+// largest chunk needs.
+int32_t kv_staging_slots_for(const EngineConfig& config, size_t slot_bytes);
+
 struct Submission {
   RequestId id = 0;
   std::shared_ptr<TokenStream> stream;

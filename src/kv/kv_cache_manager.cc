@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "common/check.h"
 
 namespace ladder::kv {
@@ -38,7 +41,13 @@ void KvCacheManager::add(SeqId id, const BlockKey& ns_digest) {
   it->second.ns_digest = ns_digest;
 }
 
+void KvCacheManager::unstage_from(SeqKv& s, size_t from) {
+  for (size_t j = std::max(from, s.staged_from); j < s.table.size(); ++j) storage_->unstage(s.table[j]);
+  s.staged_from = std::min(s.staged_from, from);
+}
+
 void KvCacheManager::remove(SeqId id) {
+  unstage_from(at(id), 0);
   at(id).table.release_all(pool_);
   seqs_.erase(id);
 }
@@ -52,6 +61,7 @@ int64_t KvCacheManager::acquire_prefix(SeqId id, std::span<const int32_t> tokens
   const auto max_blocks = static_cast<size_t>((static_cast<int64_t>(tokens.size()) - 1) / bs);
   for (BlockId b : cache_->acquire(s.keys, max_blocks)) s.table.append(b);
   s.n_published = static_cast<int64_t>(s.table.size());
+  s.staged_from = s.table.size();  // full, sealed blocks
   return static_cast<int64_t>(s.table.size()) * bs;
 }
 
@@ -63,20 +73,24 @@ int64_t KvCacheManager::blocks_needed(SeqId id, int64_t n_tokens) const {
 bool KvCacheManager::allocate(SeqId id, int64_t n_tokens) {
   const int64_t need = blocks_needed(id, n_tokens);
   if (need == 0) return true;
-  if (need > pool_.n_free()) return false;
+  if (need > pool_.n_free() || need > storage_->n_free_staging()) return false;
   SeqKv& s = at(id);
   for (int64_t i = 0; i < need; ++i) {
     auto b = pool_.allocate();
     LADDER_CHECK(b.has_value(), "the pool ran dry below its free count");
     s.table.append(*b);
+    storage_->stage(*b);
   }
   return true;
 }
 
 void KvCacheManager::publish(SeqId id, std::span<const int32_t> tokens, int64_t n_computed) {
-  if (cache_ == nullptr) return;
   SeqKv& s = at(id);
   const int bs = block_size();
+  while (s.staged_from < s.table.size() && static_cast<int64_t>(s.staged_from + 2) * bs <= n_computed) {
+    storage_->unstage(s.table[s.staged_from++]);
+  }
+  if (cache_ == nullptr) return;
   const int64_t n_full = std::min<int64_t>(n_computed / bs, static_cast<int64_t>(s.table.size()));
   if (n_full <= s.n_published) return;
   PrefixCache::extend_keys(s.ns_digest, tokens.first(static_cast<size_t>(n_full) * bs), bs, s.keys);
@@ -88,6 +102,7 @@ void KvCacheManager::publish(SeqId id, std::span<const int32_t> tokens, int64_t 
 
 void KvCacheManager::release(SeqId id) {
   SeqKv& s = at(id);
+  unstage_from(s, 0);
   s.table.release_all(pool_);
   s.n_published = 0;
 }
@@ -95,14 +110,26 @@ void KvCacheManager::release(SeqId id) {
 void KvCacheManager::truncate(SeqId id, int64_t n_tokens) {
   SeqKv& s = at(id);
   LADDER_CHECK(n_tokens >= 0, "truncate to a negative length");
-  const int64_t keep = blocks_for(n_tokens, block_size());
-  LADDER_CHECK(n_tokens >= s.n_published * block_size(), "truncate would rewrite a published block");
+  const int bs = block_size();
+  const int64_t keep = blocks_for(n_tokens, bs);
+  LADDER_CHECK(n_tokens >= s.n_published * bs, "truncate would rewrite a published block");
+  if (keep < static_cast<int64_t>(s.table.size())) unstage_from(s, static_cast<size_t>(keep));
   s.table.truncate(static_cast<size_t>(keep), pool_);
   s.n_published = std::min(s.n_published, keep);
-  // Keys of blocks past the cut describe tokens that may change.
-  if (s.keys.size() > static_cast<size_t>(n_tokens / block_size())) {
-    s.keys.resize(static_cast<size_t>(n_tokens / block_size()));
+  // The last kept block, cut back to partly filled, takes its tokens from
+  // staging again; one already unstaged gets them back from its sealed bytes.
+  if (n_tokens % bs != 0 && static_cast<size_t>(keep) <= s.table.size() &&
+      static_cast<size_t>(keep - 1) < s.staged_from) {
+    const BlockId b = s.table[static_cast<size_t>(keep - 1)];
+    if (!storage_->is_staged(b) && storage_->n_free_staging() < std::numeric_limits<int32_t>::max()) {
+      LADDER_CHECK(storage_->n_free_staging() > 0, "no free KV staging slot to cut a sealed block back");
+      storage_->stage(b);
+      storage_->unseal(b);
+    }
+    s.staged_from = static_cast<size_t>(keep - 1);
   }
+  // Keys of blocks past the cut describe tokens that may change.
+  if (s.keys.size() > static_cast<size_t>(n_tokens / bs)) s.keys.resize(static_cast<size_t>(n_tokens / bs));
 }
 
 bool KvCacheManager::fork(SeqId parent, SeqId child, int64_t n_tokens) {
@@ -112,7 +139,7 @@ bool KvCacheManager::fork(SeqId parent, SeqId child, int64_t n_tokens) {
                "fork of positions the parent does not hold");
   const int64_t n_full = n_tokens / bs;
   const bool partial = n_tokens % bs != 0;
-  if (partial && pool_.n_free() < 1) return false;
+  if (partial && (pool_.n_free() < 1 || storage_->n_free_staging() < 1)) return false;
   SeqKv c;
   c.ns_digest = p.ns_digest;
   for (int64_t j = 0; j < n_full; ++j) {
@@ -122,17 +149,26 @@ bool KvCacheManager::fork(SeqId parent, SeqId child, int64_t n_tokens) {
   if (partial) {
     auto b = pool_.allocate();
     LADDER_CHECK(b.has_value(), "the pool ran dry below its free count");
-    storage_->copy_block(p.table[static_cast<size_t>(n_full)], *b);
+    storage_->stage(*b);
+    const BlockId from = p.table[static_cast<size_t>(n_full)];
+    storage_->copy_block(from, *b);
+    // A partly filled copy of a block the parent has sealed and unstaged
+    // takes its tokens from the sealed bytes.
+    if (storage_->is_staged(*b) && !storage_->is_staged(from)) storage_->unseal(*b);
     c.table.append(*b);
   }
-  c.keys.assign(p.keys.begin(), p.keys.begin() + std::min<int64_t>(n_full, static_cast<int64_t>(p.keys.size())));
+  c.staged_from = static_cast<size_t>(n_full);
+  c.keys.assign(p.keys.begin(),
+                p.keys.begin() + std::min<int64_t>(n_full, static_cast<int64_t>(p.keys.size())));
   c.n_published = std::min(p.n_published, n_full);
   auto [it, inserted] = seqs_.emplace(child, std::move(c));
   LADDER_CHECK(inserted, fmt::format("sequence {} is already in the KV cache", child));
   return true;
 }
 
-std::span<const BlockId> KvCacheManager::block_table(SeqId id) const { return at(id).table.blocks(); }
+std::span<const BlockId> KvCacheManager::block_table(SeqId id) const {
+  return at(id).table.blocks();
+}
 
 KvCacheStats KvCacheManager::stats() const {
   KvCacheStats st;

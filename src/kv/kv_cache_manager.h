@@ -13,6 +13,12 @@
 //   fork: a new sequence sharing another's blocks (n > 1 samples);
 //   capacity in blocks and tokens; the model's paged view of the storage.
 //
+// Staged formats (q4): every block a sequence allocates gets a staging slot
+// for its F16 tokens; the slot goes back once the sequence has computed a
+// whole further block past it (one block of slack, so a truncation of up to
+// a block -- rejected speculative tokens -- finds its tokens still in F16).
+// Cutting deeper refills the slot from the sealed bytes (lossy).
+//
 // Invariants: a block is referenced once per sequence table holding it; a
 // published block is full, written and never written again (truncate and
 // fork copy rather than overwrite one); every block is free again once every
@@ -67,9 +73,11 @@ class KvCacheManager {
   int64_t acquire_prefix(SeqId id, std::span<const int32_t> tokens);
   // Blocks the sequence lacks to hold positions [0, n_tokens).
   int64_t blocks_needed(SeqId id, int64_t n_tokens) const;
-  // Allocates them, all or nothing; false when the pool has too few free.
+  // Allocates them, all or nothing; false when the pool (or, in a staged
+  // format, the staging slots) has too few free.
   bool allocate(SeqId id, int64_t n_tokens);
-  // Publishes the full blocks of tokens[0, n_computed), whose KV is written.
+  // Publishes the full blocks of tokens[0, n_computed), whose KV is written,
+  // and returns the staging slots of blocks sealed a block ago.
   void publish(SeqId id, std::span<const int32_t> tokens, int64_t n_computed);
   // Drops every block of the sequence (preemption); the chain keys stay, the
   // sequence stays known.
@@ -107,7 +115,11 @@ class KvCacheManager {
     // blocks are published (hit blocks count as published).
     std::vector<BlockKey> keys;
     int64_t n_published = 0;
+    // Table entries [staged_from, size) hold staging slots of this sequence.
+    size_t staged_from = 0;
   };
+  // Returns the staging slots of table entries [from, size) that s holds.
+  void unstage_from(SeqKv& s, size_t from);
   SeqKv& at(SeqId id);
   const SeqKv& at(SeqId id) const;
 

@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <vector>
+
+#include "ops/kv_codec.h"
 
 namespace ladder::kv {
 namespace {
@@ -17,19 +20,33 @@ struct FreeDeleter {
 
 class ArenaKvStorage final : public KvStorage {
  public:
-  ArenaKvStorage(const KvShape& shape, size_t layer_block_bytes, uint8_t* memory)
-      : shape_(shape), layer_block_bytes_(layer_block_bytes), memory_(memory) {
-    const size_t layer_bytes = layer_block_bytes * static_cast<size_t>(shape.n_blocks);
+  // k_bytes, v_bytes: one block of one layer's K and V; slot_bytes: one
+  // staging slot of one layer's K or V (0: unstaged format).
+  ArenaKvStorage(const KvShape& shape, size_t k_bytes, size_t v_bytes, size_t slot_bytes, uint8_t* memory)
+      : shape_(shape), slot_bytes_(slot_bytes), memory_(memory) {
+    const auto n_blocks = static_cast<size_t>(shape.n_blocks);
+    const size_t n_slots = slot_bytes == 0 ? 0 : static_cast<size_t>(shape.n_staging);
+    uint8_t* staging = memory + (k_bytes + v_bytes) * n_blocks * static_cast<size_t>(shape.n_layers);
+    slot_of_.assign(n_blocks, -1);
+    for (size_t i = n_slots; i > 0; --i) free_slots_.push_back(static_cast<int32_t>(i - 1));
     for (int l = 0; l < shape.n_layers; ++l) {
       for (int kv = 0; kv < 2; ++kv) {
+        const size_t block_bytes = kv == 0 ? k_bytes : v_bytes;
         ops::PagedKvLayer layer;
-        layer.base = memory + (static_cast<size_t>(l) * 2 + static_cast<size_t>(kv)) * layer_bytes;
-        layer.block_stride_bytes = layer_block_bytes;
+        layer.base = memory + static_cast<size_t>(l) * (k_bytes + v_bytes) * n_blocks +
+                     (kv == 0 ? 0 : k_bytes * n_blocks);
+        layer.block_stride_bytes = block_bytes;
         layer.block_size = shape.block_size;
         layer.n_kv_heads = shape.n_kv_heads;
         layer.head_dim = shape.head_dim;
         layer.dtype = shape.dtype;
         layer.layout = kv == 0 ? ops::KvLayout::kDimMajor : ops::KvLayout::kTokenMajor;
+        if (n_slots > 0) {
+          layer.staging =
+              staging + (static_cast<size_t>(l) * 2 + static_cast<size_t>(kv)) * slot_bytes * n_slots;
+          layer.staging_stride_bytes = slot_bytes;
+          layer.staging_slot = slot_of_.data();
+        }
         (kv == 0 ? layers_.k : layers_.v).push_back(layer);
       }
     }
@@ -39,19 +56,62 @@ class ArenaKvStorage final : public KvStorage {
   const ops::PagedKv& layers() const override { return layers_; }
 
   void copy_block(BlockId from, BlockId to) override {
-    LADDER_CHECK(from >= 0 && to >= 0 && from < shape_.n_blocks && to < shape_.n_blocks, "block id out of range");
+    LADDER_CHECK(from >= 0 && to >= 0 && from < shape_.n_blocks && to < shape_.n_blocks,
+                 "block id out of range");
     if (from == to) return;
+    const bool staging = is_staged(from) && is_staged(to);
     for (const auto* side : {&layers_.k, &layers_.v}) {
       for (const ops::PagedKvLayer& layer : *side) {
-        std::memcpy(layer.base + static_cast<size_t>(to) * layer_block_bytes_,
-                    layer.base + static_cast<size_t>(from) * layer_block_bytes_, layer_block_bytes_);
+        const size_t n = layer.block_stride_bytes;
+        std::memcpy(layer.base + static_cast<size_t>(to) * n, layer.base + static_cast<size_t>(from) * n, n);
+        if (staging) std::memcpy(slot(layer, to), slot(layer, from), slot_bytes_);
       }
     }
   }
 
+  int32_t n_free_staging() const override {
+    if (slot_bytes_ == 0) return KvStorage::n_free_staging();
+    return static_cast<int32_t>(free_slots_.size());
+  }
+  void stage(BlockId b) override {
+    if (slot_bytes_ == 0) return;
+    check_id(b);
+    LADDER_CHECK(slot_of_[static_cast<size_t>(b)] < 0, "KV block is already staged");
+    LADDER_CHECK(!free_slots_.empty(), "no free KV staging slot");
+    slot_of_[static_cast<size_t>(b)] = free_slots_.back();
+    free_slots_.pop_back();
+    for (const auto* side : {&layers_.k, &layers_.v}) {
+      for (const ops::PagedKvLayer& layer : *side) std::memset(slot(layer, b), 0, slot_bytes_);
+    }
+  }
+  void unstage(BlockId b) override {
+    if (slot_bytes_ == 0) return;
+    check_id(b);
+    LADDER_CHECK(slot_of_[static_cast<size_t>(b)] >= 0, "KV block is not staged");
+    free_slots_.push_back(slot_of_[static_cast<size_t>(b)]);
+    slot_of_[static_cast<size_t>(b)] = -1;
+  }
+  bool is_staged(BlockId b) const override {
+    check_id(b);
+    return slot_of_[static_cast<size_t>(b)] >= 0;
+  }
+  void unseal(BlockId b) override {
+    LADDER_CHECK(is_staged(b), "unseal of a KV block without a staging slot");
+    for (const auto* side : {&layers_.k, &layers_.v}) {
+      for (const ops::PagedKvLayer& layer : *side) ops::kv_unseal_block_q4(layer, b);
+    }
+  }
+
  private:
+  void check_id(BlockId b) const { LADDER_CHECK(b >= 0 && b < shape_.n_blocks, "block id out of range"); }
+  uint8_t* slot(const ops::PagedKvLayer& layer, BlockId b) const {
+    return layer.staging + static_cast<size_t>(slot_of_[static_cast<size_t>(b)]) * slot_bytes_;
+  }
+
   KvShape shape_;
-  size_t layer_block_bytes_;
+  size_t slot_bytes_;
+  std::vector<int32_t> slot_of_;     // [n_blocks] staging slot of each block, -1: none
+  std::vector<int32_t> free_slots_;  // a stack
   std::unique_ptr<uint8_t, FreeDeleter> memory_;
   ops::PagedKv layers_;
 };
@@ -66,23 +126,24 @@ size_t KvStorage::block_bytes() const {
 
 Result<std::unique_ptr<KvStorage>> make_arena_storage(const KvShape& shape, size_t max_bytes) {
   LADDER_RETURN_IF_ERROR(validate_kv_shape(shape, true));
-  LADDER_ASSIGN_OR_RETURN(size_t block, kv_layer_block_bytes(shape));
-  LADDER_ASSIGN_OR_RETURN(size_t all_layers, kv_block_bytes(shape));
-  const auto n_blocks = static_cast<size_t>(shape.n_blocks);
-  if (all_layers != 0 && n_blocks > std::numeric_limits<size_t>::max() / all_layers) {
-    return out_of_range(fmt::format("KV storage of {} blocks x {} layers overflows", shape.n_blocks, shape.n_layers));
-  }
-  const size_t total = all_layers * n_blocks;
+  LADDER_ASSIGN_OR_RETURN(size_t k_bytes, kv_layer_block_bytes(shape));
+  LADDER_ASSIGN_OR_RETURN(size_t v_bytes, kv_layer_block_bytes_v(shape));
+  LADDER_ASSIGN_OR_RETURN(size_t total, kv_storage_bytes(shape));
   if (total > max_bytes) {
     return out_of_range(fmt::format("KV storage of {} blocks x {} layers does not fit the limit of {} bytes",
                                     shape.n_blocks, shape.n_layers, max_bytes));
   }
+  if (total > std::numeric_limits<size_t>::max() - kAlignment)
+    return out_of_range("KV storage size overflows");
   const size_t rounded = (total + kAlignment - 1) / kAlignment * kAlignment;
   auto* raw = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
-  if (raw == nullptr) return resource_exhausted(fmt::format("cannot allocate {} bytes of KV storage", rounded));
+  if (raw == nullptr)
+    return resource_exhausted(fmt::format("cannot allocate {} bytes of KV storage", rounded));
   // Zeroed so that reading an unwritten slot is deterministic (it never should be).
   std::memset(raw, 0, rounded);
-  return std::unique_ptr<KvStorage>(new ArenaKvStorage(shape, block, raw));
+  const size_t slot_bytes =
+      ops::kv_layer_staging_bytes(shape.dtype, shape.block_size, shape.n_kv_heads, shape.head_dim);
+  return std::unique_ptr<KvStorage>(new ArenaKvStorage(shape, k_bytes, v_bytes, slot_bytes, raw));
 }
 
 }  // namespace ladder::kv

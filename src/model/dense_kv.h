@@ -1,7 +1,7 @@
 // DenseKv: KV storage for a fixed set of sequences, each owning a contiguous
 // run of blocks, exposed through the paged layout the forward pass reads.
-// Used by single-request generation and model tests; the engine uses the
-// paged block pool of kv/ instead.
+// Used by single-request generation, model tests and benchmarks; the engine
+// uses the paged block pool of kv/ instead. Any KV format of ops/kv_codec.h.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,10 @@ class DenseKv {
  private:
   int block_size_;
   int64_t blocks_per_seq_;
-  std::vector<uint8_t> storage_;  // [n_layers][K, V][n_blocks] blocks of block_size x kv_dim (ops::KvLayout)
+  // [n_layers][K, V]([n_blocks] blocks, then [n_blocks] staging slots in a
+  // staged format), layouts of ops/kv_codec.h.
+  std::vector<uint8_t> storage_;
+  std::vector<int32_t> slots_;    // staged formats: block b's slot is b
   std::vector<int32_t> tables_;   // [n_seqs][blocks_per_seq]
   KvBuffers buffers_;
 };

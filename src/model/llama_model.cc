@@ -320,6 +320,14 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
         ops::kv_store(vl, row_table[static_cast<size_t>(t)], p, vr);
       }
     });
+    // Blocks this step filled are sealed (quantized) once all their tokens
+    // are stored, before any query reads them (a no-op in unstaged formats).
+    for_rows(kvd, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        ops::kv_seal(kl, row_table[static_cast<size_t>(t)], pos[static_cast<size_t>(t)]);
+        ops::kv_seal(vl, row_table[static_cast<size_t>(t)], pos[static_cast<size_t>(t)]);
+      }
+    });
     ops::attention_batch(q, pos.data(), att_seqs, static_cast<int>(c.n_heads), kl, vl, att_scale,
                          att, pool);
     mul(L.wo, att, T, proj, pool);

@@ -22,6 +22,8 @@
 #include "hwy/highway.h"
 #include "ops/attention.h"
 #include "ops/attention_internal.h"
+#include "ops/kv_codec.h"
+#include "ops/kv_decode-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace ladder::ops::HWY_NAMESPACE {
@@ -209,9 +211,14 @@ HWY_INLINE float exponentials(float* scores, int64_t n_keys) {
   return sum;
 }
 
-// Per-thread buffers of one tile: its queries' scores.
+// Per-thread buffers of one tile: its queries' scores, and one decoded
+// block of a quantized format's K ([head_dim][block_size]) or V
+// ([block_size][head_dim]).
 struct TileScratch {
   std::vector<float> scores[kQueryTile];
+  std::vector<std::vector<float>> quant_scores;  // [queries of a quantized-format tile]
+  std::vector<float> k_block;
+  std::vector<float> v_block;
 };
 
 // out[q][head_dim] = softmax(scale * q.K^T) V over positions [0, n_keys[q])
@@ -265,6 +272,160 @@ void attend_tile(const float* const* q, const int64_t* n_keys, int kvh, const Pa
   }
 }
 
+// For Q queries, continues out[q][i] += sum over rows r < n of p[q][r] *
+// rows[r][i] (or starts from zero), rows being one decoded V block. Each lane
+// of each query is the chain acc = fma(p_r, v_r, acc) in key order (the
+// scalar tail lanes acc += p_r * v_r), whatever the tiling and however many
+// rows a call gets.
+template <int Q, int NV>
+HWY_INLINE void accumulate_rows(const float* rows, int64_t n, int64_t hd, const float* const* p, int64_t i0,
+                                float* const* out, bool start) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  hn::Vec<DF> acc[Q][NV];
+  for (int qi = 0; qi < Q; ++qi)
+    for (int a = 0; a < NV; ++a) acc[qi][a] = start ? hn::Zero(d) : hn::LoadU(d, out[qi] + i0 + a * N);
+  for (int64_t r = 0; r < n; ++r) {
+    hn::Vec<DF> vv[NV];
+    for (int a = 0; a < NV; ++a) vv[a] = hn::LoadU(d, rows + r * hd + i0 + a * N);
+    for (int qi = 0; qi < Q; ++qi) {
+      const auto pj = hn::Set(d, p[qi][r]);
+      for (int a = 0; a < NV; ++a) acc[qi][a] = hn::MulAdd(pj, vv[a], acc[qi][a]);
+    }
+  }
+  for (int qi = 0; qi < Q; ++qi)
+    for (int a = 0; a < NV; ++a) hn::StoreU(acc[qi][a], d, out[qi] + i0 + a * N);
+}
+
+template <int Q>
+void accumulate_block(const float* rows, int64_t n, int64_t hd, const float* const* p, float* const* out,
+                      bool start) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  constexpr int kMaxNv = std::min(8, kAccRegs / Q);
+  int64_t i = 0;
+  while (i + N <= hd) {
+    int nv = 1;
+    while (nv * 2 <= kMaxNv && i + nv * 2 * N <= hd) nv *= 2;
+    switch (nv) {
+      case 1: accumulate_rows<Q, 1>(rows, n, hd, p, i, out, start); break;
+      case 2: accumulate_rows<Q, 2>(rows, n, hd, p, i, out, start); break;
+      case 4: accumulate_rows<Q, 4>(rows, n, hd, p, i, out, start); break;
+      default: accumulate_rows<Q, 8>(rows, n, hd, p, i, out, start); break;
+    }
+    i += nv * N;
+  }
+  for (int qi = 0; qi < Q; ++qi) {
+    for (int64_t e = i; e < hd; ++e) {
+      float acc = start ? 0.0f : out[qi][e];
+      for (int64_t r = 0; r < n; ++r) acc += p[qi][r] * rows[r * hd + e];
+      out[qi][e] = acc;
+    }
+  }
+}
+
+// Attention for the quantized formats (Q8, Q4) over nq <= kQuantTileQueries
+// queries of one sequence and KV head: block by block, each K and V block is
+// decoded once into scratch for all of them and read by the same score and
+// weighted-sum chains as the float formats, kQueryTile queries at a time. A
+// Q4 block that holds positions past a query is read from its F16 staging
+// slot instead; queries that see a block only in part take it one at a
+// time. Each query's arithmetic is fixed by its key positions alone.
+void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh, const PagedKvLayer& k,
+                  const PagedKvLayer& v, const int32_t* block_table, float scale, float* const* out,
+                  TileScratch& scratch) {
+  const int64_t hd = k.head_dim, bs = k.block_size;
+  const bool staged_format = kv_dtype_staged(k.dtype);
+  const int64_t n_hi = *std::max_element(n_keys, n_keys + nq);
+  const int64_t n_blocks = (n_hi + bs - 1) / bs;
+  if (scratch.quant_scores.size() < static_cast<size_t>(nq)) {
+    scratch.quant_scores.resize(static_cast<size_t>(nq));
+  }
+  float* s[detail::kQuantTileQueries];
+  for (int qi = 0; qi < nq; ++qi) {
+    scratch.quant_scores[static_cast<size_t>(qi)].resize(static_cast<size_t>(n_blocks * bs));
+    s[qi] = scratch.quant_scores[static_cast<size_t>(qi)].data();
+  }
+  scratch.k_block.resize(static_cast<size_t>(hd * bs));
+  scratch.v_block.resize(static_cast<size_t>(hd * bs));
+  const auto* kb = reinterpret_cast<const uint8_t*>(scratch.k_block.data());
+  // Runs fn(staged, whole, partial, n_whole, n_partial) for each way of
+  // reading block b: the queries that see all of its positions and those
+  // that see only some.
+  auto for_each_mode = [&](int64_t b, auto&& fn) {
+    const int64_t j0 = b * bs;
+    for (int mode = 0; mode < 2; ++mode) {
+      int whole[detail::kQuantTileQueries], partial[detail::kQuantTileQueries];
+      int n_whole = 0, n_partial = 0;
+      for (int qi = 0; qi < nq; ++qi) {
+        if (n_keys[qi] <= j0) continue;
+        const bool staged = staged_format && j0 + bs > n_keys[qi];
+        if (staged != (mode == 1)) continue;
+        if (n_keys[qi] >= j0 + bs) {
+          whole[n_whole++] = qi;
+        } else {
+          partial[n_partial++] = qi;
+        }
+      }
+      if (n_whole + n_partial > 0) fn(mode == 1, whole, partial, n_whole, n_partial);
+    }
+  };
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t j0 = b * bs;
+    for_each_mode(b, [&](bool staged, const int* whole, const int* partial, int n_whole, int n_partial) {
+      decode_k_block(k, block_table[b], kvh, staged, scratch.k_block.data());
+      with_lanes_dividing(bs, [&](auto d) {
+        int w = 0;
+        for (; w + kQueryTile <= n_whole; w += kQueryTile) {
+          const float* qs[kQueryTile];
+          float* sb[kQueryTile];
+          for (int t = 0; t < kQueryTile; ++t) {
+            qs[t] = q[whole[w + t]];
+            sb[t] = s[whole[w + t]] + j0;
+          }
+          block_scores<false, kQueryTile>(d, qs, kb, bs, hd, bs, scale, sb);
+        }
+        auto one = [&](int qi) {
+          float* sb = s[qi] + j0;
+          block_scores<false, 1>(d, &q[qi], kb, bs, hd, std::min(bs, n_keys[qi] - j0), scale, &sb);
+        };
+        for (; w < n_whole; ++w) one(whole[w]);
+        for (int m = 0; m < n_partial; ++m) one(partial[m]);
+      });
+    });
+  }
+  float sum[detail::kQuantTileQueries];
+  for (int qi = 0; qi < nq; ++qi) sum[qi] = exponentials(s[qi], n_keys[qi]);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t j0 = b * bs;
+    for_each_mode(b, [&](bool staged, const int* whole, const int* partial, int n_whole, int n_partial) {
+      int64_t rows = n_whole > 0 ? bs : 0;
+      for (int m = 0; m < n_partial; ++m) rows = std::max(rows, n_keys[partial[m]] - j0);
+      decode_v_block(v, block_table[b], kvh, rows, staged, scratch.v_block.data());
+      int w = 0;
+      for (; w + kQueryTile <= n_whole; w += kQueryTile) {
+        const float* p[kQueryTile];
+        float* o[kQueryTile];
+        for (int t = 0; t < kQueryTile; ++t) {
+          p[t] = s[whole[w + t]] + j0;
+          o[t] = out[whole[w + t]];
+        }
+        accumulate_block<kQueryTile>(scratch.v_block.data(), bs, hd, p, o, b == 0);
+      }
+      auto one = [&](int qi) {
+        const float* p = s[qi] + j0;
+        accumulate_block<1>(scratch.v_block.data(), std::min(bs, n_keys[qi] - j0), hd, &p, &out[qi], b == 0);
+      };
+      for (; w < n_whole; ++w) one(whole[w]);
+      for (int m = 0; m < n_partial; ++m) one(partial[m]);
+    });
+  }
+  for (int qi = 0; qi < nq; ++qi) {
+    const float inv = 1.0f / sum[qi];
+    for (int64_t e = 0; e < hd; ++e) out[qi][e] *= inv;
+  }
+}
+
 // Exported: queries per tile on this target (at least 2).
 int64_t AttentionQueryTile() {
   return kQueryTile;
@@ -292,14 +453,19 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
   thread_local std::vector<float> dropped;
   const int group = a.n_heads / a.k->n_kv_heads;
   const int64_t hd = a.k->head_dim;
+  const bool quantized = a.k->dtype == TensorType::kQ8_0 || a.k->dtype == TensorType::kQ4_0;
   dropped.resize(static_cast<size_t>(hd));
   for (int64_t task = begin; task < end; ++task) {
     const detail::AttentionTile& tile = a.tiles[task];
     const int64_t n_real = tile.n_rows * tile.n_heads;
-    const float* q[kQueryTile];
-    float* out[kQueryTile];
-    int64_t n_keys[kQueryTile];
-    for (int64_t qi = 0; qi < kQueryTile; ++qi) {
+    // Quantized formats take a tile's queries as they are (up to
+    // kQuantTileQueries, decoding each block once for all); float formats
+    // pad a tile of more than two to kQueryTile.
+    const int64_t n_slots = quantized ? n_real : kQueryTile;
+    const float* q[detail::kQuantTileQueries];
+    float* out[detail::kQuantTileQueries];
+    int64_t n_keys[detail::kQuantTileQueries];
+    for (int64_t qi = 0; qi < n_slots; ++qi) {
       const int64_t i = std::min(qi, n_real - 1);
       const int64_t row = tile.row0 + i / tile.n_heads;
       const int64_t h = tile.head0 + i % tile.n_heads;
@@ -308,7 +474,10 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
       n_keys[qi] = static_cast<int64_t>(a.q_pos[row]) + 1;
     }
     const int kvh = static_cast<int>(tile.head0 / group);
-    if (n_real == 1) {
+    if (quantized) {
+      attend_quant(q, n_keys, static_cast<int>(n_real), kvh, *a.k, *a.v, tile.block_table, a.scale, out,
+                   scratch);
+    } else if (n_real == 1) {
       attend_tile_any<1>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
     } else if (n_real == 2) {
       attend_tile_any<2>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);

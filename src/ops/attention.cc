@@ -15,6 +15,7 @@
 #include "common/half.h"
 #include "ops/attention.h"
 #include "ops/attention_internal.h"
+#include "ops/kv_codec.h"
 
 namespace ladder::ops {
 
@@ -27,8 +28,10 @@ namespace {
 void check_layer(const PagedKvLayer& l) {
   LADDER_CHECK(l.base != nullptr && l.block_size > 0 && l.n_kv_heads > 0 && l.head_dim > 0,
                "attention: incomplete PagedKvLayer");
-  LADDER_CHECK(l.dtype == TensorType::kF32 || l.dtype == TensorType::kF16,
-               "attention: KV dtype must be F32 or F16");
+  LADDER_CHECK(kv_shape_problem(l.dtype, l.block_size, l.head_dim) == nullptr,
+               "attention: the KV format does not fit the layer");
+  LADDER_CHECK(!kv_dtype_staged(l.dtype) || (l.staging != nullptr && l.staging_slot != nullptr),
+               "attention: a staged KV format without staging slots");
 }
 
 void check_pair(const PagedKvLayer& k, const PagedKvLayer& v, int n_heads) {
@@ -42,24 +45,26 @@ void check_pair(const PagedKvLayer& k, const PagedKvLayer& v, int n_heads) {
                "attention: n_heads must be a multiple of n_kv_heads");
 }
 
-float load_elem(const PagedKvLayer& l, const int32_t* block_table, int64_t pos, int kvh, int i) {
-  const int64_t block = block_table[pos / l.block_size];
-  const int64_t slot = pos % l.block_size;
-  const size_t e = static_cast<size_t>(kvh) * l.head_dim + i;  // element within the token
-  const size_t idx = l.layout == KvLayout::kDimMajor
-                         ? e * l.block_size + static_cast<size_t>(slot)
-                         : static_cast<size_t>(slot) * l.n_kv_heads * l.head_dim + e;
-  const uint8_t* b = l.base + static_cast<size_t>(block) * l.block_stride_bytes;
-  if (l.dtype == TensorType::kF16) return f16_to_f32(reinterpret_cast<const uint16_t*>(b)[idx]);
-  return reinterpret_cast<const float*>(b)[idx];
-}
-
 }  // namespace
 
 void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos, const float* vec) {
   check_layer(layer);
   LADDER_CHECK(pos >= 0, "kv_store: negative position");
-  HWY_DYNAMIC_DISPATCH(KvStore)(layer, block_table, pos, vec);
+  const int64_t block = block_table[pos / layer.block_size];
+  const int64_t slot = pos % layer.block_size;
+  if (layer.dtype == TensorType::kQ8_0) {
+    kv_encode_token_q8(layer, layer.base + static_cast<size_t>(block) * layer.block_stride_bytes, slot, vec);
+  } else if (layer.dtype == TensorType::kQ4_0) {
+    kv_encode_token_staged(layer, static_cast<int32_t>(block), slot, vec);
+  } else {
+    HWY_DYNAMIC_DISPATCH(KvStore)(layer, block_table, pos, vec);
+  }
+}
+
+void kv_seal(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos) {
+  if (!kv_dtype_staged(layer.dtype) || (pos + 1) % layer.block_size != 0) return;
+  check_layer(layer);
+  kv_seal_block_q4(layer, block_table[pos / layer.block_size]);
 }
 
 void attention_batch(const float* q, const int32_t* q_pos, std::span<const AttentionSeq> seqs, int n_heads,
@@ -67,7 +72,8 @@ void attention_batch(const float* q, const int32_t* q_pos, std::span<const Atten
   check_pair(k, v, n_heads);
   // Tiles of queries sharing a KV head: a GQA group's heads first (a decode
   // row's heads share K and V), then consecutive rows of a prefill chunk.
-  const int64_t width = HWY_DYNAMIC_DISPATCH(AttentionQueryTile)();
+  const bool quantized = k.dtype == TensorType::kQ8_0 || k.dtype == TensorType::kQ4_0;
+  const int64_t width = quantized ? detail::kQuantTileQueries : HWY_DYNAMIC_DISPATCH(AttentionQueryTile)();
   const int64_t group = n_heads / k.n_kv_heads;
   int64_t tile_heads = std::min(group, width);
   int64_t tile_rows = width / tile_heads;
@@ -82,6 +88,9 @@ void attention_batch(const float* q, const int32_t* q_pos, std::span<const Atten
     tile_heads /= 2;
     tile_rows = width / tile_heads;
   }
+  // A quantized format's wide tiles give a short prefill chunk few tasks:
+  // fewer rows per tile then (tiling never changes a result).
+  while (quantized && tile_rows > 1 && count_tiles() < 2 * static_cast<int64_t>(pool.size())) tile_rows /= 2;
   thread_local std::vector<detail::AttentionTile> tiles;
   tiles.clear();
   int64_t rows = 0;
@@ -133,7 +142,9 @@ void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int 
       double mx = -INFINITY;
       for (int64_t j = 0; j < n_keys; ++j) {
         double dot = 0.0;
-        for (int i = 0; i < hd; ++i) dot += static_cast<double>(qv[i]) * load_elem(k, block_table, j, kvh, i);
+        for (int i = 0; i < hd; ++i) {
+          dot += static_cast<double>(qv[i]) * kv_decode_elem(k, block_table, j, kvh, i, n_keys);
+        }
         s[j] = dot * scale;
         mx = std::max(mx, s[j]);
       }
@@ -141,7 +152,7 @@ void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int 
       for (auto& x : s) sum += x = std::exp(x - mx);
       for (int i = 0; i < hd; ++i) {
         double acc = 0.0;
-        for (int64_t j = 0; j < n_keys; ++j) acc += s[j] * load_elem(v, block_table, j, kvh, i);
+        for (int64_t j = 0; j < n_keys; ++j) acc += s[j] * kv_decode_elem(v, block_table, j, kvh, i, n_keys);
         out[(qi * n_heads + h) * hd + i] = static_cast<float>(acc / sum);
       }
     }

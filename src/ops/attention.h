@@ -28,13 +28,23 @@ struct PagedKvLayer {
   int block_size = 16;
   int n_kv_heads = 0;
   int head_dim = 0;
-  TensorType dtype = TensorType::kF32;  // kF32 or kF16
+  TensorType dtype = TensorType::kF32;  // a format of ops/kv_codec.h
   KvLayout layout = KvLayout::kTokenMajor;
+  // Staged formats (Q4) only: staging slots, [slot][block_size][n_kv_heads]
+  // [head_dim] f16 each, and the slot of each block id (-1: none). The
+  // storage owns both; the kv module assigns slots.
+  uint8_t* staging = nullptr;
+  size_t staging_stride_bytes = 0;
+  const int32_t* staging_slot = nullptr;
 };
 
 // Writes one token's vectors ([n_kv_heads][head_dim] floats) at position pos
 // of the sequence with this block table, in the layer's layout.
 void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos, const float* vec);
+// After every kv_store of a step: when pos is the last position of its block
+// and the format is staged (Q4), quantizes that block from its staging slot.
+// Does nothing otherwise. Blocks of different rows may be sealed in parallel.
+void kv_seal(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos);
 
 // For each of n_q queries (q: [n_q][n_heads][head_dim]) at positions q_pos,
 // attends to keys/values at positions [0, q_pos[i]] of one sequence, GQA with

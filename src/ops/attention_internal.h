@@ -8,6 +8,11 @@
 
 namespace ladder::ops::detail {
 
+// Queries in one tile of a quantized KV format: each K and V block is
+// decoded once per tile, so prefill tiles are wide (float formats use the
+// target's query tile, AttentionQueryTile()).
+inline constexpr int64_t kQuantTileQueries = 32;
+
 // Queries that share one KV head of one sequence: rows [row0, row0 +
 // n_rows) x query heads [head0, head0 + n_heads), at most the target's
 // query-tile size of them.

@@ -13,6 +13,7 @@
 #include "grammar/grammar_cache.h"
 #include "grammar/token_vocabulary.h"
 #include "grammar/tool_call_format.h"
+#include "kv/kv_format.h"
 #include "model/model_bundle.h"
 #include "server/api_error.h"
 #include "server/embedder.h"
@@ -480,7 +481,7 @@ HttpResponse ApiServer::State::health() const {
 json ApiServer::State::effective_config() const {
   const engine::Engine& e = *ready.load()->engine;
   const engine::EngineConfig& ec = e.config();
-  return {{"rung", 1},
+  return {{"rung", kv::kv_format_is_approximate(ec.kv_dtype) ? 3 : 1},
           {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
           {"kv_format", e.kv_format_name()},
           {"kv_block_size", ec.block_size},

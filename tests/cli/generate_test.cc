@@ -27,7 +27,8 @@ TEST(GenerateCli, GoldenIdsAndText) {
 }
 
 // The default KV cache is F16; F32 is one flag away. Both keep the golden
-// ids on this model, and an unknown element type is a usage error.
+// ids on this model; q8 and q4 run (approximately: their ids may differ),
+// and an unknown format is a usage error.
 TEST(GenerateCli, KvDtypeOption) {
   for (const char* dtype : {"f32", "F16"}) {
     auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
@@ -35,8 +36,14 @@ TEST(GenerateCli, KvDtypeOption) {
     ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].get<std::vector<int>>(), kGolden) << dtype;
   }
+  for (const char* dtype : {"q8", "q4"}) {
+    auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
+                          "Once upon a time", "-n", "64", "--temp", "0", "--kv-dtype", dtype});
+    ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), kGolden.size()) << dtype;
+  }
   auto bad = run_command({ladder_bin(), "generate", "-m", shared_path("models/stories260K.gguf"), "-p", "hi",
-                          "--kv-dtype", "q4"});
+                          "--kv-dtype", "q5"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--kv-dtype"), std::string::npos) << bad.err;
 }

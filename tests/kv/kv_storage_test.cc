@@ -65,7 +65,7 @@ TEST(KvStorage, RejectsBadShapes) {
   KvShape bad{.n_layers = 1, .n_kv_heads = 1, .head_dim = 4, .block_size = 16, .n_blocks = 0};
   EXPECT_EQ(make_arena_storage(bad).status().code(), StatusCode::kInvalidArgument);
   bad.n_blocks = 2;
-  bad.dtype = TensorType::kQ8_0;
+  bad.dtype = TensorType::kQ4_K;
   EXPECT_EQ(make_arena_storage(bad).status().code(), StatusCode::kUnimplemented);
   bad.dtype = TensorType::kF32;
   EXPECT_EQ(make_arena_storage(bad, 100).status().code(), StatusCode::kOutOfRange);

@@ -15,6 +15,7 @@
 namespace ladder::ops {
 namespace {
 
+using testing::expect_attention_matches_and_invariant;
 using testing::for_each_target;
 using testing::random_floats;
 
@@ -70,32 +71,8 @@ TEST_P(AttentionTest, MatchesReferenceAndIsBatchInvariant) {
   std::vector<float> want(static_cast<size_t>(c.n_tokens * q_dim));
   attention_reference(q.data(), c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(), scale,
                       want.data());
-  for_each_target([&] {
-    ThreadPool pool(2);
-    std::vector<float> all(want.size());
-    attention(q.data(), c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(), scale, all.data(),
-              pool);
-    for (size_t i = 0; i < all.size(); ++i) ASSERT_NEAR(all[i], want[i], 2e-5) << "element " << i;
-    // Each query alone (decode-style), in chunks, and at other thread counts:
-    // bit-identical to the all-at-once call.
-    for (int threads : {1, 3}) {
-      ThreadPool other(threads);
-      for (int t : {0, c.n_tokens / 2, c.n_tokens - 1}) {
-        std::vector<float> one(static_cast<size_t>(q_dim));
-        attention(q.data() + t * q_dim, 1, pos.data() + t, c.n_heads, k.layer, v.layer, table.data(), scale,
-                  one.data(), other);
-        ASSERT_EQ(std::memcmp(one.data(), all.data() + t * q_dim, one.size() * sizeof(float)), 0)
-            << "query " << t;
-      }
-      std::vector<float> chunked(all.size());
-      for (int t0 = 0; t0 < c.n_tokens; t0 += 7) {
-        const int n = std::min(7, c.n_tokens - t0);
-        attention(q.data() + t0 * q_dim, n, pos.data() + t0, c.n_heads, k.layer, v.layer, table.data(), scale,
-                  chunked.data() + t0 * q_dim, other);
-      }
-      ASSERT_EQ(std::memcmp(chunked.data(), all.data(), all.size() * sizeof(float)), 0);
-    }
-  });
+  expect_attention_matches_and_invariant(q, c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(),
+                                         scale, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,

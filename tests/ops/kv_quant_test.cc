@@ -1,0 +1,253 @@
+// The quantized KV formats (ops/kv_codec.h): element error bounds of the
+// codec, byte sizes, and attention reading them in place -- against the
+// scalar reference on every target, bit-identical however queries are
+// batched or chunked, and within a stated distance of F32 attention.
+//
+// Stated bounds (checked below):
+//   q8: |x - x'| <= max|x of the token's head| / 254 * (1 + 2^-10)
+//   q4: |x - x'| <= (max - min + |min| 2^-10) / 30 * (1 + 2^-10) over the
+//       element's group (a key channel's block tokens, a value token's channels)
+//   q4 staged (partly filled block): F16 rounding, |x - x'| <= |x| 2^-11
+//   attention output vs F32 on keys and values in [-2, 2]: q8 <= 0.02,
+//   q4 <= 0.2 (max abs error over every element)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "common/half.h"
+#include "ops/attention.h"
+#include "ops/kv_codec.h"
+#include "ops_test_util.h"
+
+namespace ladder::ops {
+namespace {
+
+using testing::expect_attention_matches_and_invariant;
+using testing::for_each_target;
+using testing::random_floats;
+
+// One layer's K or V in any format; staged formats give each block its own
+// staging slot (as DenseKv does).
+struct Store {
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> staging;
+  std::vector<int32_t> slots;
+  PagedKvLayer layer;
+};
+
+Store make_store(TensorType dtype, int n_blocks, int bs, int n_kv_heads, int hd, KvLayout layout) {
+  Store s;
+  s.layer.layout = layout;
+  s.layer.block_size = bs;
+  s.layer.n_kv_heads = n_kv_heads;
+  s.layer.head_dim = hd;
+  s.layer.dtype = dtype;
+  s.layer.block_stride_bytes = kv_layer_block_bytes(dtype, layout, bs, n_kv_heads, hd);
+  s.bytes.assign(s.layer.block_stride_bytes * n_blocks, 0xA5);
+  s.layer.base = s.bytes.data();
+  const size_t slot = kv_layer_staging_bytes(dtype, bs, n_kv_heads, hd);
+  if (slot > 0) {
+    s.staging.assign(slot * n_blocks, 0);
+    s.slots.resize(n_blocks);
+    std::iota(s.slots.begin(), s.slots.end(), 0);
+    s.layer.staging = s.staging.data();
+    s.layer.staging_stride_bytes = slot;
+    s.layer.staging_slot = s.slots.data();
+  }
+  return s;
+}
+
+// Stores n tokens of [kvh][hd] values, then seals (as a forward pass does).
+void store_all(const PagedKvLayer& l, const int32_t* table, int n, const float* vals) {
+  const int dim = l.n_kv_heads * l.head_dim;
+  for (int p = 0; p < n; ++p) kv_store(l, table, p, vals + p * dim);
+  for (int p = 0; p < n; ++p) kv_seal(l, table, p);
+}
+
+TEST(KvCodec, BlockBytesFollowTheLayouts) {
+  // bs 16, 8 KV heads, hd 128: per token and layer, K + V.
+  const auto per_token = [](TensorType t) {
+    return (kv_layer_block_bytes(t, KvLayout::kDimMajor, 16, 8, 128) +
+            kv_layer_block_bytes(t, KvLayout::kTokenMajor, 16, 8, 128)) /
+           16.0;
+  };
+  EXPECT_EQ(per_token(TensorType::kF16), 4096);
+  EXPECT_EQ(per_token(TensorType::kQ8_0), 2 * (1024 + 16));  // int8 + an f16 scale per head
+  // K: 8 x 128 channels x (4 param bytes + 8 nibble bytes) / 16 tokens;
+  // V: 8 heads x (4 groups x 4 param bytes + 64 nibble bytes).
+  EXPECT_EQ(per_token(TensorType::kQ4_0), 8 * 128 * 12 / 16 + 8 * (16 + 64));
+  EXPECT_EQ(kv_layer_staging_bytes(TensorType::kQ4_0, 16, 8, 128), 16u * 8 * 128 * 2);
+  EXPECT_EQ(kv_layer_staging_bytes(TensorType::kQ8_0, 16, 8, 128), 0u);
+  EXPECT_EQ(kv_q4_value_group(128), 32);
+  EXPECT_EQ(kv_q4_value_group(24), 24);
+  EXPECT_NE(kv_shape_problem(TensorType::kQ4_0, 16, 7), nullptr);
+  EXPECT_NE(kv_shape_problem(TensorType::kQ8_0, 5, 8), nullptr);
+  EXPECT_NE(kv_shape_problem(TensorType::kQ4_K, 16, 8), nullptr);
+  EXPECT_EQ(kv_shape_problem(TensorType::kQ4_0, 16, 8), nullptr);
+  EXPECT_EQ(kv_dtype_from_short_name("Q4"), TensorType::kQ4_0);
+  EXPECT_FALSE(kv_dtype_from_short_name("q5").has_value());
+}
+
+TEST(KvCodec, F16OutwardRounding) {
+  for (float x : {0.1f, -0.1f, 1e-7f, -1e-7f, 3.14159f, 65504.0f, 1e9f, 0.0f}) {
+    EXPECT_GE(f16_to_f32(f16_round_up(x)), std::min(x, 65504.0f)) << x;
+    EXPECT_LE(f16_to_f32(f16_round_down(x)), std::max(x, -65504.0f)) << x;
+    EXPECT_LE(f16_to_f32(f16_round_up(x)) - f16_to_f32(f16_round_down(x)), std::fabs(x) * 1e-3f + 6e-8f) << x;
+  }
+}
+
+// Values with outliers: mostly in [-1, 1], one channel and one token large.
+std::vector<float> test_values(int n_tokens, int dim, uint32_t seed) {
+  auto v = random_floats(static_cast<size_t>(n_tokens * dim), seed, -1.0f, 1.0f);
+  for (int t = 0; t < n_tokens; ++t) v[static_cast<size_t>(t * dim + 3)] *= 9.0f;  // an outlier channel
+  for (int e = 0; e < dim; ++e) v[static_cast<size_t>(5 * dim + e)] *= 6.0f;       // an outlier token
+  return v;
+}
+
+TEST(KvCodec, ElementErrorsStayWithinTheStatedBounds) {
+  const int bs = 16, nkv = 2, hd = 64, n = 40;  // 2 full blocks and a partial one
+  const int dim = nkv * hd;
+  const auto vals = test_values(n, dim, 7);
+  std::vector<int32_t> table = {2, 0, 1};
+  for (KvLayout layout : {KvLayout::kDimMajor, KvLayout::kTokenMajor}) {
+    for (TensorType dtype : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+      Store s = make_store(dtype, 3, bs, nkv, hd, layout);
+      store_all(s.layer, table.data(), n, vals.data());
+      double worst = 0;  // error / bound
+      for (int p = 0; p < n; ++p) {
+        for (int h = 0; h < nkv; ++h) {
+          for (int i = 0; i < hd; ++i) {
+            const float x = vals[static_cast<size_t>(p * dim + h * hd + i)];
+            const float got = kv_decode_elem(s.layer, table.data(), p, h, i, n);
+            double bound;
+            const bool staged = dtype == TensorType::kQ4_0 && p >= 32;
+            if (staged) {
+              bound = std::fabs(x) * std::ldexp(1.0, -11) + 1e-7;
+            } else if (dtype == TensorType::kQ8_0) {
+              float amax = 0;
+              for (int c = 0; c < hd; ++c)
+                amax = std::max(amax, std::fabs(vals[static_cast<size_t>(p * dim + h * hd + c)]));
+              bound = amax / 254.0 * (1 + std::ldexp(1.0, -10)) + 1e-7;
+            } else {
+              // The element's group: a key channel over its block, or a value
+              // token's group of channels.
+              float lo = INFINITY, hi = -INFINITY;
+              if (layout == KvLayout::kDimMajor) {
+                for (int t = p / bs * bs; t < p / bs * bs + bs; ++t) {
+                  lo = std::min(lo, vals[static_cast<size_t>(t * dim + h * hd + i)]);
+                  hi = std::max(hi, vals[static_cast<size_t>(t * dim + h * hd + i)]);
+                }
+              } else {
+                const int g = kv_q4_value_group(hd);
+                for (int c = i / g * g; c < i / g * g + g; ++c) {
+                  lo = std::min(lo, vals[static_cast<size_t>(p * dim + h * hd + c)]);
+                  hi = std::max(hi, vals[static_cast<size_t>(p * dim + h * hd + c)]);
+                }
+              }
+              bound =
+                  (hi - lo + std::fabs(lo) * std::ldexp(1.0, -10)) / 30.0 * (1 + std::ldexp(1.0, -10)) + 1e-7;
+            }
+            const double err = std::fabs(static_cast<double>(got) - x);
+            ASSERT_LE(err, bound) << "format " << kv_dtype_short_name(dtype) << " pos " << p << " head " << h
+                                  << " dim " << i;
+            worst = std::max(worst, err / bound);
+          }
+        }
+      }
+      // The bounds are tight: some element comes close to them.
+      EXPECT_GT(worst, 0.5) << kv_dtype_short_name(dtype);
+    }
+  }
+}
+
+struct Case {
+  TensorType dtype;
+  int n_heads, n_kv_heads, head_dim, block_size, n_tokens;
+};
+
+class QuantAttentionTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(QuantAttentionTest, MatchesReferenceIsBatchInvariantAndNearF32) {
+  const Case c = GetParam();
+  const int n_blocks = (c.n_tokens + c.block_size - 1) / c.block_size + 2;
+  Store k = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kDimMajor);
+  Store v = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kTokenMajor);
+  Store kf =
+      make_store(TensorType::kF32, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kDimMajor);
+  Store vf =
+      make_store(TensorType::kF32, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kTokenMajor);
+  std::vector<int32_t> table(n_blocks);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), std::mt19937(3));
+  const int kv_dim = c.n_kv_heads * c.head_dim;
+  const auto kv = random_floats(static_cast<size_t>(2 * c.n_tokens * kv_dim), 4, -2.0f, 2.0f);
+  store_all(k.layer, table.data(), c.n_tokens, kv.data());
+  store_all(v.layer, table.data(), c.n_tokens, kv.data() + c.n_tokens * kv_dim);
+  store_all(kf.layer, table.data(), c.n_tokens, kv.data());
+  store_all(vf.layer, table.data(), c.n_tokens, kv.data() + c.n_tokens * kv_dim);
+  const int q_dim = c.n_heads * c.head_dim;
+  const auto q = random_floats(static_cast<size_t>(c.n_tokens * q_dim), 5, -1.5f, 1.5f);
+  std::vector<int32_t> pos(c.n_tokens);
+  std::iota(pos.begin(), pos.end(), 0);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+  std::vector<float> want(static_cast<size_t>(c.n_tokens * q_dim)), exact(want.size());
+  attention_reference(q.data(), c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(), scale,
+                      want.data());
+  attention_reference(q.data(), c.n_tokens, pos.data(), c.n_heads, kf.layer, vf.layer, table.data(), scale,
+                      exact.data());
+  double max_err = 0;
+  for (size_t i = 0; i < want.size(); ++i) max_err = std::max(max_err, std::fabs(double{want[i]} - exact[i]));
+  const double bound = c.dtype == TensorType::kQ8_0 ? 0.02 : 0.2;
+  EXPECT_LE(max_err, bound) << "quantization error against F32";
+  EXPECT_GT(max_err, 0.0) << "the format is lossy: an exact match means F32 was read";
+
+  expect_attention_matches_and_invariant(q, c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(),
+                                         scale, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, QuantAttentionTest,
+    ::testing::Values(Case{TensorType::kQ8_0, 4, 2, 64, 16, 37}, Case{TensorType::kQ4_0, 4, 2, 64, 16, 37},
+                      Case{TensorType::kQ8_0, 8, 1, 128, 32, 70}, Case{TensorType::kQ4_0, 8, 1, 128, 32, 70},
+                      // stories260K's heads: 8 dims, 2 queries per KV head.
+                      Case{TensorType::kQ8_0, 8, 4, 8, 16, 41}, Case{TensorType::kQ4_0, 8, 4, 8, 16, 41},
+                      // Narrow blocks, head dims off the vector width, GQA of 3.
+                      Case{TensorType::kQ8_0, 6, 2, 24, 6, 29}, Case{TensorType::kQ4_0, 6, 2, 24, 6, 29},
+                      Case{TensorType::kQ4_0, 6, 1, 20, 8, 19}, Case{TensorType::kQ8_0, 2, 1, 7, 4, 23}));
+
+// A partly filled q4 block is read from staging by the queries inside it and
+// sealed by the queries past it: a query's output is the same whether the
+// block was still partial or already full when it ran (chunked prefill
+// against decode), because the rule depends on positions only.
+TEST(QuantAttention, Q4ReadsStagingForQueriesInsideTheBlock) {
+  const int bs = 8, hd = 16, n = 13;
+  Store k = make_store(TensorType::kQ4_0, 2, bs, 1, hd, KvLayout::kDimMajor);
+  Store v = make_store(TensorType::kQ4_0, 2, bs, 1, hd, KvLayout::kTokenMajor);
+  const int32_t table[] = {1, 0};
+  const auto vals = random_floats(static_cast<size_t>(2 * n * hd), 9, -2.0f, 2.0f);
+  const auto q = random_floats(static_cast<size_t>(hd), 10, -1.0f, 1.0f);
+  ThreadPool pool(1);
+  // Decode order: query at position 5 runs when only positions 0..5 exist.
+  std::vector<float> early(static_cast<size_t>(hd)), late(early.size()), staged(early.size());
+  store_all(k.layer, table, 6, vals.data());
+  store_all(v.layer, table, 6, vals.data() + n * hd);
+  const int32_t p5[] = {5};
+  attention(q.data(), 1, p5, 1, k.layer, v.layer, table, 0.25f, early.data(), pool);
+  // Then the rest of the sequence arrives and block 0 seals.
+  store_all(k.layer, table, n, vals.data());
+  store_all(v.layer, table, n, vals.data() + n * hd);
+  attention(q.data(), 1, p5, 1, k.layer, v.layer, table, 0.25f, late.data(), pool);
+  EXPECT_EQ(std::memcmp(early.data(), late.data(), early.size() * sizeof(float)), 0);
+  // The early read saw F16 values, not the sealed 4-bit ones.
+  EXPECT_NE(kv_decode_elem(k.layer, table, 3, 0, 0, 6), kv_decode_elem(k.layer, table, 3, 0, 0, 8));
+  EXPECT_EQ(kv_decode_elem(k.layer, table, 3, 0, 0, 6), f16_to_f32(f32_to_f16(vals[3 * hd])));
+}
+
+}  // namespace
+}  // namespace ladder::ops
