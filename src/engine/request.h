@@ -29,6 +29,9 @@ struct Request {
   // Prefix-cache scope, set by the server from the API key (never by the
   // client). Requests share cached blocks only when their scopes are equal.
   std::string cache_scope;
+  // Speculative decoding when the engine has a draft (EngineConfig::
+  // speculative); false: plain decoding. The tokens are the same either way.
+  bool speculative = true;
 };
 
 }  // namespace ladder::engine
