@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/spec_options.h"
 #include "server/api_server.h"
 
 namespace ladder::cli {
@@ -24,6 +25,7 @@ struct ServeOptions {
   int io_threads = 2;
   int metrics_port = -1;
   int64_t context = 0;
+  SpecCliOptions spec;
 };
 
 // Each connection is a file descriptor; the usual soft limit (1024) would cap
@@ -46,6 +48,14 @@ int run_serve(ServeOptions& o) {
   o.config.http.io_threads = o.io_threads;
   if (o.metrics_port >= 0) o.config.metrics_port = static_cast<uint16_t>(o.metrics_port);
   o.config.engine.scheduler.context_length = o.context;
+  auto draft = engine::parse_draft_spec(o.spec.spec);
+  if (!draft.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", draft.status().message().c_str());
+    return 2;
+  }
+  o.config.draft = *draft;
+  o.config.engine.speculative.k = o.spec.k;
+  o.config.engine.speculative.adaptive = !o.spec.fixed;
   server::ApiServer srv(o.config);
   if (Status st = srv.start(); !st.is_ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
@@ -113,6 +123,7 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--kv-blocks", e.n_kv_blocks, "KV cache blocks; 0 = sized from memory")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   add_kv_dtype_option(cmd, &e.kv_dtype);
+  add_spec_options(cmd, &o->spec);
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--initial-service-ms", e.initial_service_ms,

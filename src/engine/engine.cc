@@ -378,6 +378,7 @@ void Engine::admit(std::vector<Pending>& pending) {
     auto active =
         std::make_unique<Active>(Active{p.stream, Sampler(p.request.sampling, p.seed), {}, {}, 0, {}, {}});
     active->spec.wanted = spec_ != nullptr && p.request.speculative;
+    active->spec.usage.eligible = active->spec.wanted;
     active->timings.arrival = p.arrival;
     active->usage.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
     if (config_.tokenizer != nullptr) active->text.emplace(*config_.tokenizer, p.request.stop.stop_strings);

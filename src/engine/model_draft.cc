@@ -10,6 +10,7 @@
 #include "common/check.h"
 #include "engine/ngram_draft.h"
 #include "gguf/requantize.h"
+#include "kv/kv_format.h"
 
 namespace ladder::engine {
 namespace {
@@ -113,7 +114,6 @@ Result<std::unique_ptr<ModelDraft>> ModelDraft::create(const DraftSpec& spec, co
       return invalid_argument("a model draft needs draft:FILE, self-q4 or early-exit:L");
   }
   if (d->n_layers_ == 0) d->n_layers_ = d->model_->config().n_layers;
-  if (options.n_kv_blocks < 1) return invalid_argument("the draft's KV pool needs at least one block");
   const model::ModelConfig& mc = d->model_->config();
   kv::KvShape shape{.n_layers = static_cast<int>(d->n_layers_),
                     .n_kv_heads = static_cast<int>(mc.n_kv_heads),
@@ -121,6 +121,10 @@ Result<std::unique_ptr<ModelDraft>> ModelDraft::create(const DraftSpec& spec, co
                     .block_size = options.block_size,
                     .n_blocks = options.n_kv_blocks,
                     .dtype = options.kv_dtype};
+  if (shape.n_blocks <= 0) {
+    LADDER_ASSIGN_OR_RETURN(shape.n_blocks, kv::kv_blocks_that_fit(shape, options.kv_memory_bytes));
+  }
+  if (shape.n_blocks < 1) return invalid_argument("the draft's KV pool holds not one block");
   LADDER_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStorage> storage, kv::make_arena_storage(shape));
   d->kv_ = std::make_unique<kv::KvCacheManager>(std::move(storage), /*prefix_caching=*/false);
   return d;
@@ -203,6 +207,15 @@ void ModelDraft::propose(std::span<DraftInput> inputs, ops::ThreadPool& pool) {
 }  // namespace ladder::engine
 
 namespace ladder::engine {
+
+ModelDraftOptions draft_options_for(const EngineConfig& ec) {
+  ModelDraftOptions o;
+  o.n_kv_blocks = ec.n_kv_blocks;
+  o.kv_memory_bytes = ec.kv_memory_bytes;
+  o.block_size = ec.block_size;
+  o.kv_dtype = ec.kv_dtype;
+  return o;
+}
 
 Result<std::shared_ptr<Draft>> make_draft(const DraftSpec& spec, const model::LlamaModel& target,
                                           const gguf::GgufFile& target_file, const ModelDraftOptions& options) {

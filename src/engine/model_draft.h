@@ -23,6 +23,7 @@
 #include "common/status.h"
 #include "common/tensor_type.h"
 #include "engine/draft.h"
+#include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "kv/kv_cache_manager.h"
 #include "model/llama_model.h"
@@ -30,7 +31,10 @@
 namespace ladder::engine {
 
 struct ModelDraftOptions {
-  int32_t n_kv_blocks = 0;  // the draft's KV pool (>= 1)
+  // The draft's KV pool: n_kv_blocks when > 0, else as many as fit
+  // kv_memory_bytes.
+  int32_t n_kv_blocks = 0;
+  size_t kv_memory_bytes = size_t{64} << 20;
   int block_size = 16;
   TensorType kv_dtype = TensorType::kF16;
 };
@@ -78,6 +82,10 @@ Status check_same_vocabulary(const gguf::GgufFile& draft, const model::LlamaMode
 }  // namespace ladder::engine
 
 namespace ladder::engine {
+
+// Options for a draft beside an engine configured as `ec`: as many KV blocks
+// as the engine's pool (or as fit the same memory), same block size and dtype.
+ModelDraftOptions draft_options_for(const EngineConfig& ec);
 
 // The draft `spec` names, for this target: an NgramDraft, a ModelDraft, or
 // null for DraftSpec::Kind::kNone. Errors: those of ModelDraft::create.

@@ -109,6 +109,7 @@ double SpecController::expected_tokens(double a, int32_t k) {
 }
 
 void SpecController::observe_forward(int64_t n_tokens, int64_t attention_work, double us) {
+  if (++n_steps_ <= kColdSteps) return;
   forward_.add(static_cast<double>(n_tokens), static_cast<double>(attention_work) / 1000.0, us);
 }
 
@@ -131,7 +132,7 @@ SpecPlan SpecController::plan(std::span<const SpecCandidate> candidates, int64_t
   };
   if (!adaptive_) {
     all_on(false);
-  } else if (forward_.empty() || draft_.empty()) {
+  } else if (n_cycles_ < kWarmupCycles || forward_.empty() || draft_.empty()) {
     all_on(true);  // nothing measured yet: speculate to measure
   } else if (!forward_.has_slope()) {
     p.probing = true;  // every step had the same size: a plain one measures the slope

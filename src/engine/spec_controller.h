@@ -19,8 +19,8 @@
 //   (sum over the m of E(a_i, k) + (B - m)) / (forward(B + others + m k, ..) + k draft(m, ..)),
 // against plain decoding's B / forward(B + others, ..). Speculation turns off for
 // a request when it is not among the m, and for the whole batch when m = 0.
-// Probes keep the measurements honest: until both costs have data every
-// candidate speculates with k_max; while every step had the same size,
+// Probes keep the measurements honest: until kWarmupCycles cycles are
+// verified and both costs have data every candidate speculates with k_max; while every step had the same size,
 // steps run plain (measuring the slope); every kPlainProbeEvery-th speculative step
 // runs plain (measuring the plain step at this batch size); a request left
 // off for kReprobeAfter steps speculates once more to refresh its acceptance.
@@ -93,6 +93,11 @@ class SpecController {
   // Speculation must be predicted this much faster to run (measurements on
   // a busy CPU wobble by a few percent; flapping costs probes).
   static constexpr double kMinGain = 1.05;
+  // Cycles verified before the first decision (every candidate speculates
+  // until then), and engine steps not measured at all (the first passes run
+  // cold: page faults, thread start-up).
+  static constexpr int64_t kWarmupCycles = 8;
+  static constexpr int64_t kColdSteps = 2;
 
   // adaptive false: every candidate speculates with k_max, always.
   SpecController(int32_t k_max, bool adaptive);
@@ -105,7 +110,10 @@ class SpecController {
   void observe_forward(int64_t n_tokens, int64_t attention_work, double us);
   // Drafting k tokens for n_sequences sequences of `context` tokens in all.
   void observe_draft(int64_t n_sequences, int64_t context, int32_t k, double us);
-  void observe_cycle(int64_t n_accepted, bool rejected) { global_.add(n_accepted, rejected, 0.99); }
+  void observe_cycle(int64_t n_accepted, bool rejected) {
+    global_.add(n_accepted, rejected, 0.99);
+    ++n_cycles_;
+  }
   // The global acceptance, the prior of a new request.
   double global_acceptance() const { return global_.rate(0.5); }
 
@@ -125,6 +133,8 @@ class SpecController {
   LinearCost draft_;
   AcceptanceEstimate global_;
   int64_t n_spec_plans_ = 0;
+  int64_t n_cycles_ = 0;
+  int64_t n_steps_ = 0;
   double last_gain_ = 1.0;
   bool last_enabled_ = true;
   int32_t last_k_ = 0;

@@ -8,6 +8,7 @@
 namespace ladder::engine {
 
 struct SpecUsage {
+  bool eligible = false;  // the engine had a draft and the request allowed speculation
   int64_t proposed = 0;  // draft tokens verified by the target
   int64_t accepted = 0;  // of them, accepted
   int64_t cycles = 0;    // verify steps (each emits accepted + 1 tokens, less a stop)

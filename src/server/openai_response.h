@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/spec_usage.h"
+
 namespace ladder::server {
 
 enum class ApiKind { kCompletion, kChat };
@@ -25,6 +27,7 @@ struct UsageInfo {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;
+  engine::SpecUsage speculative;  // ladder_speculative when eligible
 };
 
 // Server-side timings of one request (DESIGN.md "Metrics"), milliseconds.

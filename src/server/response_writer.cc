@@ -65,7 +65,8 @@ void ResponseWriter::emit(const std::string& text, bool flush_reasoning) {
 void ResponseWriter::finish(const engine::StreamEvent& ev, const std::string& finish_reason,
                             const ServerTimings& timings) {
   emit(ev.text, /*flush_reasoning=*/true);
-  UsageInfo usage{ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_prompt_tokens};
+  UsageInfo usage{ev.usage.prompt_tokens, ev.usage.completion_tokens, ev.usage.cached_prompt_tokens,
+                  ev.usage.speculative};
   if (options_.stream) {
     start_stream();
     if (!pending_.empty()) {
