@@ -60,13 +60,13 @@ int64_t Speculator::propose(Scheduler& scheduler, const std::function<SpecState&
   for (size_t i = 0; i < ids.size(); ++i) {
     SpecState& s = state(ids[i]);
     s.usage.enabled = plan.on[i];
-    s.usage.k = plan.on[i] ? std::min(plan.k, candidates[i].k_cap) : 0;
+    s.usage.k = plan.on[i] ? plan.k : 0;  // the decision; the last cycles may be shorter (max_tokens)
     s.steps_off = plan.on[i] ? 0 : s.steps_off + 1;
     if (!plan.on[i]) continue;
     DraftInput in;
     in.id = ids[i];
     in.tokens = scheduler.find(ids[i])->tokens;
-    in.k = s.usage.k;
+    in.k = std::min(plan.k, candidates[i].k_cap);
     inputs.push_back(std::move(in));
   }
   if (inputs.empty()) return 0;
