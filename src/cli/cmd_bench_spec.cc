@@ -21,6 +21,7 @@ struct BenchSpecArgs {
   int64_t output_tokens = 64;
   float temperature = 0.0f;
   int threads = 0;
+  int repeats = 5;
 };
 
 // Story openers (the shared test model is trained on TinyStories); the
@@ -54,6 +55,7 @@ int run_bench_spec(const BenchSpecArgs& a) {
   o.k = a.spec.k;
   o.adaptive = !a.spec.fixed;
   o.n_threads = a.threads;
+  o.repeats = a.repeats;
   for (const std::string& p : a.prompts.empty() ? kDefaultPrompts : a.prompts) {
     o.prompts.push_back(bundle->tokenizer->encode(p, bundle->tokenizer->add_bos_default(), false));
   }
@@ -93,6 +95,9 @@ CommandRegistrar reg{"bench/spec", 73, [](CLI::App& app) -> CommandRun {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--temp", a->temperature, "Temperature; 0 = greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));
   cmd->add_option("-t,--threads", a->threads, "Threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--repeats", a->repeats, "Runs of each pair; each side keeps its fastest")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   return [a] { return run_bench_spec(*a); };
 }};
 

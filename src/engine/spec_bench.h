@@ -2,7 +2,9 @@
 // through plain decoding and through speculative decoding, at several batch
 // sizes, in one process, so the ratio survives a noisy machine. Reports
 // acceptance, tokens per cycle and the speed-up, and checks that greedy
-// outputs agree token for token (they must: speculation is exact).
+// outputs agree token for token (they must: speculation is exact). Each
+// pair runs `repeats` times, plain and speculative interleaved, and each
+// side keeps its fastest run (on a shared machine noise only adds time).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@ struct SpecBenchOptions {
   int64_t output_tokens = 128;
   float temperature = 0.0f;  // > 0: seeded sampling (outputs then agree too: drafts are deterministic)
   int32_t k = 4;
+  int repeats = 5;
   bool adaptive = false;  // false: speculation forced on (what it does); true: the engine may turn it off
   int n_threads = 0;
   TensorType kv_dtype = TensorType::kF16;
