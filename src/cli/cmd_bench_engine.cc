@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/spec_options.h"
 #include "perf/offline_throughput.h"
 #include "model/model_bundle.h"
 
@@ -14,6 +15,7 @@ namespace {
 struct BenchEngineArgs {
   std::string model;
   perf::OfflineOptions options;
+  SpecCliOptions spec;
 };
 
 int run_bench_engine(const BenchEngineArgs& a) {
@@ -21,7 +23,14 @@ int run_bench_engine(const BenchEngineArgs& a) {
   int exit_code = 0;
   auto bundle = load_model_or_report(a.model, &path, &exit_code);
   if (!bundle) return exit_code;
-  const auto& o = a.options;
+  perf::OfflineOptions o = a.options;
+  engine::EngineConfig draft_pool;  // the draft's KV follows the engine's memory default
+  auto spec = speculative_config(a.spec, *bundle, draft_pool);
+  if (!spec.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", spec.status().message().c_str());
+    return 1;
+  }
+  o.speculative = *spec;
   std::fprintf(stderr, "bench: %lld requests (prompt %lld, output %lld tokens), one by one and then together...\n",
                static_cast<long long>(o.requests), static_cast<long long>(o.prompt_tokens),
                static_cast<long long>(o.output_tokens));
@@ -54,6 +63,7 @@ CommandRegistrar reg{"bench/engine", 72, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--max-batch-tokens", a->options.max_batch_tokens, "Token budget of one engine step")
       ->capture_default_str();
   add_kv_dtype_option(cmd, &a->options.kv_dtype);
+  add_spec_options(cmd, &a->spec);
   cmd->add_option("-t,--threads", a->options.n_threads, "Threads (0 = all cores)")->capture_default_str();
   return [a] { return run_bench_engine(*a); };
 }};

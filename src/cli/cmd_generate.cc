@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/spec_options.h"
 #include "common/sha256.h"
 #include "model/dense_kv.h"
 #include "model/model_bundle.h"
@@ -36,6 +37,7 @@ struct GenerateArgs {
   int threads = 0;
   int parallel = 1;
   TensorType kv_dtype = TensorType::kF16;
+  SpecCliOptions spec;
 };
 
 double ms_between(engine::Clock::time_point a, engine::Clock::time_point b) {
@@ -79,6 +81,12 @@ int run_generate(const GenerateArgs& a) {
   ec.tokenizer_digest = tok.digest();
   // Room for every parallel sequence's full context.
   ec.n_kv_blocks = static_cast<int32_t>((model.config().context_length / ec.block_size + 2) * a.parallel);
+  auto spec = speculative_config(a.spec, *loaded, ec);
+  if (!spec.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", spec.status().message().c_str());
+    return 1;
+  }
+  ec.speculative = *spec;
   auto created = engine::Engine::create(model, ec);
   if (!created.is_ok()) {
     std::fprintf(stderr, "error: %s\n", created.status().message().c_str());
@@ -111,6 +119,7 @@ int run_generate(const GenerateArgs& a) {
   int exit_code = 0;
   double total_decode_ms = 0, total_prefill_ms = 0;
   int64_t total_decoded = 0;
+  engine::SpecUsage spec_total;  // summed over the sequences
   const auto wall0 = engine::Clock::now();
   for (int i = 0; i < a.parallel; ++i) {
     tokenizer::IncrementalDetokenizer detok(tok, /*skip_special=*/true, /*at_sequence_start=*/false);
@@ -147,6 +156,15 @@ int run_generate(const GenerateArgs& a) {
       }
       nlohmann::json r = {{"prompt_tokens", prompt}, {"tokens", tokens}, {"text", text},
                           {"finish_reason", std::string(engine::finish_reason_name(ev->finish))}};
+      const engine::SpecUsage& su = ev->usage.speculative;
+      if (su.eligible) {
+        r["speculative"] = {{"proposed", su.proposed}, {"accepted", su.accepted}, {"cycles", su.cycles},
+                            {"tokens_per_cycle", su.tokens_per_cycle()}};
+        spec_total.proposed += su.proposed;
+        spec_total.accepted += su.accepted;
+        spec_total.cycles += su.cycles;
+        spec_total.draft_us += su.draft_us;
+      }
       results.push_back(std::move(r));
     }
   }
@@ -183,6 +201,18 @@ int run_generate(const GenerateArgs& a) {
                  prompt.size(), prefill_tps, decode_tps, static_cast<long long>(total_decoded), gbps,
                  peak_gbps > 0 ? 100.0 * gbps / peak_gbps : 0.0, peak_gbps, a.parallel, wall_s,
                  hash.c_str());
+    if (ec.speculative.draft) {
+      std::fprintf(stderr,
+                   "stats: speculative %s: %lld of %lld draft tokens accepted (%.1f%%), %.2f tokens per cycle over "
+                   "%lld cycles, %.1f ms drafting\n",
+                   ec.speculative.draft->name().c_str(), static_cast<long long>(spec_total.accepted),
+                   static_cast<long long>(spec_total.proposed),
+                   spec_total.proposed > 0 ? 100.0 * static_cast<double>(spec_total.accepted) /
+                                                 static_cast<double>(spec_total.proposed)
+                                           : 0.0,
+                   spec_total.tokens_per_cycle(), static_cast<long long>(spec_total.cycles),
+                   static_cast<double>(spec_total.draft_us) / 1e3);
+    }
   }
   return exit_code;
 }
@@ -207,6 +237,7 @@ CommandRegistrar reg{"generate", 45, [](CLI::App& app) -> CommandRun {
   cmd->add_flag("--no-bos", a->no_bos, "Do not prepend BOS");
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
   add_kv_dtype_option(cmd, &a->kv_dtype);
+  add_spec_options(cmd, &a->spec);
   cmd->add_option("--parallel", a->parallel, "Run N copies of the prompt through the engine at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));

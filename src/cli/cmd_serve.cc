@@ -16,6 +16,7 @@
 #include <set>
 
 #include "cli/command.h"
+#include "cli/spec_options.h"
 #include "common/build_info.h"
 #include "gguf/gguf_file.h"
 #include "kv/kv_format.h"
@@ -40,6 +41,7 @@ struct ServeOptions {
   int rung = 0;  // 0: what --kv-dtype amounts to
   bool kv_dtype_given = false;
   double kv_memory_mib = 256;
+  SpecCliOptions spec;
 };
 
 // Each connection is a file descriptor; the usual soft limit (1024) would cap
@@ -86,6 +88,14 @@ int run_serve(ServeOptions& o) {
     std::fprintf(stderr, "error: --rung 1 stores KV exactly: --kv-dtype must be f16 or f32\n");
     return 1;
   }
+  auto draft = engine::parse_draft_spec(o.spec.spec);
+  if (!draft.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", draft.status().message().c_str());
+    return 2;
+  }
+  o.config.draft = *draft;
+  o.config.engine.speculative.k = o.spec.k;
+  o.config.engine.speculative.adaptive = !o.spec.fixed;
   server::ApiServer srv(o.config);
   if (Status st = srv.start(); !st.is_ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
@@ -162,6 +172,7 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
                   "Named configuration: 1 (exact KV) or 3 (approximate KV: --kv-dtype q4 unless q8 is given); "
                   "by default what --kv-dtype amounts to")
       ->check(CLI::IsMember({1, 3}));
+  add_spec_options(cmd, &o->spec);
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--initial-service-ms", e.initial_service_ms,

@@ -24,6 +24,7 @@ struct Engine::Active {
   int32_t n_preemptions = 0;
   std::optional<OutputText> text;  // when the engine has a tokenizer
   std::shared_ptr<TokenConstraint> constraint;
+  SpecState spec;
 };
 
 namespace {
@@ -80,7 +81,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   if (shares > 1 + 1e-9) {
     return invalid_argument(fmt::format("tenant reserved shares add up to {:.3f}, more than 1", shares));
   }
+  if (config.speculative.draft != nullptr && (config.speculative.k < 1 || config.speculative.k > kMaxSpecK)) {
+    return invalid_argument(fmt::format("speculative k must be in [1, {}], got {}", kMaxSpecK, config.speculative.k));
+  }
   std::unique_ptr<Engine> e(new Engine(model, config));
+  if (config.speculative.draft != nullptr) e->spec_ = std::make_unique<Speculator>(config.speculative);
 
   if (storage == nullptr) {
     kv::KvShape shape{.n_layers = static_cast<int>(mc.n_layers),
@@ -326,6 +331,7 @@ void Engine::publish_metrics() {
   m.kv_blocks_cached = kv.blocks_cached;
   m.prefix_hit_tokens = scheduler_->prefix_hit_tokens();
   m.preemptions = scheduler_->n_preemptions();
+  if (spec_) spec_->publish(m);
   std::lock_guard<std::mutex> lock(mu_);
   m.queue_depth = static_cast<int64_t>(scheduler_->n_waiting() + inbox_.size());
   m.admission_queued = static_cast<int64_t>(queued_.size());
@@ -410,6 +416,9 @@ void Engine::admit(std::vector<Pending>& pending) {
         {p.request.cache_scope, config_.model_digest, config_.tokenizer_digest, kv_->format_name()});
     auto active =
         std::make_unique<Active>(Active{p.stream, Sampler(p.request.sampling, p.seed), {}, {}, 0, {}, {}});
+    // A constrained request decodes plainly: drafts are not held to its grammar.
+    active->spec.wanted = spec_ != nullptr && p.request.speculative && p.request.constraint == nullptr;
+    active->spec.usage.eligible = active->spec.wanted;
     active->timings.arrival = p.arrival;
     active->usage.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
     active->constraint = std::move(p.request.constraint);
@@ -445,11 +454,13 @@ void Engine::finish(RequestId id, FinishReason reason, Status status) {
   e.kind = StreamEvent::Kind::kFinished;
   e.finish = reason;
   e.status = std::move(status);
+  a.usage.speculative = a.spec.usage;
   e.usage = a.usage;
   e.timings = std::move(a.timings);
   e.n_preemptions = a.n_preemptions;
   if (a.text && (reason == FinishReason::kStop || reason == FinishReason::kLength)) e.text = a.text->finish();
   std::shared_ptr<TokenStream> stream = a.stream;
+  if (spec_) spec_->release(id);
   const int64_t served = a.usage.prompt_tokens + a.usage.completion_tokens;
   active_.erase(it);
   bool admitted_more = false;
@@ -469,6 +480,13 @@ void Engine::finish(RequestId id, FinishReason reason, Status status) {
 }
 
 bool Engine::step() {
+  if (spec_) {
+    counters_.sample_us += spec_->propose(
+        *scheduler_, [this](RequestId id) -> SpecState& { return active_.at(id)->spec; }, *threads_);
+  }
+  // The step's cost as the speculation controller sees it: everything but
+  // drafting (scheduling, the forward pass, sampling, streaming).
+  const auto step_start = Clock::now();
   const SchedulerOutput out = scheduler_->schedule();
   for (RequestId id : out.preempted) ++active_.at(id)->n_preemptions;
   if (out.chunks.empty()) {
@@ -482,10 +500,14 @@ bool Engine::step() {
 
   // The ragged batch: token spans and block tables point into the scheduler's
   // sequences and the KV manager, which do not change until update_from_output().
+  // A chunk verifying a draft evaluates its last token and the draft and
+  // returns logits for each of those positions.
   std::vector<model::BatchSequence> batch;
   batch.reserve(out.chunks.size());
+  std::vector<std::vector<int32_t>> verified(out.chunks.size());  // last token + draft, per verifying chunk
   const auto now = Clock::now();
-  for (const ScheduledChunk& c : out.chunks) {
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const ScheduledChunk& c = out.chunks[i];
     const Sequence* seq = scheduler_->find(c.id);
     LADDER_CHECK(seq != nullptr, "a scheduled sequence is unknown");
     Active& a = *active_.at(c.id);
@@ -494,21 +516,32 @@ bool Engine::step() {
       a.usage.cached_prompt_tokens = seq->prefix_hit_tokens;
     }
     model::BatchSequence b;
-    b.tokens = std::span(seq->tokens).subspan(static_cast<size_t>(c.start_pos), static_cast<size_t>(c.n_tokens));
     b.start_pos = c.start_pos;
     b.block_table = scheduler_->block_table(c.id);
-    b.logits = c.sample ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
+    if (c.n_draft > 0) {
+      LADDER_CHECK(c.n_tokens == c.n_draft + 1 && static_cast<int64_t>(seq->draft.size()) == c.n_draft,
+                   "a verifying chunk holds the last token and the draft");
+      verified[i].push_back(seq->tokens.back());
+      verified[i].insert(verified[i].end(), seq->draft.begin(), seq->draft.end());
+      b.tokens = verified[i];
+      b.logits = model::BatchSequence::Logits::kAll;
+    } else {
+      b.tokens = std::span(seq->tokens).subspan(static_cast<size_t>(c.start_pos), static_cast<size_t>(c.n_tokens));
+      b.logits = c.sample ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
+    }
     batch.push_back(b);
   }
   const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
   const auto n_rows = static_cast<size_t>(out.n_sampling());
-  logits_.resize(n_rows * n_vocab);
+  logits_.resize(static_cast<size_t>(model::LlamaModel::logit_rows(batch)) * n_vocab);
   const auto forward_start = Clock::now();
   const Status st = model_.forward(batch, kv_->layers(), logits_, *threads_);
   const auto forward_end = Clock::now();
+  const int64_t forward_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(forward_end - forward_start).count();
   ++counters_.steps;
   counters_.computed_tokens += out.n_tokens;
-  counters_.forward_us += std::chrono::duration_cast<std::chrono::microseconds>(forward_end - forward_start).count();
+  counters_.forward_us += forward_us;
   if (!st.is_ok()) {
     for (const ScheduledChunk& c : out.chunks) scheduler_->cancel(c.id);
     counters_.finished_requests += static_cast<int64_t>(out.chunks.size());
@@ -516,15 +549,20 @@ bool Engine::step() {
     for (const ScheduledChunk& c : out.chunks) finish(c.id, FinishReason::kError, st);
     return true;
   }
-
   // Sampling rows are independent (each request has its own Sampler and RNG),
   // so they run across the op pool; the result does not depend on which
   // thread takes a row. A full-vocabulary log-softmax per row is not free at
-  // 32k+ vocabularies and dozens of rows.
+  // 32k+ vocabularies and dozens of rows. A verifying chunk's rows are drawn
+  // in order, stopping at the first rejection (sample_verified).
   std::vector<const ScheduledChunk*> sampling;
+  std::vector<size_t> row0;  // first logit row of each sampling chunk
   sampling.reserve(n_rows);
+  size_t next_row = 0;
   for (const ScheduledChunk& c : out.chunks) {
-    if (c.sample) sampling.push_back(&c);
+    if (!c.sample) continue;
+    sampling.push_back(&c);
+    row0.push_back(next_row);
+    next_row += static_cast<size_t>(c.n_draft) + 1;
   }
   std::vector<Active*> actives(n_rows);
   std::vector<const Sequence*> seqs(n_rows);
@@ -532,51 +570,83 @@ bool Engine::step() {
     actives[r] = active_.at(sampling[r]->id).get();
     seqs[r] = scheduler_->find(sampling[r]->id);
   }
-  std::vector<SampledToken> details(n_rows);
+  std::vector<std::vector<SampledToken>> details(n_rows);
   threads_->parallel_for(static_cast<int64_t>(n_rows), 1, [&](int64_t begin, int64_t end) {
     for (auto r = static_cast<size_t>(begin); r < static_cast<size_t>(end); ++r) {
-      const std::span<float> row = std::span(logits_).subspan(r * n_vocab, n_vocab);
+      const auto n_draft = static_cast<size_t>(sampling[r]->n_draft);
+      const std::span<float> rows = std::span(logits_).subspan(row0[r] * n_vocab, (n_draft + 1) * n_vocab);
       TokenConstraint* constraint = actives[r]->constraint.get();
-      if (constraint != nullptr) constraint->mask(row);
-      details[r] = actives[r]->sampler.sample(row, seqs[r]->prompt(), seqs[r]->output());
-      if (constraint != nullptr) constraint->accept(details[r].token);
+      LADDER_CHECK(constraint == nullptr || n_draft == 0, "a constrained request was given a draft");
+      if (constraint != nullptr) constraint->mask(rows);
+      details[r] = sample_verified(actives[r]->sampler, rows, n_vocab, seqs[r]->prompt(), seqs[r]->output(),
+                                   std::span(seqs[r]->draft).first(n_draft));
+      if (constraint != nullptr) {
+        for (const SampledToken& t : details[r]) constraint->accept(t.token);
+      }
     }
   });
-  // Output text and stop strings, in row order.
-  std::vector<int32_t> sampled(n_rows);
-  std::vector<std::string> texts(n_rows);
+  // Output text and stop strings, in row order; a stop string ends a
+  // request's run at the token that completes it.
+  std::vector<std::vector<int32_t>> emitted(n_rows);
+  std::vector<std::vector<std::string>> texts(n_rows);
   std::unique_ptr<bool[]> stopped(new bool[n_rows]());
+  bool verified_any = false;
   for (size_t r = 0; r < n_rows; ++r) {
-    sampled[r] = details[r].token;
-    if (actives[r]->text) {
-      OutputText::Step s = actives[r]->text->push(sampled[r]);
-      texts[r] = std::move(s.text);
-      stopped[r] = s.stopped;
+    if (sampling[r]->n_draft > 0) {
+      verified_any = true;
+      spec_->record_cycle(actives[r]->spec, sampling[r]->n_draft, static_cast<int64_t>(details[r].size()) - 1,
+                          forward_us);
     }
+    for (const SampledToken& t : details[r]) {
+      emitted[r].push_back(t.token);
+      if (!actives[r]->text) continue;
+      OutputText::Step s = actives[r]->text->push(t.token);
+      texts[r].push_back(std::move(s.text));
+      if (s.stopped) {
+        stopped[r] = true;
+        break;
+      }
+    }
+    details[r].resize(emitted[r].size());
   }
+  if (verified_any) spec_->record_verify_step(forward_us);
   counters_.sample_us += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - forward_end).count();
   const std::vector<SequenceUpdate> updates =
-      scheduler_->update_from_output(out, sampled, std::span<const bool>(stopped.get(), n_rows));
-  LADDER_CHECK(updates.size() == details.size(), "one update per sampled token");
+      scheduler_->update_from_runs(out, emitted, std::span<const bool>(stopped.get(), n_rows));
   counters_.generated_tokens += static_cast<int64_t>(updates.size());
   for (const SequenceUpdate& u : updates) {
     if (u.finish != FinishReason::kNone) ++counters_.finished_requests;
   }
   publish_metrics();
 
+  // Updates come in row order, one per token kept (a finish drops the rest
+  // of its row's run).
   const auto sampled_at = Clock::now();
-  for (size_t i = 0; i < updates.size(); ++i) {
-    const SequenceUpdate& u = updates[i];
-    Active& a = *active_.at(u.id);
+  size_t r = 0, j = 0;
+  for (const SequenceUpdate& u : updates) {
+    while (sampling[r]->id != u.id) {
+      ++r;
+      j = 0;
+      LADDER_CHECK(r < n_rows, "an update for a request that sampled nothing");
+    }
+    LADDER_CHECK(j < details[r].size() && details[r][j].token == u.token, "updates follow the emitted tokens");
+    Active& a = *actives[r];
     if (!a.timings.first_token) a.timings.first_token = sampled_at;
     a.timings.token_times.push_back(sampled_at);
     ++a.usage.completion_tokens;
     StreamEvent e;
     e.kind = StreamEvent::Kind::kToken;
-    e.token = std::move(details[i]);
-    e.text = std::move(texts[i]);
+    e.token = std::move(details[r][j]);
+    if (j < texts[r].size()) e.text = std::move(texts[r][j]);
+    ++j;
     a.stream->push(std::move(e));
     if (u.finish != FinishReason::kNone) finish(u.id, u.finish, Status::ok());
+  }
+  if (spec_) {
+    int64_t attention_work = 0;  // each row attends its position and those before
+    for (const ScheduledChunk& c : out.chunks) attention_work += c.n_tokens * (c.start_pos + (c.n_tokens + 1) / 2);
+    spec_->observe_step(out.n_tokens, attention_work,
+                        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - step_start).count());
   }
   if (config_.on_step) {
     config_.on_step({counters_.steps, out.n_tokens, static_cast<int64_t>(out.chunks.size()),

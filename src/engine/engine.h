@@ -36,6 +36,7 @@
 #include "engine/request.h"
 #include "engine/request_id.h"
 #include "engine/scheduler.h"
+#include "engine/speculator.h"
 #include "engine/token_stream.h"
 #include "kv/kv_cache_manager.h"
 #include "model/llama_model.h"
@@ -80,6 +81,9 @@ struct EngineConfig {
   // Detokenizes output (StreamEvent::text) and matches stop strings; must
   // outlive the engine. Null: token ids only, stop strings refused.
   const tokenizer::Tokenizer* tokenizer = nullptr;
+  // Speculative decoding (rung 4): a draft, k and whether the engine adapts
+  // k and turns speculation off where its measurements say it loses.
+  SpeculativeConfig speculative;
   // Called on the loop thread after each step's events are pushed (tracing,
   // tests that need a step boundary). The loop waits for it to return.
   std::function<void(const StepReport&)> on_step;
@@ -171,6 +175,7 @@ class Engine {
   std::unique_ptr<kv::KvCacheManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ops::ThreadPool> threads_;
+  std::unique_ptr<Speculator> spec_;  // null without a draft
 
   // Loop-thread state.
   std::unordered_map<RequestId, std::unique_ptr<Active>> active_;

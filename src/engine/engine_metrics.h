@@ -26,6 +26,18 @@ struct EngineMetrics {
   // Time the loop spent in the model's forward pass and in sampling.
   int64_t forward_us = 0;
   int64_t sample_us = 0;
+  // Speculative decoding (zero without a draft): draft tokens verified and
+  // accepted, verify cycles, time spent drafting and in forward passes that
+  // verified drafts; the last step's decision (on for any request, its k)
+  // and the controller's predicted speed-up over plain decoding.
+  int64_t spec_proposed = 0;
+  int64_t spec_accepted = 0;
+  int64_t spec_cycles = 0;
+  int64_t spec_draft_us = 0;
+  int64_t spec_verify_us = 0;
+  bool spec_enabled = false;
+  int32_t spec_k = 0;
+  double spec_predicted_gain = 1.0;
 };
 
 }  // namespace ladder::engine

@@ -37,6 +37,9 @@ struct Request {
   // Special tokens whose text belongs to the output text (tool-call markers
   // the server parses); other special tokens write no text.
   std::vector<int32_t> shown_special_tokens;
+  // Speculative decoding when the engine has a draft (EngineConfig::
+  // speculative); false: plain decoding. The tokens are the same either way.
+  bool speculative = true;
 };
 
 }  // namespace ladder::engine

@@ -113,6 +113,7 @@ int64_t Scheduler::chunk_cap() const {
 void Scheduler::preempt(Sequence& seq) {
   kv_.release(seq.id);
   seq.n_computed = 0;
+  seq.draft.clear();
   seq.state = SequenceState::kWaiting;
   ++seq.n_preemptions;
   ++n_preemptions_;
@@ -158,7 +159,23 @@ SchedulerOutput Scheduler::schedule() {
     schedule_pass(held_back, budget, out, unused, /*first_pass=*/false, admission_closed);
   }
   out.n_tokens = config_.max_batch_tokens - budget.left();
+  // A draft not scheduled this step is stale by the next.
+  for (Sequence* s : running_) {
+    if (s->draft.empty()) continue;
+    const bool verified = std::any_of(out.chunks.begin(), out.chunks.end(),
+                                      [&](const ScheduledChunk& c) { return c.id == s->id && c.n_draft > 0; });
+    if (!verified) s->draft.clear();
+  }
   return out;
+}
+
+bool Scheduler::set_draft(RequestId id, std::vector<int32_t> draft) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return false;
+  Sequence& seq = *it->second;
+  if (seq.state != SequenceState::kRunning || seq.n_uncomputed() != 1) return false;
+  seq.draft = std::move(draft);
+  return true;
 }
 
 void Scheduler::schedule_pass(const std::vector<Sequence*>& order, Budget& budget, SchedulerOutput& out,
@@ -190,12 +207,21 @@ void Scheduler::schedule_pass(const std::vector<Sequence*>& order, Budget& budge
     const int64_t allowed = std::min(budget.available(seq.scheduling.tenant), chunk_cap());
 
     if (seq.state == SequenceState::kRunning) {
-      const int64_t n = std::min(seq.n_uncomputed(), allowed);
+      const int64_t n_real = std::min(seq.n_uncomputed(), allowed);
       LADDER_CHECK(seq.n_uncomputed() > 0, "a running sequence has nothing to compute");
-      if (n <= 0) {
+      if (n_real <= 0) {
         held_back.push_back(&seq);
         continue;
       }
+      // Draft tokens ride along only where the budget and free blocks allow;
+      // they never preempt anyone.
+      int64_t n_draft = 0;
+      if (!seq.draft.empty() && n_real == seq.n_uncomputed()) {
+        n_draft = std::min(static_cast<int64_t>(seq.draft.size()), allowed - n_real);
+        if (n_draft > 0 && !kv_.allocate(seq.id, seq.n_computed + n_real + n_draft)) n_draft = 0;
+      }
+      seq.draft.resize(static_cast<size_t>(n_draft));
+      const int64_t n = n_real + n_draft;
       bool self_preempted = false;
       bool fits = kv_.allocate(seq.id, seq.n_computed + n);
       while (!fits && may_preempt) {
@@ -207,7 +233,8 @@ void Scheduler::schedule_pass(const std::vector<Sequence*>& order, Budget& budge
       }
       if (self_preempted) break;
       if (!fits) continue;
-      out.chunks.push_back({seq.id, seq.n_computed, n, seq.n_computed + n == static_cast<int64_t>(seq.tokens.size())});
+      out.chunks.push_back(
+          {seq.id, seq.n_computed, n, seq.n_computed + n_real == static_cast<int64_t>(seq.tokens.size()), n_draft});
       budget.take(seq.scheduling.tenant, n);
       continue;
     }
@@ -257,9 +284,18 @@ void Scheduler::schedule_pass(const std::vector<Sequence*>& order, Budget& budge
 std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput& output,
                                                           std::span<const int32_t> sampled,
                                                           std::span<const bool> stopped) {
-  LADDER_CHECK(static_cast<int64_t>(sampled.size()) == output.n_sampling(),
-               "one sampled token per sampling chunk is required");
-  LADDER_CHECK(stopped.empty() || stopped.size() == sampled.size(), "one stop flag per sampled token");
+  std::vector<std::vector<int32_t>> emitted;
+  emitted.reserve(sampled.size());
+  for (int32_t t : sampled) emitted.push_back({t});
+  return update_from_runs(output, emitted, stopped);
+}
+
+std::vector<SequenceUpdate> Scheduler::update_from_runs(const SchedulerOutput& output,
+                                                        std::span<const std::vector<int32_t>> emitted,
+                                                        std::span<const bool> stopped) {
+  LADDER_CHECK(static_cast<int64_t>(emitted.size()) == output.n_sampling(),
+               "one emitted run per sampling chunk is required");
+  LADDER_CHECK(stopped.empty() || stopped.size() == emitted.size(), "one stop flag per sampling chunk");
   std::vector<SequenceUpdate> updates;
   size_t k = 0;
   for (const ScheduledChunk& chunk : output.chunks) {
@@ -267,22 +303,44 @@ std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput&
     LADDER_CHECK(it != seqs_.end(), "a scheduled sequence vanished before its output");
     Sequence& seq = *it->second;
     LADDER_CHECK(seq.n_computed == chunk.start_pos, "a chunk was applied twice or out of order");
-    seq.n_computed += chunk.n_tokens;
-    kv_.publish(seq.id, seq.tokens, seq.n_computed);
-    if (!chunk.sample) continue;
-
-    const bool stopped_by_caller = !stopped.empty() && stopped[k];
-    const int32_t token = sampled[k++];
-    seq.tokens.push_back(token);
-    FinishReason finish = FinishReason::kNone;
-    if (stopped_by_caller || seq.stop.stop_token_ids.count(token) != 0) {
-      finish = FinishReason::kStop;
-    } else if (seq.n_output() >= seq.stop.max_tokens ||
-               static_cast<int64_t>(seq.tokens.size()) >= config_.context_length) {
-      finish = FinishReason::kLength;
+    LADDER_CHECK(chunk.n_draft == 0 || chunk.sample, "a draft is verified only by a sampling chunk");
+    seq.n_computed += chunk.n_tokens - chunk.n_draft;
+    if (!chunk.sample) {
+      kv_.publish(seq.id, seq.tokens, seq.n_computed);
+      continue;
     }
-    updates.push_back({seq.id, token, finish});
-    if (finish != FinishReason::kNone) remove(seq.id);
+    const bool stopped_by_caller = !stopped.empty() && stopped[k];
+    const std::vector<int32_t>& run = emitted[k++];
+    LADDER_CHECK(!run.empty() && static_cast<int64_t>(run.size()) <= chunk.n_draft + 1,
+                 "a sampling chunk emits 1 to n_draft + 1 tokens");
+    // Accepted draft tokens have their KV written by this step; the rest of
+    // the draft's positions are cut (their blocks freed, a partly kept block
+    // rewritten later, never published before).
+    const auto n_accepted = static_cast<int64_t>(run.size()) - 1;
+    for (int64_t i = 0; i < n_accepted; ++i) {
+      LADDER_CHECK(run[static_cast<size_t>(i)] == seq.draft[static_cast<size_t>(i)],
+                   "an accepted token differs from the draft");
+    }
+    seq.n_computed += n_accepted;
+    if (chunk.n_draft > 0) kv_.truncate(seq.id, seq.n_computed);
+    seq.draft.clear();
+    for (size_t i = 0; i < run.size(); ++i) {
+      const int32_t token = run[i];
+      seq.tokens.push_back(token);
+      FinishReason finish = FinishReason::kNone;
+      if ((stopped_by_caller && i + 1 == run.size()) || seq.stop.stop_token_ids.count(token) != 0) {
+        finish = FinishReason::kStop;
+      } else if (seq.n_output() >= seq.stop.max_tokens ||
+                 static_cast<int64_t>(seq.tokens.size()) >= config_.context_length) {
+        finish = FinishReason::kLength;
+      }
+      updates.push_back({seq.id, token, finish});
+      if (finish != FinishReason::kNone) break;
+    }
+    // A finish inside the accepted run drops the tokens after it.
+    seq.n_computed = std::min(seq.n_computed, static_cast<int64_t>(seq.tokens.size()));
+    kv_.publish(seq.id, seq.tokens, seq.n_computed);
+    if (updates.back().finish != FinishReason::kNone) remove(seq.id);
   }
   return updates;
 }

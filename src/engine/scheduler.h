@@ -62,6 +62,9 @@ struct ScheduledChunk {
   int64_t start_pos = 0;
   int64_t n_tokens = 0;
   bool sample = false;  // the chunk ends at the last token: sample the next one
+  // Of n_tokens, how many are the sequence's draft (Sequence::draft), after
+  // its last token: the step verifies them (sample is then true).
+  int64_t n_draft = 0;
 };
 
 struct SchedulerOutput {
@@ -104,6 +107,20 @@ class Scheduler {
   // released (full ones stay in the prefix cache).
   std::vector<SequenceUpdate> update_from_output(const SchedulerOutput& output, std::span<const int32_t> sampled,
                                                  std::span<const bool> stopped = {});
+  // The speculative form: emitted[i] holds what the i-th sampling chunk
+  // produced -- the accepted prefix of its draft, then one sampled token (so
+  // 1..n_draft+1 tokens) -- and stopped[i] flags its last token. The KV of
+  // rejected draft positions is truncated away; tokens after one that
+  // finishes the sequence are dropped. One update per token kept.
+  std::vector<SequenceUpdate> update_from_runs(const SchedulerOutput& output,
+                                               std::span<const std::vector<int32_t>> emitted,
+                                               std::span<const bool> stopped = {});
+
+  // Proposes draft tokens for a decoding sequence (running, only its last
+  // token uncomputed). The next schedule() takes as many as the step's budget
+  // and free blocks allow (never preempting for them) and drops the rest.
+  // False, and nothing kept, for any other sequence.
+  bool set_draft(RequestId id, std::vector<int32_t> draft);
 
   // Removes a sequence and releases its blocks now. False when unknown.
   bool cancel(RequestId id);

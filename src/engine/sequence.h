@@ -25,6 +25,10 @@ struct Sequence {
   int64_t n_prompt = 0;
   // Tokens [0, n_computed) have their K and V written.
   int64_t n_computed = 0;
+  // Speculative tokens proposed to follow `tokens` (engine/draft.h), verified
+  // with the last token in the next step; cleared by update_from_output()
+  // and by preemption. Never part of `tokens` until accepted.
+  std::vector<int32_t> draft;
 
   int64_t prefix_hit_tokens = 0;  // on the first admission
   int32_t n_preemptions = 0;

@@ -16,6 +16,7 @@
 #include "engine/finish_reason.h"
 #include "engine/request_timings.h"
 #include "engine/sampler.h"
+#include "engine/spec_usage.h"
 
 namespace ladder::engine {
 
@@ -24,6 +25,7 @@ struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;     // includes a sampled stop token
   int64_t cached_prompt_tokens = 0;  // prefix-cache hits on first admission
+  SpecUsage speculative;             // all zero without speculation
 };
 
 struct StreamEvent {

@@ -202,11 +202,20 @@ int64_t LlamaModel::logit_rows(std::span<const BatchSequence> batch) {
 
 Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers& kv, std::span<float> logits,
                            ops::ThreadPool& pool, std::span<float> hidden) const {
+  return forward_layers(batch, kv, logits, pool, config_.n_layers, hidden);
+}
+
+Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const KvBuffers& kv, std::span<float> logits,
+                                  ops::ThreadPool& pool, int64_t n_layers, std::span<float> hidden) const {
   const ModelConfig& c = config_;
   const Weights& w = *weights_;
-  if (kv.k.size() != static_cast<size_t>(c.n_layers) || kv.v.size() != static_cast<size_t>(c.n_layers)) {
-    return invalid_argument("KV buffers have " + std::to_string(kv.k.size()) + " layers, model has " +
-                            std::to_string(c.n_layers));
+  if (n_layers < 1 || n_layers > c.n_layers) {
+    return invalid_argument("the forward pass can stop after 1 to " + std::to_string(c.n_layers) + " layers, not " +
+                            std::to_string(n_layers));
+  }
+  if (kv.k.size() != static_cast<size_t>(n_layers) || kv.v.size() != static_cast<size_t>(n_layers)) {
+    return invalid_argument("KV buffers have " + std::to_string(kv.k.size()) + " layers, the pass runs " +
+                            std::to_string(n_layers));
   }
   const int block_size = kv.k[0].block_size;
 
@@ -291,7 +300,7 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
     for (int64_t i = 0; i < n; ++i) y[i] += b[i];
   };
 
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  for (int64_t l = 0; l < n_layers; ++l) {
     const Weights::Layer& L = w.layers[static_cast<size_t>(l)];
     const ops::PagedKvLayer& kl = kv.k[static_cast<size_t>(l)];
     const ops::PagedKvLayer& vl = kv.v[static_cast<size_t>(l)];
@@ -345,7 +354,7 @@ Status LlamaModel::forward(std::span<const BatchSequence> batch, const KvBuffers
     });
     mul(L.w_down, up, T, proj, pool);
   }
-  if (c.n_layers > 0) add_row(x, proj, T * dim);  // the last layer's FFN output
+  add_row(x, proj, T * dim);  // the last layer's FFN output
 
   // Hidden states, where asked for: the final norm of every token's row.
   int64_t n_hidden = 0;

@@ -31,6 +31,11 @@ class LlamaModel {
   // reads). Errors: a position beyond the context or a block table too short.
   Status forward(std::span<const BatchSequence> batch, const KvBuffers& kv, std::span<float> logits,
                  ops::ThreadPool& pool, std::span<float> hidden = {}) const;
+  // The same through the first n_layers layers only, then the output norm
+  // and head (an early-exit draft); kv holds those n_layers layers.
+  // Errors: as forward(), and n_layers outside [1, config().n_layers].
+  Status forward_layers(std::span<const BatchSequence> batch, const KvBuffers& kv, std::span<float> logits,
+                        ops::ThreadPool& pool, int64_t n_layers, std::span<float> hidden = {}) const;
 
   // How many logit rows forward() will write for this batch.
   static int64_t logit_rows(std::span<const BatchSequence> batch);

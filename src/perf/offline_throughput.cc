@@ -54,6 +54,7 @@ Result<OfflineThroughput> measure_offline_throughput(const model::LlamaModel& mo
   cfg.kv_dtype = o.kv_dtype;
   cfg.scheduler.max_batch_tokens = o.max_batch_tokens;
   cfg.scheduler.max_running = o.max_running;
+  cfg.speculative = o.speculative;
   const int64_t blocks_per_request = (o.prompt_tokens + o.output_tokens + cfg.block_size - 1) / cfg.block_size;
   cfg.n_kv_blocks = static_cast<int32_t>(o.requests * blocks_per_request + 16);
   LADDER_ASSIGN_OR_RETURN(auto engine, Engine::create(model, cfg));

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "common/status.h"
+#include "engine/speculator.h"
 #include "model/llama_model.h"
 
 namespace ladder::perf {
@@ -20,6 +21,7 @@ struct OfflineOptions {
   int64_t max_batch_tokens = 512;
   int32_t max_running = 256;
   TensorType kv_dtype = TensorType::kF16;
+  engine::SpeculativeConfig speculative;  // no draft: plain decoding
 };
 
 struct OfflineThroughput {

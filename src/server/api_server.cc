@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/build_info.h"
+#include "engine/model_draft.h"
 #include "grammar/grammar_cache.h"
 #include "grammar/token_vocabulary.h"
 #include "grammar/tool_call_format.h"
@@ -220,6 +221,11 @@ Status ApiServer::load() {
   }
   served->pump = std::make_unique<StreamPump>();
   ec.on_step = [pump = served->pump.get()](const engine::StepReport&) { pump->wake(); };
+  if (s.config.draft.kind != engine::DraftSpec::Kind::kNone) {
+    LADDER_ASSIGN_OR_RETURN(ec.speculative.draft,
+                            engine::make_draft(s.config.draft, *served->bundle.model, *served->bundle.file,
+                                               engine::draft_options_for(ec)));
+  }
   LADDER_ASSIGN_OR_RETURN(served->engine, engine::Engine::create(*served->bundle.model, ec));
   if (s.config.served_model_name.empty()) {
     s.config.served_model_name = std::filesystem::path(s.config.model_path).stem().string();
@@ -481,7 +487,12 @@ HttpResponse ApiServer::State::health() const {
 json ApiServer::State::effective_config() const {
   const engine::Engine& e = *ready.load()->engine;
   const engine::EngineConfig& ec = e.config();
-  return {{"rung", kv::kv_format_is_approximate(ec.kv_dtype) ? 3 : 1},
+  const engine::SpeculativeConfig& sc = ec.speculative;
+  return {{"rung", kv::kv_format_is_approximate(ec.kv_dtype) ? 3 : (sc.draft ? 4 : 1)},
+          {"speculative",
+           {{"draft", sc.draft ? sc.draft->name() : "off"},
+            {"k", sc.draft ? sc.k : 0},
+            {"adaptive", sc.draft != nullptr && sc.adaptive}}},
           {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
           {"kv_format", e.kv_format_name()},
           {"kv_block_size", ec.block_size},
@@ -540,6 +551,15 @@ HttpResponse ApiServer::State::metrics_page(bool per_tenant) const {
     g.kv_blocks_used = m.kv_blocks_used;
     g.kv_blocks_free = m.kv_blocks_free;
     g.prefix_hit_tokens = m.prefix_hit_tokens;
+    g.speculative = s->engine->config().speculative.draft != nullptr;
+    g.spec_proposed = m.spec_proposed;
+    g.spec_accepted = m.spec_accepted;
+    g.spec_cycles = m.spec_cycles;
+    g.spec_draft_us = m.spec_draft_us;
+    g.spec_verify_us = m.spec_verify_us;
+    g.spec_enabled = m.spec_enabled;
+    g.spec_k = m.spec_k;
+    g.spec_predicted_gain = m.spec_predicted_gain;
   }
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -38,6 +38,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "engine/draft.h"
 #include "engine/engine.h"
 #include "server/http_server.h"
 
@@ -57,6 +58,9 @@ struct ServeConfig {
   // The engine: KV cache, scheduler, request bounds, admission. The server
   // fills in the model digests, tokenizer and tenants.
   engine::EngineConfig engine;
+  // Speculative decoding (--spec): the draft is built at load(), beside the
+  // model; engine.speculative carries k and whether it adapts.
+  engine::DraftSpec draft;
   int prepare_threads = 2;            // templating and tokenizing, off the io threads
   size_t max_pending_prepare = 1024;  // requests waiting to be tokenized
   double drain_grace_s = 30;

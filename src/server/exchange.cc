@@ -170,8 +170,18 @@ void Exchange::finish_choices() {
   std::optional<Clock::time_point> first, prefill_start;
   Clock::time_point last = plan_.arrival;
   bool tpot_met = true;
+  engine::SpecUsage speculative;  // every choice's, added up
   for (const auto& end : ends_) {
     if (!end) continue;
+    const engine::SpecUsage& sp = end->usage.speculative;
+    speculative.eligible = speculative.eligible || sp.eligible;
+    speculative.enabled = speculative.enabled || sp.enabled;
+    speculative.proposed += sp.proposed;
+    speculative.accepted += sp.accepted;
+    speculative.cycles += sp.cycles;
+    speculative.draft_us += sp.draft_us;
+    speculative.verify_us += sp.verify_us;
+    speculative.k = std::max(speculative.k, sp.k);
     const engine::RequestTimings& t = end->timings;
     timings.prompt_tokens = end->usage.prompt_tokens;
     timings.cached_tokens = std::max(timings.cached_tokens, end->usage.cached_prompt_tokens);
@@ -204,7 +214,8 @@ void Exchange::finish_choices() {
   rec.e2e_s = timings.e2e_ms / 1000.0;
 
   if (!failure_) {
-    writer_.finish(UsageInfo{timings.prompt_tokens, rec.completion_tokens, timings.cached_tokens}, timings);
+    writer_.finish(UsageInfo{timings.prompt_tokens, rec.completion_tokens, timings.cached_tokens, speculative},
+                   timings);
     rec.http_status = 200;
     bool met = first.has_value() && tpot_met;
     if (met && plan_.request.scheduling.deadline != Clock::time_point::max()) {

@@ -9,10 +9,24 @@ std::string dump_json(const json& doc) { return doc.dump(-1, ' ', false, json::e
 std::string sse_data(const json& chunk) { return "data: " + dump_json(chunk) + "\n\n"; }
 
 json usage_json(const UsageInfo& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+  const engine::SpecUsage& sp = u.speculative;
+  json j = {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
+            {"completion_tokens_details",
+             {{"accepted_prediction_tokens", sp.accepted}, {"rejected_prediction_tokens", sp.rejected()}}}};
+  if (sp.eligible) {
+    j["ladder_speculative"] = {{"proposed", sp.proposed},
+                               {"accepted", sp.accepted},
+                               {"cycles", sp.cycles},
+                               {"tokens_per_cycle", sp.tokens_per_cycle()},
+                               {"draft_ms", static_cast<double>(sp.draft_us) / 1000.0},
+                               {"verify_ms", static_cast<double>(sp.verify_us) / 1000.0},
+                               {"k", sp.k},
+                               {"enabled", sp.enabled}};
+  }
+  return j;
 }
 
 json timings_json(const ServerTimings& t) {

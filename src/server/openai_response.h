@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/spec_usage.h"
 #include "grammar/tool_call_parser.h"
 
 namespace ladder::server {
@@ -27,6 +28,7 @@ struct UsageInfo {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;
+  engine::SpecUsage speculative;  // ladder_speculative when eligible
 };
 
 // Server-side timings of one request (DESIGN.md "Metrics"), milliseconds.

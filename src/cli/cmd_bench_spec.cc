@@ -1,0 +1,105 @@
+// `ladder bench spec`: speculative decoding against plain decoding on the
+// same requests at several batch sizes, paired in one run
+// (engine/spec_bench.h).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/spec_options.h"
+#include "engine/spec_bench.h"
+
+namespace ladder::cli {
+namespace {
+
+struct BenchSpecArgs {
+  std::string model;
+  SpecCliOptions spec;
+  std::vector<std::string> prompts;
+  std::vector<int> batches = {1, 4, 16};
+  int64_t output_tokens = 64;
+  float temperature = 0.0f;
+  int threads = 0;
+  int repeats = 5;
+};
+
+// Story openers (the shared test model is trained on TinyStories); the
+// second repeats itself, as extraction and editing prompts do.
+const std::vector<std::string> kDefaultPrompts = {
+    "Once upon a time",
+    "Lily had a red ball. She liked to play with the red ball. One day, Lily had a red ball",
+    "Tom and his mom went to the store. They wanted to buy",
+    "The little dog was sad. The little dog was",
+};
+
+int run_bench_spec(const BenchSpecArgs& a) {
+  if (a.spec.spec == "off") {
+    std::fprintf(stderr, "error: pass --spec ngram|draft:FILE|self-q4|early-exit:L\n");
+    return 2;
+  }
+  std::string path;
+  int exit_code = 0;
+  auto bundle = load_model_or_report(a.model, &path, &exit_code);
+  if (!bundle) return exit_code;
+  engine::EngineConfig ec;  // the draft's KV pool follows the default engine's
+  auto spec = speculative_config(a.spec, *bundle, ec);
+  if (!spec.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", spec.status().message().c_str());
+    return 1;
+  }
+  engine::SpecBenchOptions o;
+  o.batch_sizes = a.batches;
+  o.output_tokens = a.output_tokens;
+  o.temperature = a.temperature;
+  o.k = a.spec.k;
+  o.adaptive = !a.spec.fixed;
+  o.n_threads = a.threads;
+  o.repeats = a.repeats;
+  for (const std::string& p : a.prompts.empty() ? kDefaultPrompts : a.prompts) {
+    o.prompts.push_back(bundle->tokenizer->encode(p, bundle->tokenizer->add_bos_default(), false));
+  }
+  auto rows = engine::measure_speculation(*bundle->model, spec->draft, o);
+  if (!rows.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", rows.status().message().c_str());
+    return 1;
+  }
+  std::printf("model %s, --spec %s, k %d, %s, %s, %lld output tokens per request\n", path.c_str(),
+              a.spec.spec.c_str(), a.spec.k, o.adaptive ? "adaptive (the engine may switch it off)" : "forced on",
+              a.temperature > 0 ? "sampled" : "greedy", static_cast<long long>(a.output_tokens));
+  std::printf("%5s %12s %12s %8s %10s %11s %7s %8s %9s %s\n", "batch", "plain tok/s", "spec tok/s", "speedup",
+              "accepted", "tok/cycle", "draft", "enabled", "predicted", "outputs");
+  int rc = 0;
+  for (const auto& r : *rows) {
+    std::printf("%5d %12.1f %12.1f %7.2fx %9.1f%% %11.2f %6.0f%% %8s %8.2fx %s\n", r.batch, r.plain_tok_per_s,
+                r.spec_tok_per_s, r.speedup, 100 * r.acceptance, r.tokens_per_cycle, 100 * r.draft_share,
+                r.enabled_at_end ? "yes" : "no", r.predicted_gain, r.outputs_match ? "identical" : "DIFFER");
+    if (!r.outputs_match) rc = 1;
+  }
+  return rc;
+}
+
+CommandRegistrar reg{"bench/spec", 73, [](CLI::App& app) -> CommandRun {
+  auto a = std::make_shared<BenchSpecArgs>();
+  auto* cmd = app.get_subcommand("bench")->add_subcommand(
+      "spec", "Speculative decoding against plain decoding on the same requests, paired, at several batch sizes");
+  cmd->add_option("-m,--model", a->model, "GGUF model (default: $LADDER_MODEL, then ../shared/models/stories260K.gguf)");
+  add_spec_options(cmd, &a->spec);
+  cmd->add_option("-p,--prompt", a->prompts, "Prompt text (repeatable; default: four story openers)");
+  cmd->add_option("--batch", a->batches, "Batch sizes (requests submitted together)")
+      ->capture_default_str()
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--output", a->output_tokens, "Output tokens per request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--temp", a->temperature, "Temperature; 0 = greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("-t,--threads", a->threads, "Threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--repeats", a->repeats, "Runs of each pair; each side keeps its fastest")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  return [a] { return run_bench_spec(*a); };
+}};
+
+}  // namespace
+}  // namespace ladder::cli

@@ -1,0 +1,121 @@
+#include "engine/spec_bench.h"
+
+#include <chrono>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace ladder::engine {
+namespace {
+
+struct Run {
+  double seconds = 0;
+  int64_t tokens = 0;
+  std::vector<std::vector<int32_t>> outputs;
+};
+
+Result<Run> run_batch(Engine& engine, const std::vector<Request>& requests) {
+  Run run;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Submission> subs;
+  for (const Request& r : requests) {
+    LADDER_ASSIGN_OR_RETURN(Submission s, engine.submit(r));
+    subs.push_back(std::move(s));
+  }
+  for (Submission& s : subs) {
+    std::vector<int32_t> out;
+    while (auto e = s.stream->next()) {
+      if (e->kind == StreamEvent::Kind::kToken) out.push_back(e->token.token);
+      if (e->kind == StreamEvent::Kind::kFinished && e->finish == FinishReason::kError) return e->status;
+    }
+    run.tokens += static_cast<int64_t>(out.size());
+    run.outputs.push_back(std::move(out));
+  }
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+}  // namespace
+
+Result<std::vector<SpecBenchRow>> measure_speculation(const model::LlamaModel& model, std::shared_ptr<Draft> draft,
+                                                      const SpecBenchOptions& o) {
+  if (o.prompts.empty()) return invalid_argument("the speculation benchmark needs at least one prompt");
+  if (draft == nullptr) return invalid_argument("the speculation benchmark needs a draft (--spec)");
+  const int64_t ctx = model.config().context_length;
+  int max_batch = 0;
+  for (int b : o.batch_sizes) {
+    if (b < 1) return invalid_argument("batch sizes must be positive");
+    max_batch = std::max(max_batch, b);
+  }
+  for (const auto& p : o.prompts) {
+    if (p.empty() || static_cast<int64_t>(p.size()) + o.output_tokens > ctx) {
+      return out_of_range("a prompt of " + std::to_string(p.size()) + " tokens plus " +
+                          std::to_string(o.output_tokens) + " output tokens does not fit the context of " +
+                          std::to_string(ctx));
+    }
+  }
+  EngineConfig cfg;
+  cfg.n_threads = o.n_threads;
+  cfg.kv_dtype = o.kv_dtype;
+  cfg.prefix_caching = false;  // each run computes its prompts
+  cfg.scheduler.max_running = std::max(64, max_batch);
+  cfg.scheduler.max_batch_tokens = std::max<int64_t>(512, static_cast<int64_t>(max_batch) * (o.k + 1));
+  cfg.n_kv_blocks = static_cast<int32_t>(max_batch * ((ctx + cfg.block_size - 1) / cfg.block_size + 1));
+  LADDER_ASSIGN_OR_RETURN(auto plain, Engine::create(model, cfg));
+  cfg.speculative.draft = std::move(draft);
+  cfg.speculative.k = o.k;
+  cfg.speculative.adaptive = o.adaptive;
+  LADDER_ASSIGN_OR_RETURN(auto spec, Engine::create(model, cfg));
+
+  // One untimed request through each engine first: the weights' pages,
+  // the thread pool and the draft's own weights are warm before timing.
+  {
+    Request warm;
+    warm.prompt = o.prompts.front();
+    warm.stop.max_tokens = std::min<int64_t>(o.output_tokens, 8);
+    warm.sampling.temperature = 0;
+    LADDER_RETURN_IF_ERROR(run_batch(*plain, {warm}).status());
+    LADDER_RETURN_IF_ERROR(run_batch(*spec, {warm}).status());
+  }
+  std::vector<SpecBenchRow> rows;
+  for (int b : o.batch_sizes) {
+    std::vector<Request> requests;
+    for (int i = 0; i < b; ++i) {
+      Request r;
+      r.prompt = o.prompts[static_cast<size_t>(i) % o.prompts.size()];
+      r.sampling.temperature = o.temperature;
+      r.sampling.seed = static_cast<uint64_t>(i);
+      r.stop.max_tokens = o.output_tokens;
+      requests.push_back(std::move(r));
+    }
+    const EngineMetrics before = spec->metrics();
+    Run p, s;
+    double spec_seconds = 0;  // all repeats
+    for (int rep = 0; rep < std::max(1, o.repeats); ++rep) {
+      LADDER_ASSIGN_OR_RETURN(Run pr, run_batch(*plain, requests));
+      LADDER_ASSIGN_OR_RETURN(Run sr, run_batch(*spec, requests));
+      spec_seconds += sr.seconds;
+      if (rep == 0 || pr.seconds < p.seconds) p = std::move(pr);
+      if (rep == 0 || sr.seconds < s.seconds) s = std::move(sr);
+    }
+    const EngineMetrics after = spec->metrics();
+    SpecBenchRow row;
+    row.batch = b;
+    row.plain_tok_per_s = static_cast<double>(p.tokens) / p.seconds;
+    row.spec_tok_per_s = static_cast<double>(s.tokens) / s.seconds;
+    row.speedup = row.spec_tok_per_s / row.plain_tok_per_s;
+    const auto proposed = static_cast<double>(after.spec_proposed - before.spec_proposed);
+    const auto accepted = static_cast<double>(after.spec_accepted - before.spec_accepted);
+    const auto cycles = static_cast<double>(after.spec_cycles - before.spec_cycles);
+    row.acceptance = proposed > 0 ? accepted / proposed : 0;
+    row.tokens_per_cycle = cycles > 0 ? (accepted + cycles) / cycles : 0;
+    row.draft_share = static_cast<double>(after.spec_draft_us - before.spec_draft_us) / 1e6 / spec_seconds;
+    row.enabled_at_end = after.spec_enabled;
+    row.predicted_gain = after.spec_predicted_gain;
+    row.outputs_match = p.outputs == s.outputs;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace ladder::engine

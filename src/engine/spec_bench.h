@@ -1,0 +1,50 @@
+// The paired speculation benchmark (`ladder bench spec`): the same requests
+// through plain decoding and through speculative decoding, at several batch
+// sizes, in one process, so the ratio survives a noisy machine. Reports
+// acceptance, tokens per cycle and the speed-up, and checks that greedy
+// outputs agree token for token (they must: speculation is exact). Each
+// pair runs `repeats` times, plain and speculative interleaved, and each
+// side keeps its fastest run (on a shared machine noise only adds time).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/draft.h"
+#include "model/llama_model.h"
+
+namespace ladder::engine {
+
+struct SpecBenchOptions {
+  std::vector<int> batch_sizes = {1, 4, 16};
+  std::vector<std::vector<int32_t>> prompts;  // cycled through; at least one
+  int64_t output_tokens = 128;
+  float temperature = 0.0f;  // > 0: seeded sampling (outputs then agree too: drafts are deterministic)
+  int32_t k = 4;
+  int repeats = 5;
+  bool adaptive = false;  // false: speculation forced on (what it does); true: the engine may turn it off
+  int n_threads = 0;
+  TensorType kv_dtype = TensorType::kF16;
+};
+
+struct SpecBenchRow {
+  int batch = 0;
+  double plain_tok_per_s = 0;  // output tokens per second
+  double spec_tok_per_s = 0;
+  double speedup = 0;            // spec / plain
+  double acceptance = 0;         // accepted / proposed draft tokens
+  double tokens_per_cycle = 0;
+  double draft_share = 0;        // of the speculative run's time, drafting
+  bool enabled_at_end = false;   // the engine's last decision (adaptive runs)
+  double predicted_gain = 1.0;   // the engine's last prediction
+  bool outputs_match = false;    // spec == plain, token for token
+};
+
+// Errors: no prompts, a prompt + output beyond the context, an engine that
+// cannot be created.
+Result<std::vector<SpecBenchRow>> measure_speculation(const model::LlamaModel& model, std::shared_ptr<Draft> draft,
+                                                      const SpecBenchOptions& options);
+
+}  // namespace ladder::engine
