@@ -6,6 +6,21 @@
 
 namespace ladder::engine {
 
+// Speculative decoding, engine-wide (zero without a draft): draft tokens
+// verified and accepted, verify cycles, time spent drafting and in forward
+// passes that verified drafts; the last step's decision (on for any request,
+// its k) and the controller's predicted speed-up over plain decoding.
+struct SpecMetrics {
+  int64_t proposed = 0;
+  int64_t accepted = 0;
+  int64_t cycles = 0;
+  int64_t draft_us = 0;
+  int64_t verify_us = 0;
+  bool enabled = false;
+  int32_t k = 0;
+  double predicted_gain = 1.0;
+};
+
 struct EngineMetrics {
   int64_t admission_queued = 0;  // waiting in admission for a running slot
   int64_t queue_depth = 0;       // admitted, not yet running (incl. preempted)
@@ -26,18 +41,7 @@ struct EngineMetrics {
   // Time the loop spent in the model's forward pass and in sampling.
   int64_t forward_us = 0;
   int64_t sample_us = 0;
-  // Speculative decoding (zero without a draft): draft tokens verified and
-  // accepted, verify cycles, time spent drafting and in forward passes that
-  // verified drafts; the last step's decision (on for any request, its k)
-  // and the controller's predicted speed-up over plain decoding.
-  int64_t spec_proposed = 0;
-  int64_t spec_accepted = 0;
-  int64_t spec_cycles = 0;
-  int64_t spec_draft_us = 0;
-  int64_t spec_verify_us = 0;
-  bool spec_enabled = false;
-  int32_t spec_k = 0;
-  double spec_predicted_gain = 1.0;
+  SpecMetrics spec;
 };
 
 }  // namespace ladder::engine

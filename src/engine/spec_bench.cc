@@ -104,14 +104,14 @@ Result<std::vector<SpecBenchRow>> measure_speculation(const model::LlamaModel& m
     row.plain_tok_per_s = static_cast<double>(p.tokens) / p.seconds;
     row.spec_tok_per_s = static_cast<double>(s.tokens) / s.seconds;
     row.speedup = row.spec_tok_per_s / row.plain_tok_per_s;
-    const auto proposed = static_cast<double>(after.spec_proposed - before.spec_proposed);
-    const auto accepted = static_cast<double>(after.spec_accepted - before.spec_accepted);
-    const auto cycles = static_cast<double>(after.spec_cycles - before.spec_cycles);
+    const auto proposed = static_cast<double>(after.spec.proposed - before.spec.proposed);
+    const auto accepted = static_cast<double>(after.spec.accepted - before.spec.accepted);
+    const auto cycles = static_cast<double>(after.spec.cycles - before.spec.cycles);
     row.acceptance = proposed > 0 ? accepted / proposed : 0;
     row.tokens_per_cycle = cycles > 0 ? (accepted + cycles) / cycles : 0;
-    row.draft_share = static_cast<double>(after.spec_draft_us - before.spec_draft_us) / 1e6 / spec_seconds;
-    row.enabled_at_end = after.spec_enabled;
-    row.predicted_gain = after.spec_predicted_gain;
+    row.draft_share = static_cast<double>(after.spec.draft_us - before.spec.draft_us) / 1e6 / spec_seconds;
+    row.enabled_at_end = after.spec.enabled;
+    row.predicted_gain = after.spec.predicted_gain;
     row.outputs_match = p.outputs == s.outputs;
     rows.push_back(row);
   }

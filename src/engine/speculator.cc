@@ -107,14 +107,8 @@ void Speculator::record_cycle(SpecState& s, int64_t n_draft, int64_t n_accepted,
 }
 
 void Speculator::publish(EngineMetrics& m) const {
-  m.spec_proposed = proposed_;
-  m.spec_accepted = accepted_;
-  m.spec_cycles = cycles_;
-  m.spec_draft_us = draft_us_;
-  m.spec_verify_us = verify_us_;
-  m.spec_enabled = controller_.last_enabled();
-  m.spec_k = controller_.last_k();
-  m.spec_predicted_gain = controller_.last_gain();
+  m.spec = {proposed_,  accepted_, cycles_, draft_us_, verify_us_, controller_.last_enabled(), controller_.last_k(),
+            controller_.last_gain()};
 }
 
 }  // namespace ladder::engine

@@ -552,14 +552,7 @@ HttpResponse ApiServer::State::metrics_page(bool per_tenant) const {
     g.kv_blocks_free = m.kv_blocks_free;
     g.prefix_hit_tokens = m.prefix_hit_tokens;
     g.speculative = s->engine->config().speculative.draft != nullptr;
-    g.spec_proposed = m.spec_proposed;
-    g.spec_accepted = m.spec_accepted;
-    g.spec_cycles = m.spec_cycles;
-    g.spec_draft_us = m.spec_draft_us;
-    g.spec_verify_us = m.spec_verify_us;
-    g.spec_enabled = m.spec_enabled;
-    g.spec_k = m.spec_k;
-    g.spec_predicted_gain = m.spec_predicted_gain;
+    g.spec = m.spec;
   }
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";

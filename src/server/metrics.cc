@@ -161,25 +161,25 @@ std::string ServerMetrics::render(const GaugeSnapshot& g, bool per_tenant) const
       out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n", name, help, v);
     };
     counter("ladder_spec_proposed_tokens_total", "Draft tokens verified by the target.",
-            std::to_string(g.spec_proposed));
-    counter("ladder_spec_accepted_tokens_total", "Draft tokens the target accepted.", std::to_string(g.spec_accepted));
+            std::to_string(g.spec.proposed));
+    counter("ladder_spec_accepted_tokens_total", "Draft tokens the target accepted.", std::to_string(g.spec.accepted));
     counter("ladder_spec_cycles_total", "Verify cycles (each emits the accepted tokens plus one).",
-            std::to_string(g.spec_cycles));
-    counter("ladder_spec_draft_seconds_total", "Time spent drafting.", fmt_double(g.spec_draft_us / 1e6));
+            std::to_string(g.spec.cycles));
+    counter("ladder_spec_draft_seconds_total", "Time spent drafting.", fmt_double(g.spec.draft_us / 1e6));
     counter("ladder_spec_verify_seconds_total", "Forward time of the steps that verified drafts.",
-            fmt_double(g.spec_verify_us / 1e6));
+            fmt_double(g.spec.verify_us / 1e6));
     const double per_cycle =
-        g.spec_cycles > 0 ? static_cast<double>(g.spec_accepted + g.spec_cycles) / static_cast<double>(g.spec_cycles)
+        g.spec.cycles > 0 ? static_cast<double>(g.spec.accepted + g.spec.cycles) / static_cast<double>(g.spec.cycles)
                           : 0.0;
     out += fmt::format("# HELP ladder_spec_tokens_per_cycle Mean tokens emitted per verify cycle.\n"
                        "# TYPE ladder_spec_tokens_per_cycle gauge\nladder_spec_tokens_per_cycle {}\n",
                        fmt_double(per_cycle));
-    gauge("ladder_spec_enabled", "1 when the last step speculated for any request.", g.spec_enabled ? 1 : 0);
-    gauge("ladder_spec_k", "Draft tokens per cycle chosen by the last step (0: plain).", g.spec_k);
+    gauge("ladder_spec_enabled", "1 when the last step speculated for any request.", g.spec.enabled ? 1 : 0);
+    gauge("ladder_spec_k", "Draft tokens per cycle chosen by the last step (0: plain).", g.spec.k);
     out += fmt::format("# HELP ladder_spec_predicted_gain Predicted speed of speculation over plain decoding at the "
                        "last step (below 1: it loses).\n# TYPE ladder_spec_predicted_gain gauge\n"
                        "ladder_spec_predicted_gain {}\n",
-                       fmt_double(g.spec_predicted_gain));
+                       fmt_double(g.spec.predicted_gain));
   }
   out += fmt::format("# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
                      "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total {}\n",

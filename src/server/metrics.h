@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/engine_metrics.h"
+
 namespace ladder::server {
 
 // A cumulative histogram with fixed upper bounds (seconds).
@@ -39,16 +41,8 @@ struct GaugeSnapshot {
   int64_t prefix_hit_tokens = 0; // engine-wide, all tenants
   int64_t open_connections = 0;
   int64_t live_requests = 0;     // accepted generation requests not yet settled
-  // Speculative decoding, engine-wide (rendered only with a draft).
-  bool speculative = false;
-  int64_t spec_proposed = 0;
-  int64_t spec_accepted = 0;
-  int64_t spec_cycles = 0;
-  int64_t spec_draft_us = 0;
-  int64_t spec_verify_us = 0;
-  bool spec_enabled = false;
-  int32_t spec_k = 0;
-  double spec_predicted_gain = 1.0;
+  bool speculative = false;  // the engine has a draft: render `spec`
+  engine::SpecMetrics spec;
   std::string state;             // loading, ready, draining
 };
 

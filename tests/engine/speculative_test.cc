@@ -97,9 +97,9 @@ void expect_greedy_matches_plain(std::shared_ptr<Draft> draft, bool adaptive) {
     accepted += u.accepted;
   }
   const EngineMetrics m = engine->metrics();
-  EXPECT_GT(m.spec_cycles, 0);
+  EXPECT_GT(m.spec.cycles, 0);
   EXPECT_GT(accepted, 0);
-  EXPECT_EQ(m.spec_accepted, accepted);
+  EXPECT_EQ(m.spec.accepted, accepted);
   expect_pool_whole(*engine);
 }
 
@@ -186,9 +186,9 @@ TEST(Speculative, SampledOutputHasTheTargetsDistribution) {
   const auto plain = sample_many(*engine, kN, 1, kT, false);
   const auto spec = sample_many(*engine, kN, 1'000'000, kT, true);
   const EngineMetrics m = engine->metrics();
-  EXPECT_GT(m.spec_cycles, kN / 2);
-  EXPECT_GT(m.spec_accepted, 0);
-  EXPECT_LT(m.spec_accepted, m.spec_proposed);  // rejections happened: the test can see a wrong rule
+  EXPECT_GT(m.spec.cycles, kN / 2);
+  EXPECT_GT(m.spec.accepted, 0);
+  EXPECT_LT(m.spec.accepted, m.spec.proposed);  // rejections happened: the test can see a wrong rule
   for (size_t pos = 1; pos < 4; ++pos) {
     const auto [stat, df] = chi_square(plain, spec, pos);
     ASSERT_GE(df, 3);
@@ -236,7 +236,7 @@ TEST(Speculative, ADraftThatCostsMoreThanItSavesIsSwitchedOff) {
   const EngineMetrics fm = forced->metrics();
   forced.reset();
   const double tokens_per_cycle =
-      static_cast<double>(fm.spec_accepted + fm.spec_cycles) / static_cast<double>(fm.spec_cycles);
+      static_cast<double>(fm.spec.accepted + fm.spec.cycles) / static_cast<double>(fm.spec.cycles);
   std::printf("plain %.0f tok/s, forced speculation %.0f tok/s at %.2f tokens per cycle\n",
               static_cast<double>(plain_tokens) / plain_s, static_cast<double>(forced_tokens) / forced_s,
               tokens_per_cycle);
@@ -248,12 +248,12 @@ TEST(Speculative, ADraftThatCostsMoreThanItSavesIsSwitchedOff) {
   const auto [adaptive_s, adaptive_tokens] = run_one_by_one(*adaptive, kRequests, kT, kMaxTokens);
   const EngineMetrics m = adaptive->metrics();
   std::printf("adaptive %.0f tok/s, %ld cycles, predicted gain %.2f\n",
-              static_cast<double>(adaptive_tokens) / adaptive_s, static_cast<long>(m.spec_cycles),
-              m.spec_predicted_gain);
-  EXPECT_LT(m.spec_predicted_gain, 1.0);
-  EXPECT_FALSE(m.spec_enabled);
+              static_cast<double>(adaptive_tokens) / adaptive_s, static_cast<long>(m.spec.cycles),
+              m.spec.predicted_gain);
+  EXPECT_LT(m.spec.predicted_gain, 1.0);
+  EXPECT_FALSE(m.spec.enabled);
   // Speculating throughout would take ~tokens / 3.36 cycles; probes only remain.
-  EXPECT_LT(static_cast<double>(m.spec_cycles),
+  EXPECT_LT(static_cast<double>(m.spec.cycles),
             0.25 * static_cast<double>(adaptive_tokens) / tokens_per_cycle);
   expect_pool_whole(*adaptive);
 }
