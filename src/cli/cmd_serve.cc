@@ -24,6 +24,10 @@ struct ServeOptions {
   int io_threads = 2;
   int metrics_port = -1;
   int64_t context = 0;
+  std::string role = "both";
+  int kv_port = 0;
+  double kv_inbox_mb = 1024;
+  double kv_inbox_ttl_s = 30;
 };
 
 // Each connection is a file descriptor; the usual soft limit (1024) would cap
@@ -46,6 +50,12 @@ int run_serve(ServeOptions& o) {
   o.config.http.io_threads = o.io_threads;
   if (o.metrics_port >= 0) o.config.metrics_port = static_cast<uint16_t>(o.metrics_port);
   o.config.engine.scheduler.context_length = o.context;
+  o.config.role = o.role == "prefill"  ? server::ServeRole::kPrefill
+                  : o.role == "decode" ? server::ServeRole::kDecode
+                                       : server::ServeRole::kBoth;
+  o.config.kv_port = static_cast<uint16_t>(o.kv_port);
+  o.config.kv_inbox_bytes = static_cast<size_t>(o.kv_inbox_mb * (1 << 20));
+  o.config.kv_inbox_ttl = std::chrono::milliseconds(static_cast<int64_t>(o.kv_inbox_ttl_s * 1000));
   server::ApiServer srv(o.config);
   if (Status st = srv.start(); !st.is_ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
@@ -58,6 +68,9 @@ int run_serve(ServeOptions& o) {
     return 1;
   }
   std::printf("listening on http://%s:%u\n", o.config.http.host.c_str(), static_cast<unsigned>(srv.port()));
+  if (o.config.role == server::ServeRole::kDecode) {
+    std::printf("kv on %s:%u\n", o.config.kv_host.c_str(), static_cast<unsigned>(srv.kv_port()));
+  }
   if (o.config.metrics_port) {
     std::printf("metrics on http://%s:%u/metrics\n", o.config.metrics_host.c_str(),
                 static_cast<unsigned>(srv.metrics_port()));
@@ -117,6 +130,17 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--initial-service-ms", e.initial_service_ms,
                   "Admission's estimate of a request's run time before it has measured one")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--role", o->role,
+                  "both: a whole server (rung 1); prefill or decode: a rung-2 worker behind `ladder route`")
+      ->check(CLI::IsMember({"both", "prefill", "decode"}))->capture_default_str();
+  cmd->add_option("--kv-host", c.kv_host, "Decode role: address of the KV transfer listener")->capture_default_str();
+  cmd->add_option("--kv-port", o->kv_port, "Decode role: port of the KV transfer listener; 0 picks a free one")
+      ->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--kv-inbox-mb", o->kv_inbox_mb, "Decode role: received KV held for its requests, at most")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-inbox-ttl-s", o->kv_inbox_ttl_s,
+                  "Decode role: how long received KV waits for its request before it is dropped")
       ->capture_default_str()->check(CLI::PositiveNumber);
   return [o] { return run_serve(*o); };
 }};

@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/sampling_params.h"
 #include "engine/stop_criteria.h"
+#include "kv/kv_transfer.h"
 
 namespace ladder::engine {
 
@@ -29,6 +31,13 @@ struct Request {
   // Prefix-cache scope, set by the server from the API key (never by the
   // client). Requests share cached blocks only when their scopes are equal.
   std::string cache_scope;
+  // Rung 2 (prefill/decode split). export_kv: once the prompt is computed,
+  // its first token event carries the KV of the prompt's full blocks before
+  // its last token (StreamEvent::kv_export). kv_import: blocks another worker
+  // computed for this prompt, taken where their keys match this request's
+  // own (KvCacheManager::stage_import); the rest is computed here.
+  bool export_kv = false;
+  std::shared_ptr<const kv::KvBlockSet> kv_import;
 };
 
 }  // namespace ladder::engine
