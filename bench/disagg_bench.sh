@@ -55,13 +55,13 @@ serve 1 router route -m "$MODEL" --prefill "http://127.0.0.1:$PORT_prefill" --de
 
 "$LADDER" workload chat -o "$OUT/chat.jsonl" --requests 400 --rate 2 --seed 1 --max-tokens 48 --user-tokens 200 >/dev/null
 WORKLOADS=(chat:"$OUT/chat.jsonl" azure-code:"$SHARED/traces/AzureLLMInferenceTrace_code.csv")
-REPLAY=(--duration "$DURATION" --max-input-tokens 1500 --max-output-tokens 64 --ignore-eos --quiet --allow-errors
+REPLAY=(--duration "$DURATION" --max-output-tokens 64 --ignore-eos --quiet --allow-errors
         --slo ttft_ms=2000,tpot_ms=200)
 for w in "${WORKLOADS[@]}"; do
   name=${w%%:*}
   file=${w#*:}
   extra=()
-  [ "$name" = azure-code ] && extra=(--rate "${AZURE_RATE:-1}" --seed 3)
+  [ "$name" = azure-code ] && extra=(--rate "${AZURE_RATE:-1}" --seed 3 --max-input-tokens 1500 --chars-per-token 1.8)
   "$LADDER" replay --endpoint "http://127.0.0.1:$PORT_rung1" --workload "$file" --out "$OUT/$name-rung1" \
     "${REPLAY[@]}" "${extra[@]}" --save-reference "$OUT/$name-ref.jsonl" > "$OUT/$name-rung1.txt"
   t0=$(metric "$PORT_router" ladder_router_transfers_total)

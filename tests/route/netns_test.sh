@@ -129,12 +129,27 @@ transfers=$(metric "$NS_R" http://127.0.0.1:8080 ladder_router_transfers_total)
 [ "${imported:-0}" -gt 0 ] || fail "the decode host imported no KV blocks"
 [ "${refused:-x}" = 0 ] || fail "the decode host refused $refused KV blocks (a key or format mismatch)"
 [ "${transfers:-0}" -ge 6 ] || fail "the router counted $transfers transfers, expected 6"
-# Zero cross-tenant hits: beta's prompt equals one alpha sent, yet beta's
-# requests imported their own blocks on the decode host and computed theirs
-# on the prefill host (the prefill host's hit counter is alpha's alone: the
-# second alpha pair hit the first one's blocks, two requests' worth).
-per_req=$((imported / 6))
-[ $((per_req * 6)) -eq "$imported" ] || fail "imports ($imported) are not the same for every request: a cross-tenant hit"
+
+# Zero cross-tenant hits on either host: a prompt neither tenant sent yet,
+# alpha twice, then beta. Alpha's second request hits the prefill host's
+# cache and needs no import on the decode host; beta's hits nothing on the
+# prefill host and imports its own blocks on the decode host, as many as
+# alpha's first did (a hit on alpha's blocks would have made it import none).
+hits() { metric "$NS_P" http://10.77.1.2:8080 ladder_engine_prefix_cache_hit_tokens_total; }
+imports() { metric "$NS_D" http://10.77.2.2:8080 ladder_kv_imported_blocks_total; }
+X="{\"prompt\":\"Tom had a small blue boat. He took it to the lake every day. $STORY\",\"max_tokens\":4}"
+h0=$(hits); i0=$(imports)
+post http://127.0.0.1:8080 key-alpha "$X" >/dev/null
+h1=$(hits); i1=$(imports)
+post http://127.0.0.1:8080 key-alpha "$X" >/dev/null
+h2=$(hits); i2=$(imports)
+post http://127.0.0.1:8080 key-beta "$X" >/dev/null
+h3=$(hits); i3=$(imports)
+[ "$h1" = "$h0" ] && [ $((i1 - i0)) -gt 0 ] || fail "alpha's first request: prefill hits $h0 -> $h1, imports $i0 -> $i1"
+[ "$h2" -gt "$h1" ] && [ "$i2" = "$i1" ] || fail "alpha's second request: prefill hits $h1 -> $h2, imports $i1 -> $i2"
+[ "$h3" = "$h2" ] || fail "beta hit alpha's blocks on the prefill host ($h2 -> $h3 hit tokens)"
+[ $((i3 - i2)) -eq $((i1 - i0)) ] || fail "beta imported $((i3 - i2)) blocks on the decode host, alpha $((i1 - i0)): a cross-tenant hit"
+per_req=$((i1 - i0))
 for ns_url in "$NS_P http://10.77.1.2:8080" "$NS_D http://10.77.2.2:8080"; do
   set -- $ns_url
   used=$(ip netns exec "$1" curl -s "$2/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["kv_blocks_used"])')
@@ -160,5 +175,5 @@ echo "$after" | grep -q '"no_worker"' || fail "with no decode worker left a requ
 used=$(ip netns exec "$NS_P" curl -s http://10.77.1.2:8080/health | python3 -c 'import json,sys; print(json.load(sys.stdin)["kv_blocks_used"])')
 [ "$used" = 0 ] || fail "the prefill host still holds $used KV blocks after the decode host died"
 
-echo "netns test: 3 namespaces, 6 requests equal to rung 1, $imported blocks moved ($per_req per request), 0 refused; decode host killed mid-stream: clean error, router healthy"
+echo "netns test: 3 namespaces, 6 requests equal to rung 1, $imported blocks imported, 0 refused; no cross-tenant hit ($per_req blocks per tenant); decode host killed mid-stream: clean error, router healthy"
 echo "netns test: PASS"
