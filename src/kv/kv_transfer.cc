@@ -81,6 +81,21 @@ KvBlockSet export_blocks(const KvStorage& storage, std::span<const BlockId> tabl
   return set;
 }
 
+KvBlockSet drop_leading_blocks(const KvBlockSet& set, size_t n) {
+  LADDER_CHECK(n <= set.n_blocks(), "dropping more blocks than the set holds");
+  KvBlockSet out;
+  out.ns_digest = set.ns_digest;
+  out.kv_format = set.kv_format;
+  out.shape = set.shape;
+  out.first_block = set.first_block + static_cast<int64_t>(n);
+  out.keys.assign(set.keys.begin() + static_cast<std::ptrdiff_t>(n), set.keys.end());
+  out.block_bytes = set.block_bytes;
+  out.data.assign(set.data.begin() + static_cast<std::ptrdiff_t>(n * set.block_bytes), set.data.end());
+  out.model_digest = set.model_digest;
+  out.tokenizer_digest = set.tokenizer_digest;
+  return out;
+}
+
 Status check_block_set(const KvBlockSet& set, const KvShape& shape) {
   const KvShape& s = set.shape;
   if (s.n_layers != shape.n_layers || s.n_kv_heads != shape.n_kv_heads || s.head_dim != shape.head_dim ||

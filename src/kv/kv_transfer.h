@@ -55,6 +55,10 @@ void write_block(const KvStorage& storage, BlockId id, std::span<const uint8_t> 
 KvBlockSet export_blocks(const KvStorage& storage, std::span<const BlockId> table, const BlockKey& ns_digest,
                          std::span<const int32_t> tokens, int64_t first_block, int64_t n_blocks);
 
+// The set without its first n blocks (what a receiver already holds): it
+// starts at first_block + n. n may be up to n_blocks (an empty set).
+KvBlockSet drop_leading_blocks(const KvBlockSet& set, size_t n);
+
 // Whether a set can be written into storage of `shape`: the same element
 // layout (layers, heads, head dim, block size, dtype), format name and block
 // bytes, and data sized n_blocks x block_bytes. kInvalidArgument naming what

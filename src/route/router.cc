@@ -50,21 +50,6 @@ const char* phase_name(Phase p) {
   return "unknown";
 }
 
-HttpResponse error_response(const ApiError& e) {
-  HttpResponse r;
-  r.status = e.http_status;
-  r.body = e.body();
-  if (e.retry_after_s > 0) r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
-  return r;
-}
-
-std::string bearer_key(const HttpRequest& req) {
-  const std::string auth = req.header("authorization");
-  const std::string bearer = "Bearer ";
-  if (auth.size() <= bearer.size() || auth.compare(0, bearer.size(), bearer) != 0) return {};
-  return auth.substr(bearer.size());
-}
-
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The last integer following `"name":` in text; -1 when absent.
@@ -190,15 +175,9 @@ Status Router::start() {
   LADDER_ASSIGN_OR_RETURN(s.pool, WorkerPool::create(c.prefill_urls, c.decode_urls));
   s.prepare = std::make_unique<server::WorkQueue>(c.prepare_threads, c.max_pending_prepare);
 
-  auto error_page = [](int status, const std::string& message) {
-    ApiError e{status, message, status >= 500 ? "server_error" : "invalid_request_error", "", "", 0};
-    e.code = status == 413 ? "payload_too_large" : status == 408 ? "request_timeout" : "bad_request";
-    if (status == 503) e.retry_after_s = 1;
-    return error_response(e);
-  };
   s.http = std::make_unique<server::HttpServer>(
       c.http, [&s](HttpRequest req, std::shared_ptr<ResponseChannel> ch) { s.handle(std::move(req), std::move(ch)); },
-      error_page);
+      server::http_error_page);
   LADDER_RETURN_IF_ERROR(s.http->start());
   s.http->on_shutdown_signal([this](int sig) {
     spdlog::info("signal {}: draining", sig);
@@ -304,7 +283,7 @@ void Router::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch)
   const std::string path = req.path();
   auto only = [&](const char* method) {
     if (req.method == method) return true;
-    HttpResponse r = error_response(server::method_not_allowed("method " + req.method + " is not allowed on " + path));
+    HttpResponse r = server::error_response(server::method_not_allowed("method " + req.method + " is not allowed on " + path));
     r.headers.emplace_back("Allow", method);
     ch->respond(std::move(r));
     return false;
@@ -313,12 +292,12 @@ void Router::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch)
     if (only("GET")) ch->respond(health());
   } else if (path == "/metrics") {
     if (!only("GET")) return;
-    const std::string key = bearer_key(req);
+    const std::string key = server::bearer_key(req);
     ch->respond(metrics_page(!key.empty() && tenants.is_admin(key)));
   } else if (path == "/v1/models") {
     if (!only("GET")) return;
-    if (tenants.authenticate(bearer_key(req)) < 0) {
-      ch->respond(error_response(server::unauthenticated("missing or invalid API key")));
+    if (tenants.authenticate(server::bearer_key(req)) < 0) {
+      ch->respond(server::error_response(server::unauthenticated("missing or invalid API key")));
       return;
     }
     ch->respond(models());
@@ -327,7 +306,7 @@ void Router::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch)
   } else if (path == "/v1/chat/completions") {
     if (only("POST")) handle_generate(server::ApiKind::kChat, std::move(req), std::move(ch));
   } else {
-    ch->respond(error_response(server::not_found_error("no route " + req.method + " " + path, "unknown_url")));
+    ch->respond(server::error_response(server::not_found_error("no route " + req.method + " " + path, "unknown_url")));
   }
 }
 
@@ -336,16 +315,16 @@ void Router::State::handle_generate(server::ApiKind kind, HttpRequest req, std::
   if (p != Phase::kReady) {
     ApiError e = p == Phase::kLoading ? server::unavailable("the workers are not ready yet; retry shortly", "model_loading")
                                       : server::unavailable("the router is shutting down", "server_draining");
-    ch->respond(error_response(e));
+    ch->respond(server::error_response(e));
     return;
   }
   auto call = std::make_shared<Call>();
   call->kind = kind;
-  call->api_key = bearer_key(req);
+  call->api_key = server::bearer_key(req);
   call->tenant = tenants.authenticate(call->api_key);
   call->arrival = req.received;
   if (call->tenant < 0) {
-    ch->respond(error_response(server::unauthenticated(req.header("authorization").empty()
+    ch->respond(server::error_response(server::unauthenticated(req.header("authorization").empty()
                                                            ? "missing API key: send 'Authorization: Bearer <key>'"
                                                            : "invalid API key")));
     return;
@@ -382,7 +361,7 @@ void Router::State::end_early(const std::shared_ptr<Call>& call, const ApiError&
   rec.http_status = e.http_status;
   rec.rejected_early = e.http_status == 429;
   metrics.record(rec);
-  if (!call->gone) call->ch->respond(error_response(e));
+  if (!call->gone) call->ch->respond(server::error_response(e));
   add_live(-1);
 }
 
@@ -481,7 +460,7 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
 
   auto fail = [&](const ApiError& e) {
     rec.http_status = e.http_status;
-    if (!call->gone) call->ch->respond(error_response(e));
+    if (!call->gone) call->ch->respond(server::error_response(e));
     finish_call(call, rec, rec.prompt_tokens);
   };
   auto remaining_ms = [&]() -> std::optional<double> {
@@ -496,12 +475,19 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
   counters.affinity_blocks_decode += decode->affinity_blocks;
 
   // 1. Prefill elsewhere, KV straight to the decode worker.
+  // Nothing to move when the decode worker is believed to hold every block.
   std::string transfer_id;
-  for (int attempt = 0; attempt < 3 && !keys.empty() && transfer_id.empty() && !call->gone; ++attempt) {
+  bool prefilled = decode->affinity_blocks >= keys.size();
+  for (int attempt = 0; attempt < 3 && !prefilled && !call->gone; ++attempt) {
     std::optional<Placement> prefill = pool->place(WorkerRole::kPrefill, keys);
     if (!prefill) break;
     const std::string id = server::random_response_id("kv-");
-    json body = {{"prompt", prompt}, {"transfer_id", id}, {"decode_kv", decode->kv_address}};
+    // Blocks the decode worker is believed to hold need not travel; if it
+    // evicted them meanwhile, it computes them (slower, the same output).
+    json body = {{"prompt", prompt},
+                 {"transfer_id", id},
+                 {"decode_kv", decode->kv_address},
+                 {"skip_blocks", decode->affinity_blocks}};
     if (auto ms = remaining_ms()) body["deadline_ms"] = *ms;
     harness::HttpRequestSpec spec;
     spec.method = "POST";
@@ -519,6 +505,7 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
     }
     auto doc = json::parse(r->body, nullptr, false);
     if (r->status == 200 && doc.is_object()) {
+      prefilled = true;
       counters.affinity_blocks_prefill += prefill->affinity_blocks;
       pool->record_blocks(*prefill, keys);
       if (doc.value("blocks", 0) > 0) {
@@ -553,7 +540,7 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
     if (!call->gone) call->ch->respond(std::move(out));
     return finish_call(call, rec, rec.prompt_tokens);
   }
-  if (!keys.empty() && transfer_id.empty()) ++counters.prefill_fallbacks;
+  if (!prefilled) ++counters.prefill_fallbacks;
 
   // 2. Decode: forward the client's request and relay the response.
   harness::HttpRequestSpec spec;
@@ -611,7 +598,7 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
       call->ch->send(server::kSseDone);
       call->ch->finish();
     } else {
-      call->ch->respond(error_response(e));
+      call->ch->respond(server::error_response(e));
     }
     return finish_call(call, rec, rec.prompt_tokens);
   }

@@ -49,21 +49,6 @@ HttpResponse json_response(int status, const json& doc) {
   return r;
 }
 
-HttpResponse error_response(const ApiError& e) {
-  HttpResponse r;
-  r.status = e.http_status;
-  r.body = e.body();
-  if (e.retry_after_s > 0) r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
-  return r;
-}
-
-std::string bearer_key(const HttpRequest& req) {
-  const std::string auth = req.header("authorization");
-  const std::string bearer = "Bearer ";
-  if (auth.size() <= bearer.size() || auth.compare(0, bearer.size(), bearer) != 0) return {};
-  return auth.substr(bearer.size());
-}
-
 // What a loaded model brings; immutable once built.
 struct Served {
   model::ModelBundle bundle;
@@ -167,15 +152,9 @@ Status ApiServer::start() {
   if (!s.config.admin_key.empty()) s.tenants.add_admin_key(s.config.admin_key);
   s.prepare = std::make_unique<WorkQueue>(s.config.prepare_threads, s.config.max_pending_prepare);
 
-  auto error_page = [](int status, const std::string& message) {
-    ApiError e{status, message, status >= 500 ? "server_error" : "invalid_request_error", "", "", 0};
-    e.code = status == 413 ? "payload_too_large" : status == 408 ? "request_timeout" : "bad_request";
-    if (status == 503) e.retry_after_s = 1;
-    return error_response(e);
-  };
   s.http = std::make_unique<HttpServer>(
       s.config.http, [&s](HttpRequest req, std::shared_ptr<ResponseChannel> ch) { s.handle(std::move(req), std::move(ch)); },
-      error_page);
+      http_error_page);
   LADDER_RETURN_IF_ERROR(s.http->start());
   if (s.config.metrics_port) {
     HttpServerConfig mc = s.config.http;
@@ -190,7 +169,7 @@ Status ApiServer::start() {
             ch->respond(error_response(not_found_error("the metrics listener serves only GET /metrics", "unknown_url")));
           }
         },
-        error_page);
+        http_error_page);
     LADDER_RETURN_IF_ERROR(s.metrics_http->start());
     spdlog::info("metrics listener on http://{}:{}/metrics", mc.host, s.metrics_http->port());
   }

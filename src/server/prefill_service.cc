@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -19,20 +20,13 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-HttpResponse error_reply(const ApiError& e) {
-  HttpResponse r;
-  r.status = e.http_status;
-  r.body = e.body();
-  if (e.retry_after_s > 0) r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
-  return r;
-}
-
 struct PrefillArgs {
   std::vector<int32_t> prompt;
   std::string transfer_id;
   std::string host;
   uint16_t port = 0;
   std::optional<double> deadline_ms;
+  size_t skip_blocks = 0;  // leading blocks the decode worker already holds
 };
 
 std::optional<ApiError> parse_args(const std::string& body, PrefillArgs* out) {
@@ -63,6 +57,13 @@ std::optional<ApiError> parse_args(const std::string& body, PrefillArgs* out) {
     out->host = out->host.substr(1, out->host.size() - 2);
   }
   out->port = static_cast<uint16_t>(port);
+  if (doc.contains("skip_blocks")) {
+    const json& k = doc["skip_blocks"];
+    if (!k.is_number_unsigned() || k.get<uint64_t>() > (1u << 24)) {
+      return invalid_field("skip_blocks", "skip_blocks must be a non-negative integer");
+    }
+    out->skip_blocks = static_cast<size_t>(k.get<uint64_t>());
+  }
   if (doc.contains("deadline_ms")) {
     const json& d = doc["deadline_ms"];
     if (!d.is_number() || !(d.get<double>() > 0) || d.get<double>() > 1e9) {
@@ -108,17 +109,28 @@ struct PrefillJob : std::enable_shared_from_this<PrefillJob> {
     if (ev.finish == engine::FinishReason::kError || ev.finish == engine::FinishReason::kCancelled ||
         blocks == nullptr) {
       const Status st = ev.status.is_ok() ? failed_precondition("the prefill was cancelled") : ev.status;
-      answer(error_reply(api_error_from_status(st)));
+      answer(error_response(api_error_from_status(st)));
       return;
     }
     const double prefill_ms = std::chrono::duration<double, std::milli>(Clock::now() - arrival).count();
     auto self = shared_from_this();
     if (!services.senders->post([self, prefill_ms] { self->send(prefill_ms); })) {
-      answer(error_reply(unavailable("too many KV transfers are waiting to be sent", "server_overloaded")));
+      answer(error_response(unavailable("too many KV transfers are waiting to be sent", "server_overloaded")));
     }
   }
 
   void send(double prefill_ms) {
+    if (args.skip_blocks > 0) {
+      blocks = std::make_shared<const kv::KvBlockSet>(
+          kv::drop_leading_blocks(*blocks, std::min(args.skip_blocks, blocks->n_blocks())));
+    }
+    if (blocks->n_blocks() == 0) {
+      HttpResponse r;
+      r.body = dump_json({{"blocks", 0}, {"bytes", 0}, {"cached_tokens", cached_tokens}, {"prefill_ms", prefill_ms},
+                          {"transfer_ms", 0}});
+      answer(std::move(r));
+      return;
+    }
     auto sent = send_kv_transfer(args.host, args.port, args.transfer_id, *blocks, services.send_timeout,
                                  services.metrics);
     if (!sent.is_ok()) {
@@ -126,7 +138,7 @@ struct PrefillJob : std::enable_shared_from_this<PrefillJob> {
       ApiError e = api_error_from_status(sent.status());
       e.http_status = 502;
       e.code = "kv_transfer_failed";
-      answer(error_reply(e));
+      answer(error_response(e));
       return;
     }
     HttpResponse r;
@@ -155,9 +167,9 @@ void handle_prefill(const PrefillServices& s, const HttpRequest& request, const 
     if (s.on_done) s.on_done();
   };
   const int tenant = s.tenants->authenticate(api_key);
-  if (tenant < 0) return finish_now(error_reply(unauthenticated("missing or invalid API key")));
+  if (tenant < 0) return finish_now(error_response(unauthenticated("missing or invalid API key")));
   PrefillArgs args;
-  if (auto err = parse_args(request.body, &args)) return finish_now(error_reply(*err));
+  if (auto err = parse_args(request.body, &args)) return finish_now(error_response(*err));
   const TenantConfig& tc = s.tenants->tenant(tenant);
 
   engine::Request r;
@@ -193,7 +205,7 @@ void handle_prefill(const PrefillServices& s, const HttpRequest& request, const 
     if (id) s.engine->cancel(*id);
   });
   auto submitted = s.engine->submit(std::move(r));
-  if (!submitted.is_ok()) return job->answer(error_reply(api_error_from_status(submitted.status())));
+  if (!submitted.is_ok()) return job->answer(error_response(api_error_from_status(submitted.status())));
   bool gone = false;
   {
     std::lock_guard lock(job->mu);

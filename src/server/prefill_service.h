@@ -1,7 +1,8 @@
 // PrefillService: what a `ladder serve --role prefill` worker does for the
 // router (rung 2). POST /internal/prefill with the client's API key and
 //   {"prompt": [token ids], "transfer_id": "...", "decode_kv": "HOST:PORT",
-//    "deadline_ms": remaining ms (optional)}
+//    "deadline_ms": remaining ms (optional),
+//    "skip_blocks": leading blocks the decode worker holds already (optional)}
 // computes the prompt's KV through the engine (its admission, prefix cache
 // and scheduler as for any request, as the tenant the key names), and sends
 // the full blocks before the prompt's last token to the decode worker's KV

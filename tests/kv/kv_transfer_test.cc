@@ -233,6 +233,37 @@ TEST(KvImport, StagedBlocksAreTakenPublishedAndFreed) {
   EXPECT_EQ(m->n_free_blocks(), 8);
 }
 
+TEST(KvImport, ATailIsTakenAfterTheBlocksAlreadyHeld) {
+  Sender s(14);
+  const KvBlockSet all = s.exported();
+  const KvBlockSet tail = drop_leading_blocks(all, 2);
+  EXPECT_EQ(tail.first_block, 2);
+  ASSERT_EQ(tail.n_blocks(), 1u);
+  EXPECT_EQ(tail.keys[0], all.keys[2]);
+  EXPECT_TRUE(std::equal(tail.data.begin(), tail.data.end(), all.block(2).begin()));
+  EXPECT_EQ(drop_leading_blocks(all, 3).n_blocks(), 0u);
+
+  auto m = manager(8);
+  // A receiver without the head cannot use the tail: it computes everything.
+  m->add(1, kNsA);
+  m->stage_import(1, std::make_shared<const KvBlockSet>(tail));
+  EXPECT_EQ(m->acquire_prefix(1, s.t), 0);
+  m->remove(1);
+  // With the head imported earlier (now in its prefix cache), the tail completes it.
+  m->add(2, kNsA);
+  m->stage_import(2, std::make_shared<const KvBlockSet>(drop_leading_blocks(all, 0)));
+  std::vector<int32_t> head(s.t.begin(), s.t.begin() + 9);  // two blocks before its last token
+  EXPECT_EQ(m->acquire_prefix(2, head), 8);
+  m->remove(2);
+  m->add(3, kNsA);
+  m->stage_import(3, std::make_shared<const KvBlockSet>(tail));
+  EXPECT_EQ(m->acquire_prefix(3, s.t), 12);
+  EXPECT_EQ(bytes_of(*m, m->block_table(3)[2]), pattern(*m, 2));
+  EXPECT_EQ(m->stats().imported_blocks, 3);
+  m->remove(3);
+  EXPECT_EQ(m->n_free_blocks(), 8);
+}
+
 TEST(KvImport, AnotherTenantsOrPromptsBlocksAreRefused) {
   Sender s(14);
   auto staged = std::make_shared<const KvBlockSet>(s.exported());

@@ -14,10 +14,7 @@ TEST(Netns, ThreeHostsEqualRungOneAndSurviveALostDecodeHost) {
   // the decode host can be killed while it streams.
   const std::string stories = shared_path("models/stories260K.gguf");
   ASSERT_FALSE(stories.empty());
-  const std::string model = temp_dir() + "/netns-slow.gguf";
-  CommandResult synth = run_command({ladder_bin(), "synth", "-o", model, "--dim", "512", "--layers", "6", "--heads",
-                                     "8", "--ffn", "1536", "--ctx", "1024", "--vocab-from", stories});
-  ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  const std::string& model = slow_test_model();
   CommandResult r =
       run_command({"bash", std::string(LADDER_TEST_SOURCE_DIR) + "/route/netns_test.sh", ladder_bin(), model});
   std::printf("%s%s", r.out.c_str(), r.err.c_str());

@@ -128,28 +128,30 @@ refused=$(metric "$NS_D" http://10.77.2.2:8080 ladder_kv_refused_blocks_total)
 transfers=$(metric "$NS_R" http://127.0.0.1:8080 ladder_router_transfers_total)
 [ "${imported:-0}" -gt 0 ] || fail "the decode host imported no KV blocks"
 [ "${refused:-x}" = 0 ] || fail "the decode host refused $refused KV blocks (a key or format mismatch)"
-[ "${transfers:-0}" -ge 6 ] || fail "the router counted $transfers transfers, expected 6"
+[ "${transfers:-0}" -ge 2 ] || fail "the router counted $transfers transfers, expected at least 2 (alpha's first prompt, beta's)"
 
-# Zero cross-tenant hits on either host: a prompt neither tenant sent yet,
-# alpha twice, then beta. Alpha's second request hits the prefill host's
-# cache and needs no import on the decode host; beta's hits nothing on the
-# prefill host and imports its own blocks on the decode host, as many as
-# alpha's first did (a hit on alpha's blocks would have made it import none).
+# Zero cross-tenant hits on either host, with a prompt neither tenant sent
+# yet: alpha's request moves its blocks; alpha's longer one extends it (the
+# prefill host hits its own cache, only the new blocks move); beta's longer
+# one hits nothing on the prefill host and imports all its own blocks on the
+# decode host (a hit on alpha's would have imported none).
 hits() { metric "$NS_P" http://10.77.1.2:8080 ladder_engine_prefix_cache_hit_tokens_total; }
 imports() { metric "$NS_D" http://10.77.2.2:8080 ladder_kv_imported_blocks_total; }
-X="{\"prompt\":\"Tom had a small blue boat. He took it to the lake every day. $STORY\",\"max_tokens\":4}"
+SHORT="Tom had a small blue boat. He took it to the lake every day. His sister Sue came with him."
+X="{\"prompt\":\"$SHORT\",\"max_tokens\":4}"
+Y="{\"prompt\":\"$SHORT $STORY\",\"max_tokens\":4}"
 h0=$(hits); i0=$(imports)
 post http://127.0.0.1:8080 key-alpha "$X" >/dev/null
 h1=$(hits); i1=$(imports)
-post http://127.0.0.1:8080 key-alpha "$X" >/dev/null
+post http://127.0.0.1:8080 key-alpha "$Y" >/dev/null
 h2=$(hits); i2=$(imports)
-post http://127.0.0.1:8080 key-beta "$X" >/dev/null
+post http://127.0.0.1:8080 key-beta "$Y" >/dev/null
 h3=$(hits); i3=$(imports)
 [ "$h1" = "$h0" ] && [ $((i1 - i0)) -gt 0 ] || fail "alpha's first request: prefill hits $h0 -> $h1, imports $i0 -> $i1"
-[ "$h2" -gt "$h1" ] && [ "$i2" = "$i1" ] || fail "alpha's second request: prefill hits $h1 -> $h2, imports $i1 -> $i2"
+[ "$h2" -gt "$h1" ] && [ $((i2 - i1)) -gt 0 ] || fail "alpha's longer request: prefill hits $h1 -> $h2, imports $i1 -> $i2"
 [ "$h3" = "$h2" ] || fail "beta hit alpha's blocks on the prefill host ($h2 -> $h3 hit tokens)"
-[ $((i3 - i2)) -eq $((i1 - i0)) ] || fail "beta imported $((i3 - i2)) blocks on the decode host, alpha $((i1 - i0)): a cross-tenant hit"
-per_req=$((i1 - i0))
+[ $((i3 - i2)) -eq $((i2 - i0)) ] || fail "beta imported $((i3 - i2)) blocks on the decode host, alpha $((i2 - i0)) for the same prompt: a cross-tenant hit"
+per_req=$((i3 - i2))
 for ns_url in "$NS_P http://10.77.1.2:8080" "$NS_D http://10.77.2.2:8080"; do
   set -- $ns_url
   used=$(ip netns exec "$1" curl -s "$2/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["kv_blocks_used"])')
