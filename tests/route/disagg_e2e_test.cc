@@ -295,5 +295,30 @@ TEST(Disagg, KilledDecodeWorkerFailsItsRequestsAndTheRouterServesOn) {
   EXPECT_EQ(c.router->terminate(), 0);
 }
 
+TEST(Disagg, AClientThatGoesAwayCancelsItsRequestOnTheDecodeWorker) {
+  Cluster c(slow_test_model(), {});
+  ASSERT_TRUE(c.ok());
+  const std::string long_req =
+      json{{"prompt", story(3)}, {"max_tokens", 600}, {"stream", true}, {"ignore_eos", true}}.dump();
+  int fd = open_stream(c.router->port(), long_req);
+  std::string buf;
+  ASSERT_TRUE(read_until(fd, "data: ", buf, Ms(60000)));
+  ASSERT_EQ(health(c.decode[0]->port())["running"], 1);
+  close(fd);
+  // The router closes its connection to the decode worker at the next token,
+  // which cancels the request there and frees its blocks.
+  const auto deadline = std::chrono::steady_clock::now() + Ms(20000);
+  json h;
+  while (std::chrono::steady_clock::now() < deadline) {
+    h = health(c.decode[0]->port());
+    if (h["running"] == 0 && h["kv_blocks_used"] == 0) break;
+    std::this_thread::sleep_for(Ms(20));
+  }
+  EXPECT_EQ(h["running"], 0) << h.dump();
+  EXPECT_EQ(h["kv_blocks_used"], 0) << h.dump();
+  EXPECT_EQ(metric_value(metrics(c.router->port()), "ladder_requests_total{tenant=\"anonymous\",status=\"499\"}"), 1);
+  EXPECT_EQ(http_request(c.router->port(), "GET", "/health").status, 200);
+}
+
 }  // namespace
 }  // namespace ladder::testing
