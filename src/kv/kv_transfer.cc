@@ -71,7 +71,8 @@ KvBlockSet export_blocks(const KvStorage& storage, std::span<const BlockId> tabl
   set.first_block = first_block;
   set.block_bytes = storage.block_bytes();
   std::vector<BlockKey> chain;
-  PrefixCache::extend_keys(ns_digest, tokens.first(static_cast<size_t>((first_block + n_blocks) * bs)), bs, chain);
+  PrefixCache::extend_keys(ns_digest, tokens.first(static_cast<size_t>((first_block + n_blocks) * bs)), bs,
+                           chain);
   set.keys.assign(chain.begin() + first_block, chain.end());
   set.data.resize(static_cast<size_t>(n_blocks) * set.block_bytes);
   for (int64_t i = 0; i < n_blocks; ++i) {
@@ -107,19 +108,18 @@ Status check_block_set(const KvBlockSet& set, const KvShape& shape) {
         shape.n_kv_heads, shape.head_dim, shape.block_size, tensor_type_name(shape.dtype)));
   }
   if (set.kv_format != kv_format_name(shape)) {
-    return invalid_argument(
-        fmt::format("KV blocks in format '{}' cannot go into a cache of format '{}'", set.kv_format,
-                    kv_format_name(shape)));
+    return invalid_argument(fmt::format("KV blocks in format '{}' cannot go into a cache of format '{}'",
+                                        set.kv_format, kv_format_name(shape)));
   }
   auto bytes = kv_block_bytes(shape);
   if (!bytes.is_ok()) return bytes.status();
   if (set.block_bytes != *bytes) {
-    return invalid_argument(fmt::format("KV blocks of {} bytes each; this format's blocks have {}", set.block_bytes,
-                                        *bytes));
+    return invalid_argument(
+        fmt::format("KV blocks of {} bytes each; this format's blocks have {}", set.block_bytes, *bytes));
   }
   if (set.data.size() != set.keys.size() * set.block_bytes) {
-    return invalid_argument(fmt::format("a KV block set of {} blocks carries {} bytes, not {}", set.keys.size(),
-                                        set.data.size(), set.keys.size() * set.block_bytes));
+    return invalid_argument(fmt::format("a KV block set of {} blocks carries {} bytes, not {}",
+                                        set.keys.size(), set.data.size(), set.keys.size() * set.block_bytes));
   }
   if (set.first_block < 0) return invalid_argument("a KV block set starts at a negative block");
   return Status::ok();

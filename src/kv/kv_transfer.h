@@ -27,10 +27,10 @@
 namespace ladder::kv {
 
 struct KvBlockSet {
-  BlockKey ns_digest;      // the sender's namespace digest (keys decide; this is for diagnostics)
-  std::string kv_format;   // kv_format_name(shape)
-  KvShape shape;           // n_blocks unused
-  int64_t first_block = 0;  // chain position of keys[0]
+  BlockKey ns_digest;          // the sender's namespace digest (keys decide; this is for diagnostics)
+  std::string kv_format;       // kv_format_name(shape)
+  KvShape shape;               // n_blocks unused
+  int64_t first_block = 0;     // chain position of keys[0]
   std::vector<BlockKey> keys;  // [n] chain keys of blocks first_block, first_block + 1, ...
   size_t block_bytes = 0;      // kv_block_bytes(shape)
   std::vector<uint8_t> data;   // [n][block_bytes]

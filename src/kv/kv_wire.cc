@@ -38,7 +38,9 @@ void put_str(std::vector<uint8_t>& out, const std::string& s) {
   put_u32(out, static_cast<uint32_t>(s.size()));
   out.insert(out.end(), s.begin(), s.end());
 }
-void put_key(std::vector<uint8_t>& out, const BlockKey& k) { out.insert(out.end(), k.bytes.begin(), k.bytes.end()); }
+void put_key(std::vector<uint8_t>& out, const BlockKey& k) {
+  out.insert(out.end(), k.bytes.begin(), k.bytes.end());
+}
 
 uint32_t get_u32_at(std::span<const uint8_t> b, size_t at) {
   uint32_t v = 0;
@@ -95,7 +97,8 @@ constexpr size_t kBlockPrefixBytes = 4 + 32;  // index + key
 
 // A frame head for `payload`, whose checksum also covers `tail` (block data
 // written after the payload's own bytes).
-std::vector<uint8_t> frame(KvFrameType type, std::vector<uint8_t> payload, std::span<const uint8_t> tail = {}) {
+std::vector<uint8_t> frame(KvFrameType type, std::vector<uint8_t> payload,
+                           std::span<const uint8_t> tail = {}) {
   std::vector<uint8_t> out;
   out.reserve(kKvFrameHeadBytes + payload.size());
   put_u32(out, kKvWireMagic);
@@ -124,8 +127,8 @@ uint32_t crc32c(std::span<const uint8_t> bytes, uint32_t crc) {
     std::memcpy(&lo, p, 4);
     std::memcpy(&hi, p + 4, 4);
     lo ^= c;  // the tables assume little-endian loads (x86, arm64)
-    c = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^ t[3][hi & 0xFF] ^
-        t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
+    c = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
+        t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
     p += 8;
     n -= 8;
   }
@@ -135,12 +138,13 @@ uint32_t crc32c(std::span<const uint8_t> bytes, uint32_t crc) {
 
 Result<KvFrameHead> parse_frame_head(std::span<const uint8_t> head, size_t max_payload) {
   if (head.size() != kKvFrameHeadBytes) {
-    return invalid_argument(fmt::format("a KV frame head has {} bytes, not {}", kKvFrameHeadBytes, head.size()));
+    return invalid_argument(
+        fmt::format("a KV frame head has {} bytes, not {}", kKvFrameHeadBytes, head.size()));
   }
   if (get_u32_at(head, 0) != kKvWireMagic) return invalid_argument("not a KV transfer frame (bad magic)");
   if (head[4] != kKvWireVersion) {
-    return invalid_argument(fmt::format("KV wire version {} is not supported (this build speaks {})", head[4],
-                                        kKvWireVersion));
+    return invalid_argument(
+        fmt::format("KV wire version {} is not supported (this build speaks {})", head[4], kKvWireVersion));
   }
   const uint8_t type = head[5];
   if (type < static_cast<uint8_t>(KvFrameType::kHeader) || type > static_cast<uint8_t>(KvFrameType::kAck)) {
@@ -153,8 +157,8 @@ Result<KvFrameHead> parse_frame_head(std::span<const uint8_t> head, size_t max_p
   h.crc = get_u32_at(head, 12);
   const size_t limit = h.type == KvFrameType::kBlock ? max_payload : kKvMaxControlPayload;
   if (h.payload_bytes > limit) {
-    return invalid_argument(fmt::format("a KV frame of {} payload bytes exceeds the limit of {}", h.payload_bytes,
-                                        limit));
+    return invalid_argument(
+        fmt::format("a KV frame of {} payload bytes exceeds the limit of {}", h.payload_bytes, limit));
   }
   return h;
 }
@@ -165,8 +169,8 @@ Status check_frame(std::span<const uint8_t> head, std::span<const uint8_t> paylo
   }
   const uint32_t crc = crc32c(payload, crc32c(head.first(12)));
   if (crc != get_u32_at(head, 12)) {
-    return invalid_argument(fmt::format("KV frame checksum mismatch (computed {:08x}, sent {:08x})", crc,
-                                        get_u32_at(head, 12)));
+    return invalid_argument(
+        fmt::format("KV frame checksum mismatch (computed {:08x}, sent {:08x})", crc, get_u32_at(head, 12)));
   }
   return Status::ok();
 }
@@ -185,7 +189,8 @@ std::vector<uint8_t> KvWireMessage::flatten() const {
 }
 
 KvWireMessage encode_kv_transfer(const std::string& transfer_id, const KvBlockSet& set) {
-  LADDER_CHECK(set.data.size() == set.n_blocks() * set.block_bytes, "a block set's data disagrees with its count");
+  LADDER_CHECK(set.data.size() == set.n_blocks() * set.block_bytes,
+               "a block set's data disagrees with its count");
   KvWireMessage m;
   m.owned.reserve(set.n_blocks() + 2);
   std::vector<uint8_t> h;
@@ -311,11 +316,12 @@ Status KvTransferDecoder::on_block(std::span<const uint8_t> payload) {
   const auto index = static_cast<size_t>(r.u(4));
   const BlockKey key = r.key();
   if (!r.ok() || r.rest().size() != set_.block_bytes) {
-    return invalid_argument(fmt::format("a KV block frame carries {} data bytes, not {}", r.rest().size(),
-                                        set_.block_bytes));
+    return invalid_argument(
+        fmt::format("a KV block frame carries {} data bytes, not {}", r.rest().size(), set_.block_bytes));
   }
   if (index != set_.keys.size()) {
-    return invalid_argument(fmt::format("KV block {} arrived where block {} was due", index, set_.keys.size()));
+    return invalid_argument(
+        fmt::format("KV block {} arrived where block {} was due", index, set_.keys.size()));
   }
   if (index >= n_expected_) return invalid_argument("more KV blocks than the header announced");
   set_.keys.push_back(key);
@@ -329,8 +335,9 @@ Status KvTransferDecoder::on_end(std::span<const uint8_t> payload) {
   const auto n = static_cast<size_t>(r.u(4));
   if (!r.at_end()) return invalid_argument("a malformed KV transfer end");
   if (n != n_expected_ || set_.keys.size() != n_expected_) {
-    return invalid_argument(fmt::format("a KV transfer ended after {} blocks; {} were announced and the end says {}",
-                                        set_.keys.size(), n_expected_, n));
+    return invalid_argument(
+        fmt::format("a KV transfer ended after {} blocks; {} were announced and the end says {}",
+                    set_.keys.size(), n_expected_, n));
   }
   done_ = true;
   return Status::ok();
@@ -342,16 +349,17 @@ Result<std::pair<std::string, KvBlockSet>> decode_kv_transfer(std::span<const ui
   size_t at = 0;
   while (!d.done()) {
     if (bytes.size() - at < kKvFrameHeadBytes) {
-      return invalid_argument(fmt::format("the KV transfer stream is truncated at byte {} (inside a frame head)",
-                                          bytes.size()));
+      return invalid_argument(
+          fmt::format("the KV transfer stream is truncated at byte {} (inside a frame head)", bytes.size()));
     }
     const auto head = bytes.subspan(at, kKvFrameHeadBytes);
     LADDER_ASSIGN_OR_RETURN(KvFrameHead h, parse_frame_head(head, d.max_payload()));
     at += kKvFrameHeadBytes;
     if (bytes.size() - at < h.payload_bytes) {
-      return invalid_argument(fmt::format("the KV transfer stream is truncated at byte {} (inside a frame of {} "
-                                          "payload bytes)",
-                                          bytes.size(), h.payload_bytes));
+      return invalid_argument(
+          fmt::format("the KV transfer stream is truncated at byte {} (inside a frame of {} "
+                      "payload bytes)",
+                      bytes.size(), h.payload_bytes));
     }
     LADDER_RETURN_IF_ERROR(d.on_frame(head, bytes.subspan(at, h.payload_bytes)));
     at += h.payload_bytes;

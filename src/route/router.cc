@@ -50,7 +50,9 @@ const char* phase_name(Phase p) {
   return "unknown";
 }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // The last integer following `"name":` in text; -1 when absent.
 int64_t last_int_field(const std::string& text, const std::string& name) {
@@ -136,7 +138,9 @@ struct Router::State {
   }
 };
 
-Router::Router(RouterConfig config) : state_(std::make_unique<State>()) { state_->config = std::move(config); }
+Router::Router(RouterConfig config) : state_(std::make_unique<State>()) {
+  state_->config = std::move(config);
+}
 
 Router::~Router() {
   State& s = *state_;
@@ -176,7 +180,8 @@ Status Router::start() {
   s.prepare = std::make_unique<server::WorkQueue>(c.prepare_threads, c.max_pending_prepare);
 
   s.http = std::make_unique<server::HttpServer>(
-      c.http, [&s](HttpRequest req, std::shared_ptr<ResponseChannel> ch) { s.handle(std::move(req), std::move(ch)); },
+      c.http,
+      [&s](HttpRequest req, std::shared_ptr<ResponseChannel> ch) { s.handle(std::move(req), std::move(ch)); },
       server::http_error_page);
   LADDER_RETURN_IF_ERROR(s.http->start());
   s.http->on_shutdown_signal([this](int sig) {
@@ -193,7 +198,8 @@ Status Router::start() {
       lock.unlock();
       s.pool->probe(std::min(2.0, s.config.worker_timeout_s));
       lock.lock();
-      s.cv.wait_for(lock, std::chrono::duration<double>(s.config.probe_period_s), [&s] { return s.stopping; });
+      s.cv.wait_for(lock, std::chrono::duration<double>(s.config.probe_period_s),
+                    [&s] { return s.stopping; });
     }
   });
   spdlog::info("router accepting connections on http://{}:{}; waiting for {} prefill and {} decode workers",
@@ -201,11 +207,14 @@ Status Router::start() {
   return Status::ok();
 }
 
-uint16_t Router::port() const { return state_->http->port(); }
+uint16_t Router::port() const {
+  return state_->http->port();
+}
 
 Status Router::wait_for_workers(double timeout_s) {
   State& s = *state_;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   Status st = s.pool->check_ready();
   while (!st.is_ok() && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -283,7 +292,8 @@ void Router::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch)
   const std::string path = req.path();
   auto only = [&](const char* method) {
     if (req.method == method) return true;
-    HttpResponse r = server::error_response(server::method_not_allowed("method " + req.method + " is not allowed on " + path));
+    HttpResponse r = server::error_response(
+        server::method_not_allowed("method " + req.method + " is not allowed on " + path));
     r.headers.emplace_back("Allow", method);
     ch->respond(std::move(r));
     return false;
@@ -306,15 +316,18 @@ void Router::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch)
   } else if (path == "/v1/chat/completions") {
     if (only("POST")) handle_generate(server::ApiKind::kChat, std::move(req), std::move(ch));
   } else {
-    ch->respond(server::error_response(server::not_found_error("no route " + req.method + " " + path, "unknown_url")));
+    ch->respond(server::error_response(
+        server::not_found_error("no route " + req.method + " " + path, "unknown_url")));
   }
 }
 
-void Router::State::handle_generate(server::ApiKind kind, HttpRequest req, std::shared_ptr<ResponseChannel> ch) {
+void Router::State::handle_generate(server::ApiKind kind, HttpRequest req,
+                                    std::shared_ptr<ResponseChannel> ch) {
   const Phase p = phase.load();
   if (p != Phase::kReady) {
-    ApiError e = p == Phase::kLoading ? server::unavailable("the workers are not ready yet; retry shortly", "model_loading")
-                                      : server::unavailable("the router is shutting down", "server_draining");
+    ApiError e = p == Phase::kLoading
+                     ? server::unavailable("the workers are not ready yet; retry shortly", "model_loading")
+                     : server::unavailable("the router is shutting down", "server_draining");
     ch->respond(server::error_response(e));
     return;
   }
@@ -324,9 +337,9 @@ void Router::State::handle_generate(server::ApiKind kind, HttpRequest req, std::
   call->tenant = tenants.authenticate(call->api_key);
   call->arrival = req.received;
   if (call->tenant < 0) {
-    ch->respond(server::error_response(server::unauthenticated(req.header("authorization").empty()
-                                                           ? "missing API key: send 'Authorization: Bearer <key>'"
-                                                           : "invalid API key")));
+    ch->respond(server::error_response(server::unauthenticated(
+        req.header("authorization").empty() ? "missing API key: send 'Authorization: Bearer <key>'"
+                                            : "invalid API key")));
     return;
   }
   call->http = std::move(req);
@@ -347,7 +360,8 @@ void Router::State::handle_generate(server::ApiKind kind, HttpRequest req, std::
         withdrawn = true;
       }
     }
-    if (withdrawn) end_early(c, ApiError{499, "the client went away", "invalid_request_error", "", "client_gone", 0});
+    if (withdrawn)
+      end_early(c, ApiError{499, "the client went away", "invalid_request_error", "", "client_gone", 0});
   });
   if (!prepare->post([this, call] { prepare_call(call); })) {
     end_early(call, server::unavailable("too many requests are waiting to be tokenized; retry shortly",
@@ -366,8 +380,11 @@ void Router::State::end_early(const std::shared_ptr<Call>& call, const ApiError&
 }
 
 void Router::State::prepare_call(const std::shared_ptr<Call>& call) {
-  if (call->gone) return end_early(call, ApiError{499, "the client went away", "invalid_request_error", "", "client_gone", 0});
-  if (auto err = builder->build(call->kind, call->http, call->tenant, tenants.tenant(call->tenant), &call->plan)) {
+  if (call->gone)
+    return end_early(call,
+                     ApiError{499, "the client went away", "invalid_request_error", "", "client_gone", 0});
+  if (auto err =
+          builder->build(call->kind, call->http, call->tenant, tenants.tenant(call->tenant), &call->plan)) {
     return end_early(call, *err);
   }
   engine::AdmissionRequest ar;
@@ -418,7 +435,8 @@ void Router::State::expire_waiting() {
   }
 }
 
-void Router::State::finish_call(const std::shared_ptr<Call>& call, const server::RequestRecord& rec, int64_t tokens) {
+void Router::State::finish_call(const std::shared_ptr<Call>& call, const server::RequestRecord& rec,
+                                int64_t tokens) {
   metrics.record(rec);
   std::vector<std::shared_ptr<Call>> next;
   {
@@ -466,7 +484,8 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
   auto remaining_ms = [&]() -> std::optional<double> {
     if (call->plan.request.scheduling.deadline == Clock::time_point::max()) return std::nullopt;
     const double ms =
-        std::chrono::duration<double, std::milli>(call->plan.request.scheduling.deadline - Clock::now()).count();
+        std::chrono::duration<double, std::milli>(call->plan.request.scheduling.deadline - Clock::now())
+            .count();
     return std::max(1.0, ms);
   };
 
@@ -523,7 +542,8 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
     if (r->status == 502 && code == "kv_transfer_failed") {
       // The decode worker could not take the blocks: another one, if any.
       ++counters.failures_decode;
-      pool->mark_failed(*decode, "KV transfer failed: " + (doc.is_object() ? doc["error"].value("message", "") : ""));
+      pool->mark_failed(*decode,
+                        "KV transfer failed: " + (doc.is_object() ? doc["error"].value("message", "") : ""));
       pool->release(*decode);
       decode = pool->place(WorkerRole::kDecode, keys);
       if (!decode) return fail(server::unavailable("no decode worker is available", "no_worker"));
@@ -555,8 +575,8 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
   int status = 0;
   bool streaming = false;
   std::string content_type;
-  std::string body;     // non-streaming: the whole body
-  std::string tail;     // streaming: the last bytes, for [DONE] and usage
+  std::string body;  // non-streaming: the whole body
+  std::string tail;  // streaming: the last bytes, for [DONE] and usage
   std::optional<Clock::time_point> first_byte;
   const Status st = harness::http_stream(
       decode->endpoint, spec,
@@ -580,8 +600,8 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
   rec.e2e_s = seconds_since(call->arrival);
   if (first_byte) rec.ttft_s = std::chrono::duration<double>(*first_byte - call->arrival).count();
   const std::string& seen = streaming ? tail : body;
-  const bool complete = st.is_ok() && (streaming ? seen.find("data: [DONE]") != std::string::npos
-                                                 : json::accept(body));
+  const bool complete =
+      st.is_ok() && (streaming ? seen.find("data: [DONE]") != std::string::npos : json::accept(body));
   if (call->gone) {
     rec.http_status = 499;
     return finish_call(call, rec, rec.prompt_tokens);
@@ -590,8 +610,9 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
     ++counters.failures_decode;
     const std::string why = st.is_ok() ? "its response ended early" : st.message();
     pool->mark_failed(*decode, why);
-    const ApiError e{502, "the decode worker failed while serving this request: " + why, "server_error", "",
-                     "worker_lost", 0};
+    const ApiError e{
+        502, "the decode worker failed while serving this request: " + why, "server_error", "", "worker_lost",
+        0};
     rec.http_status = 502;
     if (streaming) {
       call->ch->send(server::sse_data(json::parse(e.body())));
@@ -618,7 +639,8 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
   rec.cached_tokens = std::max<int64_t>(0, last_int_field(seen, "cached_tokens"));
   rec.finished = status == 200;
   const server::TenantConfig& tc = tenants.tenant(call->tenant);
-  rec.slo_met = rec.finished && (tc.slo.ttft_ms <= 0 || (rec.ttft_s >= 0 && rec.ttft_s * 1000 <= tc.slo.ttft_ms));
+  rec.slo_met =
+      rec.finished && (tc.slo.ttft_ms <= 0 || (rec.ttft_s >= 0 && rec.ttft_s * 1000 <= tc.slo.ttft_ms));
   finish_call(call, rec, rec.prompt_tokens + rec.completion_tokens);
 }
 
@@ -679,8 +701,9 @@ HttpResponse Router::State::metrics_page(bool per_tenant) const {
     g.running = relaying;
   }
   std::string out = metrics.render(g, per_tenant);
-  out += "# HELP ladder_router_workers Workers behind the router by role and health.\n"
-         "# TYPE ladder_router_workers gauge\n";
+  out +=
+      "# HELP ladder_router_workers Workers behind the router by role and health.\n"
+      "# TYPE ladder_router_workers gauge\n";
   std::map<std::pair<std::string, bool>, int> n;
   for (const char* role : {"prefill", "decode"}) {
     n[{role, true}] = 0;
@@ -694,8 +717,8 @@ HttpResponse Router::State::metrics_page(bool per_tenant) const {
   auto counter = [&](const char* name, const char* help, const std::string& labels, double v) {
     out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0}{2} {3}\n", name, help, labels, v);
   };
-  counter("ladder_router_transfers_total", "Requests whose prompt KV went from a prefill to a decode worker.", "",
-          static_cast<double>(counters.transfers.load()));
+  counter("ladder_router_transfers_total", "Requests whose prompt KV went from a prefill to a decode worker.",
+          "", static_cast<double>(counters.transfers.load()));
   counter("ladder_router_transfer_blocks_total", "KV blocks transferred for routed requests.", "",
           static_cast<double>(counters.transfer_blocks.load()));
   counter("ladder_router_transfer_bytes_total", "KV transfer wire bytes for routed requests.", "",
@@ -704,19 +727,25 @@ HttpResponse Router::State::metrics_page(bool per_tenant) const {
           static_cast<double>(counters.transfer_micros.load()) / 1e6);
   counter("ladder_router_prefill_seconds_total", "Time prefill workers took to compute routed prompts.", "",
           static_cast<double>(counters.prefill_micros.load()) / 1e6);
-  counter("ladder_router_prefill_fallbacks_total",
-          "Requests with blocks to send whose prompt the decode worker computed (no prefill worker answered).", "",
-          static_cast<double>(counters.prefill_fallbacks.load()));
-  out += "# HELP ladder_router_affinity_blocks_total Leading prompt blocks the chosen worker was believed to hold.\n"
-         "# TYPE ladder_router_affinity_blocks_total counter\n";
+  counter(
+      "ladder_router_prefill_fallbacks_total",
+      "Requests with blocks to send whose prompt the decode worker computed (no prefill worker answered).",
+      "", static_cast<double>(counters.prefill_fallbacks.load()));
+  out +=
+      "# HELP ladder_router_affinity_blocks_total Leading prompt blocks the chosen worker was believed to "
+      "hold.\n"
+      "# TYPE ladder_router_affinity_blocks_total counter\n";
   out += fmt::format("ladder_router_affinity_blocks_total{{role=\"prefill\"}} {}\n",
                      counters.affinity_blocks_prefill.load());
   out += fmt::format("ladder_router_affinity_blocks_total{{role=\"decode\"}} {}\n",
                      counters.affinity_blocks_decode.load());
-  out += "# HELP ladder_router_worker_failures_total Worker calls that failed, by role.\n"
-         "# TYPE ladder_router_worker_failures_total counter\n";
-  out += fmt::format("ladder_router_worker_failures_total{{role=\"prefill\"}} {}\n", counters.failures_prefill.load());
-  out += fmt::format("ladder_router_worker_failures_total{{role=\"decode\"}} {}\n", counters.failures_decode.load());
+  out +=
+      "# HELP ladder_router_worker_failures_total Worker calls that failed, by role.\n"
+      "# TYPE ladder_router_worker_failures_total counter\n";
+  out += fmt::format("ladder_router_worker_failures_total{{role=\"prefill\"}} {}\n",
+                     counters.failures_prefill.load());
+  out += fmt::format("ladder_router_worker_failures_total{{role=\"decode\"}} {}\n",
+                     counters.failures_decode.load());
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = std::move(out);

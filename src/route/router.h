@@ -30,7 +30,7 @@
 namespace ladder::route {
 
 struct RouterConfig {
-  std::string model_path;  // the workers' GGUF: its tokenizer and chat template
+  std::string model_path;         // the workers' GGUF: its tokenizer and chat template
   std::string served_model_name;  // default: the file name without .gguf
   std::string tenants_file;
   std::string api_key;

@@ -9,7 +9,9 @@
 
 namespace ladder::route {
 
-const char* worker_role_name(WorkerRole role) { return role == WorkerRole::kPrefill ? "prefill" : "decode"; }
+const char* worker_role_name(WorkerRole role) {
+  return role == WorkerRole::kPrefill ? "prefill" : "decode";
+}
 
 size_t PrefixIndex::leading_hits(std::span<const kv::BlockKey> keys) const {
   size_t n = 0;
@@ -42,7 +44,8 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(const std::vector<std::st
     for (const std::string& url : role == WorkerRole::kPrefill ? prefill_urls : decode_urls) {
       auto ep = harness::parse_endpoint(url);
       if (!ep.is_ok()) {
-        return invalid_argument(fmt::format("--{} {}: {}", worker_role_name(role), url, ep.status().message()));
+        return invalid_argument(
+            fmt::format("--{} {}: {}", worker_role_name(role), url, ep.status().message()));
       }
       Worker w{WorkerInfo{}, *ep, PrefixIndex(index_capacity)};
       w.info.url = url;
@@ -77,7 +80,8 @@ void WorkerPool::probe(double timeout_s) {
       info.status = doc.is_object() ? doc.value("status", "unknown") : "unreadable /health";
       const std::string expected_role = worker_role_name(role);
       if (r->status == 200 && doc.is_object() && doc.value("role", "") != expected_role) {
-        info.status = fmt::format("serves role '{}', listed as a {} worker", doc.value("role", "?"), expected_role);
+        info.status =
+            fmt::format("serves role '{}', listed as a {} worker", doc.value("role", "?"), expected_role);
       } else if (r->status == 200 && doc.is_object()) {
         info.healthy = true;
         info.model_digest = doc.value("model_digest", "");
@@ -133,12 +137,13 @@ Status WorkerPool::check_ready() const {
       }
       if (w.info.model_digest != first->model_digest || w.info.tokenizer_digest != first->tokenizer_digest ||
           w.info.kv_format != first->kv_format || w.info.block_size != first->block_size) {
-        return failed_precondition(fmt::format(
-            "workers disagree: {} serves model {} tokenizer {} KV {} (block {}), {} serves model {} tokenizer {} KV "
-            "{} (block {}); every worker must serve the same model with the same KV format",
-            first->url, first->model_digest.substr(0, 12), first->tokenizer_digest.substr(0, 12), first->kv_format,
-            first->block_size, w.info.url, w.info.model_digest.substr(0, 12), w.info.tokenizer_digest.substr(0, 12),
-            w.info.kv_format, w.info.block_size));
+        return failed_precondition(
+            fmt::format("workers disagree: {} serves model {} tokenizer {} KV {} (block {}), {} serves model "
+                        "{} tokenizer {} KV "
+                        "{} (block {}); every worker must serve the same model with the same KV format",
+                        first->url, first->model_digest.substr(0, 12), first->tokenizer_digest.substr(0, 12),
+                        first->kv_format, first->block_size, w.info.url, w.info.model_digest.substr(0, 12),
+                        w.info.tokenizer_digest.substr(0, 12), w.info.kv_format, w.info.block_size));
       }
       if (w.info.role == WorkerRole::kDecode && w.info.kv_port == 0) {
         return failed_precondition(fmt::format("decode worker {} reports no KV port", w.info.url));
@@ -163,10 +168,10 @@ std::optional<Placement> WorkerPool::place(WorkerRole role, std::span<const kv::
       continue;
     }
     const Worker& b = list[*best];
-    const bool better = role == WorkerRole::kPrefill
-                            ? (hits != best_hits ? hits > best_hits : w.info.in_flight < b.info.in_flight)
-                            : (w.info.in_flight != b.info.in_flight ? w.info.in_flight < b.info.in_flight
-                                                                    : hits > best_hits);
+    const bool better =
+        role == WorkerRole::kPrefill
+            ? (hits != best_hits ? hits > best_hits : w.info.in_flight < b.info.in_flight)
+            : (w.info.in_flight != b.info.in_flight ? w.info.in_flight < b.info.in_flight : hits > best_hits);
     if (better) {
       best = i;
       best_hits = hits;

@@ -22,8 +22,9 @@ std::string KvLinkMetrics::render(int64_t imported_blocks, int64_t refused_block
     out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
   };
   auto pair = [&](const char* name, const char* help, uint64_t sent, uint64_t received) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{}{{direction=\"sent\"}} {}\n{}{{direction=\"received\"}} {}\n",
-                       name, help, name, name, sent, name, received);
+    out += fmt::format(
+        "# HELP {} {}\n# TYPE {} counter\n{}{{direction=\"sent\"}} {}\n{}{{direction=\"received\"}} {}\n",
+        name, help, name, name, sent, name, received);
   };
   pair("ladder_kv_transfers_total", "KV transfers completed (sent and acknowledged, or received and stored)",
        sent_transfers.load(), received_transfers.load());
@@ -33,17 +34,20 @@ std::string KvLinkMetrics::render(int64_t imported_blocks, int64_t refused_block
        sent_failures.load(), received_refused.load());
   counter("ladder_kv_transfer_sent_blocks_total", "KV blocks sent", sent_blocks.load());
   out += fmt::format(
-      "# HELP ladder_kv_transfer_send_seconds_total Time from connect to acknowledgement, summed over transfers\n"
+      "# HELP ladder_kv_transfer_send_seconds_total Time from connect to acknowledgement, summed over "
+      "transfers\n"
       "# TYPE ladder_kv_transfer_send_seconds_total counter\nladder_kv_transfer_send_seconds_total {:.6f}\n",
       static_cast<double>(sent_micros.load()) / 1e6);
-  out += "# HELP ladder_kv_inbox_total Received transfers by what became of them\n"
-         "# TYPE ladder_kv_inbox_total counter\n";
+  out +=
+      "# HELP ladder_kv_inbox_total Received transfers by what became of them\n"
+      "# TYPE ladder_kv_inbox_total counter\n";
   out += fmt::format("ladder_kv_inbox_total{{outcome=\"taken\"}} {}\n", inbox_taken.load());
   out += fmt::format("ladder_kv_inbox_total{{outcome=\"expired\"}} {}\n", inbox_expired.load());
   out += fmt::format("ladder_kv_inbox_total{{outcome=\"missing\"}} {}\n", inbox_missing.load());
   counter("ladder_kv_imported_blocks_total", "KV blocks taken from other workers' transfers",
           static_cast<uint64_t>(imported_blocks));
-  counter("ladder_kv_refused_blocks_total", "Transferred KV blocks refused: key or format not the request's own",
+  counter("ladder_kv_refused_blocks_total",
+          "Transferred KV blocks refused: key or format not the request's own",
           static_cast<uint64_t>(refused_blocks));
   return out;
 }
@@ -72,8 +76,8 @@ Status KvInbox::put(const std::string& id, std::shared_ptr<const kv::KvBlockSet>
   if (entries_.count(id) != 0) return invalid_argument(fmt::format("KV transfer '{}' is already here", id));
   const size_t n = blocks->data.size();
   if (bytes_ + n > max_bytes_) {
-    return resource_exhausted(fmt::format("the KV inbox holds {} bytes; {} more would pass its bound of {}", bytes_,
-                                          n, max_bytes_));
+    return resource_exhausted(fmt::format("the KV inbox holds {} bytes; {} more would pass its bound of {}",
+                                          bytes_, n, max_bytes_));
   }
   bytes_ += n;
   entries_.emplace(id, Entry{std::move(blocks), Clock::now() + ttl_});
@@ -123,12 +127,13 @@ struct KvReceiver::Impl {
   // The receiver's verdict on a complete transfer.
   Status admit(const std::string& id, kv::KvBlockSet set) {
     if (set.model_digest != config.model_digest) {
-      return invalid_argument(fmt::format("KV transfer {} was computed with model {}; this worker serves {}", id,
-                                          set.model_digest, config.model_digest));
+      return invalid_argument(fmt::format("KV transfer {} was computed with model {}; this worker serves {}",
+                                          id, set.model_digest, config.model_digest));
     }
     if (set.tokenizer_digest != config.tokenizer_digest) {
-      return invalid_argument(fmt::format("KV transfer {} was tokenized with {}; this worker's tokenizer is {}", id,
-                                          set.tokenizer_digest, config.tokenizer_digest));
+      return invalid_argument(
+          fmt::format("KV transfer {} was tokenized with {}; this worker's tokenizer is {}", id,
+                      set.tokenizer_digest, config.tokenizer_digest));
     }
     LADDER_RETURN_IF_ERROR(kv::check_block_set(set, config.shape));
     return inbox.put(id, std::make_shared<const kv::KvBlockSet>(std::move(set)));
@@ -142,7 +147,10 @@ namespace {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, KvReceiver::Impl& owner)
-      : socket_(std::move(socket)), owner_(owner), timer_(socket_.get_executor()), decoder_(owner.config.limits) {}
+      : socket_(std::move(socket)),
+        owner_(owner),
+        timer_(socket_.get_executor()),
+        decoder_(owner.config.limits) {}
 
   void start() {
     timer_.expires_after(owner_.config.read_timeout);
@@ -167,8 +175,9 @@ class Session : public std::enable_shared_from_this<Session> {
     auto h = kv::parse_frame_head(head_, decoder_.max_payload());
     if (!h.is_ok()) return refuse(h.status());
     payload_.resize(h->payload_bytes);
-    net::async_read(socket_, net::buffer(payload_),
-                    [self = shared_from_this()](boost::system::error_code e, size_t) { self->on_payload(e); });
+    net::async_read(
+        socket_, net::buffer(payload_),
+        [self = shared_from_this()](boost::system::error_code e, size_t) { self->on_payload(e); });
   }
   void on_payload(boost::system::error_code ec) {
     if (ec) return fail_quietly(ec);
@@ -192,12 +201,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   void reply(const Status& st) {
     ack_ = kv::encode_kv_ack(st);
-    net::async_write(socket_, net::buffer(ack_), [self = shared_from_this()](boost::system::error_code, size_t) {
-      self->timer_.cancel();
-      boost::system::error_code ignored;
-      self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
-      self->socket_.close(ignored);
-    });
+    net::async_write(socket_, net::buffer(ack_),
+                     [self = shared_from_this()](boost::system::error_code, size_t) {
+                       self->timer_.cancel();
+                       boost::system::error_code ignored;
+                       self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
+                       self->socket_.close(ignored);
+                     });
   }
   void fail_quietly(boost::system::error_code ec) {
     timer_.cancel();
@@ -241,7 +251,9 @@ void KvReceiver::Impl::accept() {
 KvReceiver::KvReceiver(KvReceiverConfig config, KvInbox& inbox, KvLinkMetrics& metrics)
     : impl_(std::make_unique<Impl>(std::move(config), inbox, metrics)) {}
 
-KvReceiver::~KvReceiver() { stop(); }
+KvReceiver::~KvReceiver() {
+  stop();
+}
 
 Status KvReceiver::start() {
   Impl& s = *impl_;
@@ -253,15 +265,18 @@ Status KvReceiver::start() {
   if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) s.acceptor.bind(ep, ec);
   if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) return io_error(fmt::format("cannot listen for KV transfers on {}:{}: {}", s.config.host, s.config.port,
-                                      ec.message()));
+  if (ec)
+    return io_error(fmt::format("cannot listen for KV transfers on {}:{}: {}", s.config.host, s.config.port,
+                                ec.message()));
   s.accept();
   s.thread = std::thread([&s] { s.io.run(); });
   s.started = true;
   return Status::ok();
 }
 
-uint16_t KvReceiver::port() const { return impl_->acceptor.local_endpoint().port(); }
+uint16_t KvReceiver::port() const {
+  return impl_->acceptor.local_endpoint().port();
+}
 
 void KvReceiver::stop() {
   if (!impl_ || !impl_->started) return;
@@ -287,40 +302,43 @@ Result<KvSendResult> send_kv_transfer(const std::string& host, uint16_t port, co
   for (const auto& p : message.pieces) buffers.emplace_back(p.data(), p.size());
   auto fail = [&](const std::string& what, boost::system::error_code ec) {
     if (failure.is_ok()) {
-      failure = io_error(fmt::format("KV transfer to {}:{} failed while {}: {}", host, port, what, ec.message()));
+      failure =
+          io_error(fmt::format("KV transfer to {}:{} failed while {}: {}", host, port, what, ec.message()));
     }
   };
   bool done = false;
-  resolver.async_resolve(host, std::to_string(port), [&](boost::system::error_code ec, tcp::resolver::results_type r) {
-    if (ec) return fail("resolving", ec);
-    net::async_connect(socket, r, [&](boost::system::error_code ec2, const tcp::endpoint&) {
-      if (ec2) return fail("connecting", ec2);
-      net::async_write(socket, buffers, [&](boost::system::error_code ec3, size_t) {
-        if (ec3) return fail("sending", ec3);
-        net::async_read(socket, net::buffer(head), [&](boost::system::error_code ec4, size_t) {
-          if (ec4) return fail("waiting for the acknowledgement", ec4);
-          auto h = kv::parse_frame_head(head, 0);
-          if (!h.is_ok() || h->type != kv::KvFrameType::kAck) {
-            failure = io_error("the KV receiver answered with something other than an acknowledgement");
-            return;
-          }
-          payload.resize(h->payload_bytes);
-          net::async_read(socket, net::buffer(payload), [&](boost::system::error_code ec5, size_t) {
-            if (ec5) return fail("reading the acknowledgement", ec5);
-            if (Status st = kv::check_frame(head, payload); !st.is_ok()) {
-              failure = st;
-              return;
-            }
-            failure = kv::decode_kv_ack(payload);
-            done = true;
+  resolver.async_resolve(
+      host, std::to_string(port), [&](boost::system::error_code ec, tcp::resolver::results_type r) {
+        if (ec) return fail("resolving", ec);
+        net::async_connect(socket, r, [&](boost::system::error_code ec2, const tcp::endpoint&) {
+          if (ec2) return fail("connecting", ec2);
+          net::async_write(socket, buffers, [&](boost::system::error_code ec3, size_t) {
+            if (ec3) return fail("sending", ec3);
+            net::async_read(socket, net::buffer(head), [&](boost::system::error_code ec4, size_t) {
+              if (ec4) return fail("waiting for the acknowledgement", ec4);
+              auto h = kv::parse_frame_head(head, 0);
+              if (!h.is_ok() || h->type != kv::KvFrameType::kAck) {
+                failure = io_error("the KV receiver answered with something other than an acknowledgement");
+                return;
+              }
+              payload.resize(h->payload_bytes);
+              net::async_read(socket, net::buffer(payload), [&](boost::system::error_code ec5, size_t) {
+                if (ec5) return fail("reading the acknowledgement", ec5);
+                if (Status st = kv::check_frame(head, payload); !st.is_ok()) {
+                  failure = st;
+                  return;
+                }
+                failure = kv::decode_kv_ack(payload);
+                done = true;
+              });
+            });
           });
         });
       });
-    });
-  });
   io.run_for(timeout);
   if (!done && failure.is_ok()) {
-    failure = io_error(fmt::format("KV transfer to {}:{} timed out after {} ms", host, port, timeout.count()));
+    failure =
+        io_error(fmt::format("KV transfer to {}:{} timed out after {} ms", host, port, timeout.count()));
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!done || !failure.is_ok()) {

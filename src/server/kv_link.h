@@ -38,8 +38,8 @@ struct KvLinkMetrics {
   std::atomic<uint64_t> sent_transfers{0};
   std::atomic<uint64_t> sent_failures{0};
   std::atomic<uint64_t> sent_blocks{0};
-  std::atomic<uint64_t> sent_bytes{0};       // wire bytes, frames included
-  std::atomic<uint64_t> sent_micros{0};      // connect to ack, summed
+  std::atomic<uint64_t> sent_bytes{0};   // wire bytes, frames included
+  std::atomic<uint64_t> sent_micros{0};  // connect to ack, summed
   std::atomic<uint64_t> received_transfers{0};
   std::atomic<uint64_t> received_refused{0};  // a bad frame, a mismatched header, a full inbox
   std::atomic<uint64_t> received_bytes{0};

@@ -33,7 +33,8 @@ std::optional<ApiError> parse_args(const std::string& body, PrefillArgs* out) {
   json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object()) return invalid_field("", "the body must be a JSON object");
   const json& prompt = doc.value("prompt", json());
-  if (!prompt.is_array() || prompt.empty()) return invalid_field("prompt", "prompt must be a non-empty array of token ids");
+  if (!prompt.is_array() || prompt.empty())
+    return invalid_field("prompt", "prompt must be a non-empty array of token ids");
   for (const json& t : prompt) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
       return invalid_field("prompt", "prompt must hold token ids");
@@ -115,7 +116,8 @@ struct PrefillJob : std::enable_shared_from_this<PrefillJob> {
     const double prefill_ms = std::chrono::duration<double, std::milli>(Clock::now() - arrival).count();
     auto self = shared_from_this();
     if (!services.senders->post([self, prefill_ms] { self->send(prefill_ms); })) {
-      answer(error_response(unavailable("too many KV transfers are waiting to be sent", "server_overloaded")));
+      answer(
+          error_response(unavailable("too many KV transfers are waiting to be sent", "server_overloaded")));
     }
   }
 
@@ -126,7 +128,10 @@ struct PrefillJob : std::enable_shared_from_this<PrefillJob> {
     }
     if (blocks->n_blocks() == 0) {
       HttpResponse r;
-      r.body = dump_json({{"blocks", 0}, {"bytes", 0}, {"cached_tokens", cached_tokens}, {"prefill_ms", prefill_ms},
+      r.body = dump_json({{"blocks", 0},
+                          {"bytes", 0},
+                          {"cached_tokens", cached_tokens},
+                          {"prefill_ms", prefill_ms},
                           {"transfer_ms", 0}});
       answer(std::move(r));
       return;
@@ -175,10 +180,11 @@ void handle_prefill(const PrefillServices& s, const HttpRequest& request, const 
   engine::Request r;
   r.prompt = prefill_prompt(args.prompt, s.engine->config().block_size);
   if (r.prompt.empty()) {
-    return finish_now(HttpResponse{200, "application/json",
-                                   dump_json({{"blocks", 0}, {"bytes", 0}, {"cached_tokens", 0}, {"prefill_ms", 0},
-                                              {"transfer_ms", 0}}),
-                                   {}});
+    return finish_now(HttpResponse{
+        200,
+        "application/json",
+        dump_json({{"blocks", 0}, {"bytes", 0}, {"cached_tokens", 0}, {"prefill_ms", 0}, {"transfer_ms", 0}}),
+        {}});
   }
   r.sampling.temperature = 0;
   r.stop.max_tokens = 1;

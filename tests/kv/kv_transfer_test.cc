@@ -18,7 +18,11 @@ namespace {
 constexpr int kBlockSize = 4;
 
 KvShape small_shape(int32_t n_blocks, TensorType dtype = TensorType::kF32) {
-  return KvShape{.n_layers = 2, .n_kv_heads = 1, .head_dim = 2, .block_size = kBlockSize, .n_blocks = n_blocks,
+  return KvShape{.n_layers = 2,
+                 .n_kv_heads = 1,
+                 .head_dim = 2,
+                 .block_size = kBlockSize,
+                 .n_blocks = n_blocks,
                  .dtype = dtype};
 }
 
@@ -61,7 +65,8 @@ struct Sender {
     m->add(1, kNsA);
     LADDER_CHECK(m->allocate(1, n_tokens), "sender pool too small");
     const auto table = m->block_table(1);
-    for (size_t i = 0; i < table.size(); ++i) write_block(m->storage(), table[i], pattern(*m, static_cast<int>(i)));
+    for (size_t i = 0; i < table.size(); ++i)
+      write_block(m->storage(), table[i], pattern(*m, static_cast<int>(i)));
     m->publish(1, t, n_tokens);
   }
   KvBlockSet exported(int64_t first = 0) const {
@@ -98,7 +103,8 @@ TEST(KvTransfer, ExportCopiesTheBlocksWithTheirChainKeys) {
   EXPECT_EQ(set.block_bytes, size_t{2 * 2 * kBlockSize * 2 * 4});  // layers x K,V x [4][1][2] f32
   BlockKey parent;
   for (size_t i = 0; i < 3; ++i) {
-    const BlockKey k = chain_key(i == 0 ? nullptr : &parent, kNsA, std::span(s.t).subspan(i * kBlockSize, kBlockSize));
+    const BlockKey k =
+        chain_key(i == 0 ? nullptr : &parent, kNsA, std::span(s.t).subspan(i * kBlockSize, kBlockSize));
     EXPECT_EQ(set.keys[i], k) << i;
     parent = k;
     const auto expect = pattern(*s.m, static_cast<int>(i));

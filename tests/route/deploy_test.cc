@@ -24,16 +24,18 @@ TEST(Deploy, ManifestsAndDashboardMatchTheServer) {
   ServerProcess prefill({"-m", model, "--role", "prefill", "--threads", "1"});
   ServerProcess decode({"-m", model, "--role", "decode", "--threads", "1", "--kv-host", "127.0.0.1"});
   ASSERT_TRUE(prefill.ok() && decode.ok());
-  ServerProcess router({"-m", model, "--prefill", "http://127.0.0.1:" + std::to_string(prefill.port()), "--decode",
-                        "http://127.0.0.1:" + std::to_string(decode.port())},
+  ServerProcess router({"-m", model, "--prefill", "http://127.0.0.1:" + std::to_string(prefill.port()),
+                        "--decode", "http://127.0.0.1:" + std::to_string(decode.port())},
                        true, "route");
   ASSERT_TRUE(router.ok());
-  const std::string body = R"({"prompt":"Once upon a time, there was a little girl named Lily. She loved to play",)"
-                           R"("max_tokens":4})";
+  const std::string body =
+      R"({"prompt":"Once upon a time, there was a little girl named Lily. She loved to play",)"
+      R"("max_tokens":4})";
   ASSERT_EQ(http_request(router.port(), "POST", "/v1/completions", body).status, 200);
   std::vector<std::string> args = {"python3", std::string(LADDER_TEST_SOURCE_DIR) + "/route/check_deploy.py",
                                    std::string(LADDER_TEST_SOURCE_DIR) + "/../deploy", "--metrics"};
-  const std::map<std::string, std::string> admin = {{"Authorization", std::string("Bearer ") + kTestAdminKey}};
+  const std::map<std::string, std::string> admin = {
+      {"Authorization", std::string("Bearer ") + kTestAdminKey}};
   int i = 0;
   for (int port : {router.port(), prefill.port(), decode.port()}) {
     HttpReply m = http_request(port, "GET", "/metrics", "", admin);

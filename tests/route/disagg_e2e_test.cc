@@ -24,14 +24,15 @@ namespace {
 using nlohmann::json;
 using Ms = std::chrono::milliseconds;
 
-std::string stories() { return shared_path("models/stories260K.gguf"); }
+std::string stories() {
+  return shared_path("models/stories260K.gguf");
+}
 
 std::string write_file(const std::string& name, const std::string& text) {
   std::string p = temp_dir() + "/" + name;
   std::ofstream(p) << text;
   return p;
 }
-
 
 const char* kTenants = R"(
 [[tenant]]
@@ -43,7 +44,9 @@ name = "beta"
 api_keys = ["key-beta"]
 )";
 
-std::string url(const ServerProcess& p) { return "http://127.0.0.1:" + std::to_string(p.port()); }
+std::string url(const ServerProcess& p) {
+  return "http://127.0.0.1:" + std::to_string(p.port());
+}
 
 json health(int port) {
   HttpReply r = http_request(port, "GET", "/health");
@@ -51,7 +54,9 @@ json health(int port) {
 }
 
 std::string metrics(int port) {
-  return http_request(port, "GET", "/metrics", "", {{"Authorization", std::string("Bearer ") + kTestAdminKey}}).body;
+  return http_request(port, "GET", "/metrics", "",
+                      {{"Authorization", std::string("Bearer ") + kTestAdminKey}})
+      .body;
 }
 
 // A router in front of one prefill and `n_decode` decode workers.
@@ -66,8 +71,8 @@ struct Cluster {
     prefill = std::make_unique<ServerProcess>(p);
     std::vector<std::string> r = {"-m", model, "--prefill", url(*prefill)};
     for (int i = 0; i < n_decode; ++i) {
-      std::vector<std::string> d = {"-m",         model,       "--role", "decode", "--threads", "1",
-                                    "--kv-host", "127.0.0.1", "--kv-port", "0"};
+      std::vector<std::string> d = {"-m", model,       "--role",    "decode",    "--threads",
+                                    "1",  "--kv-host", "127.0.0.1", "--kv-port", "0"};
       d.insert(d.end(), common.begin(), common.end());
       decode.push_back(std::make_unique<ServerProcess>(d));
       r.push_back("--decode");
@@ -117,9 +122,9 @@ TEST(Disagg, OutputsEqualRungOneTokenForToken) {
   };
   const std::vector<Case> cases = {
       {"Once upon a time", {{"temperature", 0}}},  // no full block before the last token: decode alone
-      {story(1), {{"temperature", 0}}},  // 17 tokens: one block moves
+      {story(1), {{"temperature", 0}}},            // 17 tokens: one block moves
       {story(2), {{"temperature", 0}}},
-      {story(4), {{"temperature", 0}}},  // 75 tokens (the model's context is 128)
+      {story(4), {{"temperature", 0}}},                 // 75 tokens (the model's context is 128)
       {story(4), {{"temperature", 0.9}, {"seed", 7}}},  // sampling starts on the decode worker
       {story(3), {{"temperature", 0.7}, {"top_p", 0.9}, {"seed", 11}}},
   };
@@ -183,10 +188,14 @@ TEST(Disagg, TenantsNeverShareBlocksOnAnyWorker) {
   const std::string tenants = write_file("tenants.toml", kTenants);
   Cluster c(stories(), {"--tenants", tenants});
   ASSERT_TRUE(c.ok());
-  auto body = [](int sentences) { return json{{"prompt", story(sentences)}, {"max_tokens", 4}, {"temperature", 0}}; };
+  auto body = [](int sentences) {
+    return json{{"prompt", story(sentences)}, {"max_tokens", 4}, {"temperature", 0}};
+  };
   const int prefill = c.prefill->port();
   const int decode = c.decode[0]->port();
-  auto prefill_hits = [&] { return metric_value(metrics(prefill), "ladder_engine_prefix_cache_hit_tokens_total"); };
+  auto prefill_hits = [&] {
+    return metric_value(metrics(prefill), "ladder_engine_prefix_cache_hit_tokens_total");
+  };
   auto imported = [&] { return metric_value(metrics(decode), "ladder_kv_imported_blocks_total"); };
 
   // Alpha: a 56-token prompt (3 blocks move), then a 97-token one extending
@@ -222,8 +231,9 @@ TEST(Disagg, TenantsNeverShareBlocksOnAnyWorker) {
 
 int open_stream(int port, const std::string& body) {
   int fd = connect_loopback(port);
-  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   EXPECT_TRUE(send_all(fd, req));
   return fd;
 }
@@ -251,9 +261,12 @@ TEST(Disagg, KilledDecodeWorkerFailsItsRequestsAndTheRouterServesOn) {
   ASSERT_TRUE(c.ok());
   const int router = c.router->port();
   // Two long streams: the router spreads them over both decode workers.
-  const std::string long_req =
-      json{{"prompt", story(3)}, {"max_tokens", 600}, {"stream", true}, {"ignore_eos", true}, {"temperature", 0}}
-          .dump();
+  const std::string long_req = json{
+      {"prompt", story(3)},
+      {"max_tokens", 600},
+      {"stream", true},
+      {"ignore_eos", true},
+      {"temperature", 0}}.dump();
   int fd1 = open_stream(router, long_req);
   std::string b1;
   ASSERT_TRUE(read_until(fd1, "data: ", b1, Ms(60000)));
@@ -316,7 +329,9 @@ TEST(Disagg, AClientThatGoesAwayCancelsItsRequestOnTheDecodeWorker) {
   }
   EXPECT_EQ(h["running"], 0) << h.dump();
   EXPECT_EQ(h["kv_blocks_used"], 0) << h.dump();
-  EXPECT_EQ(metric_value(metrics(c.router->port()), "ladder_requests_total{tenant=\"anonymous\",status=\"499\"}"), 1);
+  EXPECT_EQ(
+      metric_value(metrics(c.router->port()), "ladder_requests_total{tenant=\"anonymous\",status=\"499\"}"),
+      1);
   EXPECT_EQ(http_request(c.router->port(), "GET", "/health").status, 200);
 }
 

@@ -15,8 +15,8 @@ TEST(Netns, ThreeHostsEqualRungOneAndSurviveALostDecodeHost) {
   const std::string stories = shared_path("models/stories260K.gguf");
   ASSERT_FALSE(stories.empty());
   const std::string& model = slow_test_model();
-  CommandResult r =
-      run_command({"bash", std::string(LADDER_TEST_SOURCE_DIR) + "/route/netns_test.sh", ladder_bin(), model});
+  CommandResult r = run_command(
+      {"bash", std::string(LADDER_TEST_SOURCE_DIR) + "/route/netns_test.sh", ladder_bin(), model});
   std::printf("%s%s", r.out.c_str(), r.err.c_str());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("netns test: PASS"), std::string::npos);
