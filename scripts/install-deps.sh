@@ -19,6 +19,8 @@ packages=(
   chromium
   # the replay's HTTPS test makes a self-signed certificate
   openssl
+  # rung 2: the network-namespace test (ip netns, veth) and the deploy/ check
+  iproute2 python3-yaml
 )
 
 missing=()

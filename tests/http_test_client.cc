@@ -30,7 +30,7 @@ std::string HttpReply::header(const std::string& name) const {
   return it == headers.end() ? "" : it->second;
 }
 
-ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_ready) {
+ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_ready, const std::string& command) {
   static int counter = 0;
   log_path_ = temp_dir() + "/serve-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".log";
   int out_pipe[2];
@@ -38,7 +38,7 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_rea
     ADD_FAILURE() << "pipe failed";
     return;
   }
-  std::vector<std::string> argv = {ladder_bin(), "serve", "--port", "0", "--admin-key", kTestAdminKey};
+  std::vector<std::string> argv = {ladder_bin(), command, "--port", "0", "--admin-key", kTestAdminKey};
   argv.insert(argv.end(), args.begin(), args.end());
   pid_ = fork();
   if (pid_ == 0) {

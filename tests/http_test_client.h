@@ -28,7 +28,10 @@ class ServerProcess {
   // Starts `ladder serve --port 0 --admin-key kTestAdminKey <args>` and waits
   // for its "listening on" line (the model is loaded) and /health 200; without
   // wait_ready, only until the socket is bound (the log says so).
-  explicit ServerProcess(const std::vector<std::string>& args, bool wait_ready = true);
+  // `command` is the subcommand: "serve", or "route" for `ladder route`
+  // (which prints the same line once its workers are ready).
+  explicit ServerProcess(const std::vector<std::string>& args, bool wait_ready = true,
+                         const std::string& command = "serve");
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

@@ -137,4 +137,16 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+const std::string& slow_test_model() {
+  static const std::string path = [] {
+    std::string p = temp_dir() + "/slow.gguf";
+    CommandResult r = run_command({ladder_bin(), "synth", "-o", p, "--dim", "512", "--layers", "6", "--heads", "8",
+                                   "--ffn", "1536", "--ctx", "1024", "--vocab-from",
+                                   shared_path("models/stories260K.gguf")});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return p;
+  }();
+  return path;
+}
+
 }  // namespace ladder::testing

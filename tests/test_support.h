@@ -24,6 +24,11 @@ struct CommandResult {
 // Runs argv[0] with the given arguments (no shell), capturing both streams.
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& stdin_data = "");
 
+// A model with random weights over stories260K's vocabulary (dim 512, 6
+// layers, context 1024), written once per test binary: slow enough per token
+// that a test can act while a request streams.
+const std::string& slow_test_model();
+
 // A fresh temporary directory, removed at process exit.
 std::string temp_dir();
 

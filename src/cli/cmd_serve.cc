@@ -42,6 +42,10 @@ struct ServeOptions {
   bool kv_dtype_given = false;
   double kv_memory_mib = 256;
   SpecCliOptions spec;
+  std::string role = "both";
+  int kv_port = 0;
+  double kv_inbox_mb = 1024;
+  double kv_inbox_ttl_s = 30;
 };
 
 // Each connection is a file descriptor; the usual soft limit (1024) would cap
@@ -96,6 +100,19 @@ int run_serve(ServeOptions& o) {
   o.config.draft = *draft;
   o.config.engine.speculative.k = o.spec.k;
   o.config.engine.speculative.adaptive = !o.spec.fixed;
+  o.config.role = o.role == "prefill"  ? server::ServeRole::kPrefill
+                  : o.role == "decode" ? server::ServeRole::kDecode
+                                       : server::ServeRole::kBoth;
+  if (o.config.role != server::ServeRole::kBoth && kv::kv_format_is_approximate(o.config.engine.kv_dtype)) {
+    // A q4 block's newest tokens live in a staging slot until the block
+    // seals, and the transfer format carries sealed blocks only.
+    std::fprintf(stderr, "error: --role %s moves KV blocks in f16 or f32 only; the approximate formats (q8, q4, "
+                 "--rung 3) cannot be transferred yet\n", o.role.c_str());
+    return 2;
+  }
+  o.config.kv_port = static_cast<uint16_t>(o.kv_port);
+  o.config.kv_inbox_bytes = static_cast<size_t>(o.kv_inbox_mb * (1 << 20));
+  o.config.kv_inbox_ttl = std::chrono::milliseconds(static_cast<int64_t>(o.kv_inbox_ttl_s * 1000));
   server::ApiServer srv(o.config);
   if (Status st = srv.start(); !st.is_ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
@@ -108,6 +125,9 @@ int run_serve(ServeOptions& o) {
     return 1;
   }
   std::printf("listening on http://%s:%u\n", o.config.http.host.c_str(), static_cast<unsigned>(srv.port()));
+  if (o.config.role == server::ServeRole::kDecode) {
+    std::printf("kv on %s:%u\n", o.config.kv_host.c_str(), static_cast<unsigned>(srv.kv_port()));
+  }
   if (o.config.metrics_port) {
     std::printf("metrics on http://%s:%u/metrics\n", o.config.metrics_host.c_str(),
                 static_cast<unsigned>(srv.metrics_port()));
@@ -178,6 +198,17 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
   cmd->add_option("--initial-service-ms", e.initial_service_ms,
                   "Admission's estimate of a request's run time before it has measured one")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--role", o->role,
+                  "both: a whole server (rung 1); prefill or decode: a rung-2 worker behind `ladder route`")
+      ->check(CLI::IsMember({"both", "prefill", "decode"}))->capture_default_str();
+  cmd->add_option("--kv-host", c.kv_host, "Decode role: address of the KV transfer listener")->capture_default_str();
+  cmd->add_option("--kv-port", o->kv_port, "Decode role: port of the KV transfer listener; 0 picks a free one")
+      ->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--kv-inbox-mb", o->kv_inbox_mb, "Decode role: received KV held for its requests, at most")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-inbox-ttl-s", o->kv_inbox_ttl_s,
+                  "Decode role: how long received KV waits for its request before it is dropped")
+      ->capture_default_str()->check(CLI::PositiveNumber);
 }
 
 // Options that only say where and for whom to serve: not settings a
@@ -186,7 +217,8 @@ bool operational(const std::string& name) {
   static const std::set<std::string> kNames = {
       "--host",         "--port",           "--model",          "--served-model-name", "--tenants",
       "--api-key",      "--admin-key",      "--metrics-port",   "--metrics-host",      "--drain-grace-s",
-      "--read-timeout-s", "--max-body-bytes", "--max-connections", "--ledger",          "--help"};
+      "--read-timeout-s", "--max-body-bytes", "--max-connections", "--ledger",          "--help",
+      "--kv-host",      "--kv-port"};
   return kNames.count(name) > 0;
 }
 

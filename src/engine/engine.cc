@@ -25,6 +25,8 @@ struct Engine::Active {
   std::optional<OutputText> text;  // when the engine has a tokenizer
   std::shared_ptr<TokenConstraint> constraint;
   SpecState spec;
+  bool export_kv = false;
+  kv::BlockKey ns;  // the request's cache namespace digest
 };
 
 namespace {
@@ -330,6 +332,8 @@ void Engine::publish_metrics() {
   m.kv_blocks_free = kv.blocks_free;
   m.kv_blocks_cached = kv.blocks_cached;
   m.prefix_hit_tokens = scheduler_->prefix_hit_tokens();
+  m.kv_imported_blocks = kv.imported_blocks;
+  m.kv_refused_blocks = kv.refused_blocks;
   m.preemptions = scheduler_->n_preemptions();
   if (spec_) spec_->publish(m);
   std::lock_guard<std::mutex> lock(mu_);
@@ -425,7 +429,10 @@ void Engine::admit(std::vector<Pending>& pending) {
     if (config_.tokenizer != nullptr) {
       active->text.emplace(*config_.tokenizer, p.request.stop.stop_strings, p.request.shown_special_tokens);
     }
+    active->export_kv = p.request.export_kv;
+    active->ns = ns;
     const Status st = scheduler_->add(p.id, p.request.prompt, p.request.stop, p.request.scheduling, ns);
+    if (st.is_ok() && p.request.kv_import != nullptr) kv_->stage_import(p.id, std::move(p.request.kv_import));
     active_.emplace(p.id, std::move(active));
     counters_.prompt_tokens += static_cast<int64_t>(p.request.prompt.size());
     if (!st.is_ok()) finish(p.id, FinishReason::kError, st);
@@ -610,6 +617,13 @@ bool Engine::step() {
     details[r].resize(emitted[r].size());
   }
   if (verified_any) spec_->record_verify_step(forward_us);
+  // Exports are read while the sequences still hold their blocks.
+  std::vector<std::shared_ptr<const kv::KvBlockSet>> exports(n_rows);
+  for (size_t r = 0; r < n_rows; ++r) {
+    if (actives[r]->export_kv && !actives[r]->timings.first_token) {
+      exports[r] = export_prompt_blocks(sampling[r]->id, *seqs[r], actives[r]->ns);
+    }
+  }
   counters_.sample_us += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - forward_end).count();
   const std::vector<SequenceUpdate> updates =
       scheduler_->update_from_runs(out, emitted, std::span<const bool>(stopped.get(), n_rows));
@@ -638,6 +652,7 @@ bool Engine::step() {
     e.kind = StreamEvent::Kind::kToken;
     e.token = std::move(details[r][j]);
     if (j < texts[r].size()) e.text = std::move(texts[r][j]);
+    if (j == 0) e.kv_export = std::move(exports[r]);
     ++j;
     a.stream->push(std::move(e));
     if (u.finish != FinishReason::kNone) finish(u.id, u.finish, Status::ok());
@@ -653,6 +668,18 @@ bool Engine::step() {
                      static_cast<int64_t>(out.preempted.size())});
   }
   return true;
+}
+
+std::shared_ptr<const kv::KvBlockSet> Engine::export_prompt_blocks(RequestId id, const Sequence& seq,
+                                                                  const kv::BlockKey& ns) const {
+  // The decode side computes the last prompt token itself (its logits start
+  // the output), so the blocks before it are what it needs.
+  const int64_t n_blocks = (seq.n_prompt - 1) / kv_->block_size();
+  auto set = std::make_shared<kv::KvBlockSet>(
+      kv::export_blocks(kv_->storage(), scheduler_->block_table(id), ns, seq.prompt(), 0, n_blocks));
+  set->model_digest = config_.model_digest;
+  set->tokenizer_digest = config_.tokenizer_digest;
+  return set;
 }
 
 }  // namespace ladder::engine

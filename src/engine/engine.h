@@ -167,6 +167,10 @@ class Engine {
   static void end_unstarted(Pending& p, FinishReason reason, Status status);
   void finish(RequestId id, FinishReason reason, Status status);
   void publish_metrics();
+  // Request::export_kv: the KV of a computed prompt's full blocks before its
+  // last token.
+  std::shared_ptr<const kv::KvBlockSet> export_prompt_blocks(RequestId id, const Sequence& seq,
+                                                             const kv::BlockKey& ns) const;
 
   const model::LlamaModel& model_;
   EngineConfig config_;

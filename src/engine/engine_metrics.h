@@ -32,6 +32,10 @@ struct EngineMetrics {
   // Tokens whose computation a prefix-cache hit skipped (re-admissions after
   // preemption included).
   int64_t prefix_hit_tokens = 0;
+  // Rung 2: blocks taken from other workers' transfers, and blocks refused
+  // because their key or format did not match the request's own.
+  int64_t kv_imported_blocks = 0;
+  int64_t kv_refused_blocks = 0;
   int64_t prompt_tokens = 0;    // prompt tokens admitted (hits included)
   int64_t computed_tokens = 0;  // tokens evaluated by the model (recompute included)
   int64_t generated_tokens = 0;

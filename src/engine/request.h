@@ -11,6 +11,7 @@
 #include "engine/sampling_params.h"
 #include "engine/stop_criteria.h"
 #include "engine/token_constraint.h"
+#include "kv/kv_transfer.h"
 
 namespace ladder::engine {
 
@@ -40,6 +41,13 @@ struct Request {
   // Speculative decoding when the engine has a draft (EngineConfig::
   // speculative); false: plain decoding. The tokens are the same either way.
   bool speculative = true;
+  // Rung 2 (prefill/decode split). export_kv: once the prompt is computed,
+  // its first token event carries the KV of the prompt's full blocks before
+  // its last token (StreamEvent::kv_export). kv_import: blocks another worker
+  // computed for this prompt, taken where their keys match this request's
+  // own (KvCacheManager::stage_import); the rest is computed here.
+  bool export_kv = false;
+  std::shared_ptr<const kv::KvBlockSet> kv_import;
 };
 
 }  // namespace ladder::engine

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "engine/request_timings.h"
 #include "engine/sampler.h"
 #include "engine/spec_usage.h"
+#include "kv/kv_transfer.h"
 
 namespace ladder::engine {
 
@@ -42,6 +44,9 @@ struct StreamEvent {
   Usage usage;
   RequestTimings timings;
   int32_t n_preemptions = 0;
+  // The first token event of a request with Request::export_kv: its prompt's
+  // full blocks before the last token.
+  std::shared_ptr<const kv::KvBlockSet> kv_export;
 };
 
 class TokenStream {

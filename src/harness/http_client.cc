@@ -165,6 +165,7 @@ Status exchange(net::io_context& ioc, Stream& stream, const Endpoint& ep, const 
     if (ec == http::error::need_buffer) ec = {};
     const size_t got = chunk.size() - parser.get().body().size;
     if (got > 0) on_bytes(std::string_view(chunk.data(), got));
+    if (spec.stop && spec.stop()) return Status(StatusCode::kCancelled, "the request was abandoned");
     // A body delimited by the connection's close (over TLS, a close without
     // close_notify reads as a truncated stream).
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == ssl::error::stream_truncated) break;

@@ -51,6 +51,9 @@ struct HttpRequestSpec {
   std::string body;            // JSON body for POST
   std::vector<std::pair<std::string, std::string>> headers;  // extra request headers
   double timeout_s = 60;       // per network wait (connect, handshake, write, each read)
+  // Polled after each piece of the body; true closes the connection and ends
+  // the call with kCancelled (a proxy whose own client went away).
+  std::function<bool()> stop;
 };
 
 // Streams the response: on_head once the status line and headers arrived,

@@ -55,11 +55,16 @@ void KvCacheManager::remove(SeqId id) {
 int64_t KvCacheManager::acquire_prefix(SeqId id, std::span<const int32_t> tokens) {
   SeqKv& s = at(id);
   LADDER_CHECK(s.table.empty(), "prefix hits are taken only by a sequence without blocks");
-  if (cache_ == nullptr || tokens.empty()) return 0;
+  const std::shared_ptr<const KvBlockSet> staged = std::move(s.staged);
+  s.staged.reset();
+  if ((cache_ == nullptr && staged == nullptr) || tokens.empty()) return 0;
   const int bs = block_size();
   PrefixCache::extend_keys(s.ns_digest, tokens, bs, s.keys);
   const auto max_blocks = static_cast<size_t>((static_cast<int64_t>(tokens.size()) - 1) / bs);
-  for (BlockId b : cache_->acquire(s.keys, max_blocks)) s.table.append(b);
+  if (cache_ != nullptr) {
+    for (BlockId b : cache_->acquire(s.keys, max_blocks)) s.table.append(b);
+  }
+  if (staged != nullptr) adopt_staged(s, *staged, max_blocks);
   s.n_published = static_cast<int64_t>(s.table.size());
   s.staged_from = s.table.size();  // full, sealed blocks
   return static_cast<int64_t>(s.table.size()) * bs;
@@ -100,9 +105,36 @@ void KvCacheManager::publish(SeqId id, std::span<const int32_t> tokens, int64_t 
   s.n_published = n_full;
 }
 
+void KvCacheManager::stage_import(SeqId id, std::shared_ptr<const KvBlockSet> blocks) {
+  at(id).staged = std::move(blocks);
+}
+
+void KvCacheManager::adopt_staged(SeqKv& s, const KvBlockSet& staged, size_t max_blocks) {
+  if (!check_block_set(staged, storage_->shape()).is_ok()) {
+    refused_blocks_ += static_cast<int64_t>(staged.n_blocks());
+    return;
+  }
+  for (size_t j = s.table.size(); j < max_blocks; ++j) {
+    const int64_t i = static_cast<int64_t>(j) - staged.first_block;
+    if (i < 0 || i >= static_cast<int64_t>(staged.n_blocks())) break;
+    if (!(staged.keys[static_cast<size_t>(i)] == s.keys[j])) {
+      // Another tenant's, model's or prompt's block: never taken.
+      refused_blocks_ += static_cast<int64_t>(staged.n_blocks()) - i;
+      break;
+    }
+    auto b = pool_.allocate();
+    if (!b) break;
+    write_block(*storage_, *b, staged.block(static_cast<size_t>(i)));
+    if (cache_ != nullptr) cache_->insert(s.keys[j], *b);
+    s.table.append(*b);
+    ++imported_blocks_;
+  }
+}
+
 void KvCacheManager::release(SeqId id) {
   SeqKv& s = at(id);
   unstage_from(s, 0);
+  s.staged.reset();
   s.table.release_all(pool_);
   s.n_published = 0;
 }
@@ -180,6 +212,8 @@ KvCacheStats KvCacheManager::stats() const {
     st.prefix_queried_blocks = cache_->queried_blocks();
     st.prefix_hit_blocks = cache_->hit_blocks();
   }
+  st.imported_blocks = imported_blocks_;
+  st.refused_blocks = refused_blocks_;
   return st;
 }
 

@@ -11,6 +11,8 @@
 //   release: drop a sequence's blocks (preemption), keeping its identity;
 //   truncate: forget positions past n (rejected speculative tokens);
 //   fork: a new sequence sharing another's blocks (n > 1 samples);
+//   stage_import: blocks from another worker (rung 2), taken by the next
+//     acquire_prefix where their keys match the sequence's own chain;
 //   capacity in blocks and tokens; the model's paged view of the storage.
 //
 // Staged formats (q4): every block a sequence allocates gets a staging slot
@@ -36,6 +38,7 @@
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
 #include "kv/kv_storage.h"
+#include "kv/kv_transfer.h"
 #include "kv/prefix_cache.h"
 
 namespace ladder::kv {
@@ -49,6 +52,8 @@ struct KvCacheStats {
   int32_t blocks_cached = 0;  // free blocks still holding a cached prefix
   int64_t prefix_queried_blocks = 0;
   int64_t prefix_hit_blocks = 0;
+  int64_t imported_blocks = 0;  // staged blocks taken into the pool
+  int64_t refused_blocks = 0;   // staged blocks whose key or format did not match
 };
 
 class KvCacheManager {
@@ -90,6 +95,13 @@ class KvCacheManager {
   // blocks are shared (one more reference each), a partly filled last block
   // is copied into a block of its own. False when no block is free for it.
   bool fork(SeqId parent, SeqId child, int64_t n_tokens);
+  // Offers a sequence blocks computed elsewhere. Its next acquire_prefix,
+  // after the prefix cache's hits, copies each further staged block into a
+  // free block (published like a computed one) while the staged key equals
+  // the sequence's own key at that position and a block is free; the rest is
+  // computed as usual. Staged blocks are used by that one acquire_prefix and
+  // dropped by release and remove.
+  void stage_import(SeqId id, std::shared_ptr<const KvBlockSet> blocks);
 
   std::span<const BlockId> block_table(SeqId id) const;
 
@@ -117,16 +129,21 @@ class KvCacheManager {
     int64_t n_published = 0;
     // Table entries [staged_from, size) hold staging slots of this sequence.
     size_t staged_from = 0;
+    std::shared_ptr<const KvBlockSet> staged;
   };
   // Returns the staging slots of table entries [from, size) that s holds.
   void unstage_from(SeqKv& s, size_t from);
   SeqKv& at(SeqId id);
   const SeqKv& at(SeqId id) const;
+  // acquire_prefix's import of s.staged past its hits, up to max_blocks.
+  void adopt_staged(SeqKv& s, const KvBlockSet& staged, size_t max_blocks);
 
   std::unique_ptr<KvStorage> storage_;
   BlockPool pool_;
   std::unique_ptr<PrefixCache> cache_;  // null: prefix caching off
   std::unordered_map<SeqId, SeqKv> seqs_;
+  int64_t imported_blocks_ = 0;
+  int64_t refused_blocks_ = 0;
 };
 
 }  // namespace ladder::kv

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/http_server.h"
+
 namespace ladder::server {
 
 std::string ApiError::body() const {
@@ -62,6 +64,28 @@ ApiError rate_limited(std::string message, std::string code, int retry_after_s) 
 }
 ApiError unavailable(std::string message, std::string code) {
   return {503, std::move(message), "server_error", "", std::move(code), 1};
+}
+
+HttpResponse error_response(const ApiError& e) {
+  HttpResponse r;
+  r.status = e.http_status;
+  r.body = e.body();
+  if (e.retry_after_s > 0) r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
+  return r;
+}
+
+HttpResponse http_error_page(int status, const std::string& message) {
+  ApiError e{status, message, status >= 500 ? "server_error" : "invalid_request_error", "", "", 0};
+  e.code = status == 413 ? "payload_too_large" : status == 408 ? "request_timeout" : "bad_request";
+  if (status == 503) e.retry_after_s = 1;
+  return error_response(e);
+}
+
+std::string bearer_key(const HttpRequest& request) {
+  const std::string auth = request.header("authorization");
+  const std::string bearer = "Bearer ";
+  if (auth.size() <= bearer.size() || auth.compare(0, bearer.size(), bearer) != 0) return {};
+  return auth.substr(bearer.size());
 }
 
 }  // namespace ladder::server

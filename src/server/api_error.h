@@ -8,6 +8,8 @@
 
 namespace ladder::server {
 
+struct HttpResponse;
+
 struct ApiError {
   int http_status = 500;
   std::string message;
@@ -33,5 +35,14 @@ ApiError unauthenticated(std::string message);
 ApiError payload_too_large(std::string message);
 ApiError rate_limited(std::string message, std::string code, int retry_after_s);
 ApiError unavailable(std::string message, std::string code);
+
+// The HTTP response carrying an error: its status, body and Retry-After.
+HttpResponse error_response(const ApiError& e);
+// The HttpServer's page for requests that never reach a handler (413, 400,
+// 408, 503 with Retry-After: 1).
+HttpResponse http_error_page(int status, const std::string& message);
+// The key of an "Authorization: Bearer KEY" header; empty when there is none.
+struct HttpRequest;
+std::string bearer_key(const HttpRequest& request);
 
 }  // namespace ladder::server

@@ -19,8 +19,10 @@
 #include "server/api_error.h"
 #include "server/embedder.h"
 #include "server/exchange.h"
+#include "server/kv_link.h"
 #include "server/metrics.h"
 #include "server/openai_response.h"
+#include "server/prefill_service.h"
 #include "server/request_builder.h"
 #include "server/stream_pump.h"
 #include "server/tenants.h"
@@ -53,21 +55,6 @@ HttpResponse json_response(int status, const json& doc) {
   return r;
 }
 
-HttpResponse error_response(const ApiError& e) {
-  HttpResponse r;
-  r.status = e.http_status;
-  r.body = e.body();
-  if (e.retry_after_s > 0) r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
-  return r;
-}
-
-std::string bearer_key(const HttpRequest& req) {
-  const std::string auth = req.header("authorization");
-  const std::string bearer = "Bearer ";
-  if (auth.size() <= bearer.size() || auth.compare(0, bearer.size(), bearer) != 0) return {};
-  return auth.substr(bearer.size());
-}
-
 // What a loaded model brings; immutable once built.
 // Distinct grammars (response formats, tool sets) kept compiled.
 constexpr size_t kGrammarCacheEntries = 64;
@@ -85,6 +72,15 @@ struct Served {
 
 }  // namespace
 
+const char* serve_role_name(ServeRole role) {
+  switch (role) {
+    case ServeRole::kBoth: return "both";
+    case ServeRole::kPrefill: return "prefill";
+    case ServeRole::kDecode: return "decode";
+  }
+  return "unknown";
+}
+
 struct ApiServer::State {
   ServeConfig config;
   TenantRegistry tenants = TenantRegistry::anonymous();
@@ -96,6 +92,12 @@ struct ApiServer::State {
   std::atomic<Served*> ready{nullptr};
   ExchangeServices services;
   std::unique_ptr<WorkQueue> prepare;
+  // Rung 2: the decode role's inbox and listener, the prefill role's senders.
+  KvLinkMetrics kv_metrics;
+  std::unique_ptr<KvInbox> kv_inbox;
+  std::unique_ptr<KvReceiver> kv_receiver;
+  std::unique_ptr<WorkQueue> kv_senders;
+  PrefillServices prefill;
 
   // Requests accepted and not yet settled; the drain waits for them. The
   // exchanges among them are owned here until they settle.
@@ -144,6 +146,8 @@ ApiServer::~ApiServer() {
     s.metrics_http->wait();
   }
   if (s.prepare) s.prepare->stop();
+  if (s.kv_senders) s.kv_senders->stop();
+  if (s.kv_receiver) s.kv_receiver->stop();
   if (s.served) {
     s.served->pump->stop();
     s.served->engine->shutdown();
@@ -165,15 +169,9 @@ Status ApiServer::start() {
   if (!s.config.admin_key.empty()) s.tenants.add_admin_key(s.config.admin_key);
   s.prepare = std::make_unique<WorkQueue>(s.config.prepare_threads, s.config.max_pending_prepare);
 
-  auto error_page = [](int status, const std::string& message) {
-    ApiError e{status, message, status >= 500 ? "server_error" : "invalid_request_error", "", "", 0};
-    e.code = status == 413 ? "payload_too_large" : status == 408 ? "request_timeout" : "bad_request";
-    if (status == 503) e.retry_after_s = 1;
-    return error_response(e);
-  };
   s.http = std::make_unique<HttpServer>(
       s.config.http, [&s](HttpRequest req, std::shared_ptr<ResponseChannel> ch) { s.handle(std::move(req), std::move(ch)); },
-      error_page);
+      http_error_page);
   LADDER_RETURN_IF_ERROR(s.http->start());
   if (s.config.metrics_port) {
     HttpServerConfig mc = s.config.http;
@@ -188,7 +186,7 @@ Status ApiServer::start() {
             ch->respond(error_response(not_found_error("the metrics listener serves only GET /metrics", "unknown_url")));
           }
         },
-        error_page);
+        http_error_page);
     LADDER_RETURN_IF_ERROR(s.metrics_http->start());
     spdlog::info("metrics listener on http://{}:{}/metrics", mc.host, s.metrics_http->port());
   }
@@ -203,6 +201,44 @@ Status ApiServer::start() {
 
 uint16_t ApiServer::port() const { return state_->http->port(); }
 uint16_t ApiServer::metrics_port() const { return state_->metrics_http ? state_->metrics_http->port() : 0; }
+uint16_t ApiServer::kv_port() const { return state_->kv_receiver ? state_->kv_receiver->port() : 0; }
+
+namespace {
+
+// The rung-2 pieces of a prefill or decode worker, once its engine exists.
+Status start_role(ApiServer::State& s, const Served& served) {
+  const engine::Engine& e = *served.engine;
+  if (s.config.role == ServeRole::kDecode) {
+    const model::ModelConfig& mc = served.bundle.model->config();
+    KvReceiverConfig rc;
+    rc.host = s.config.kv_host;
+    rc.port = s.config.kv_port;
+    rc.model_digest = e.config().model_digest;
+    rc.tokenizer_digest = e.config().tokenizer_digest;
+    rc.shape = kv::KvShape{.n_layers = static_cast<int>(mc.n_layers),
+                           .n_kv_heads = static_cast<int>(mc.n_kv_heads),
+                           .head_dim = static_cast<int>(mc.head_dim),
+                           .block_size = e.config().block_size,
+                           .n_blocks = 0,
+                           .dtype = e.config().kv_dtype};
+    s.kv_inbox = std::make_unique<KvInbox>(s.config.kv_inbox_bytes, s.config.kv_inbox_ttl, s.kv_metrics);
+    s.kv_receiver = std::make_unique<KvReceiver>(rc, *s.kv_inbox, s.kv_metrics);
+    LADDER_RETURN_IF_ERROR(s.kv_receiver->start());
+    spdlog::info("decode role: KV transfers accepted on {}:{}", rc.host, s.kv_receiver->port());
+  } else if (s.config.role == ServeRole::kPrefill) {
+    s.kv_senders = std::make_unique<WorkQueue>(s.config.kv_send_threads, s.config.max_pending_prepare);
+    s.prefill.engine = served.engine.get();
+    s.prefill.pump = served.pump.get();
+    s.prefill.tenants = &s.tenants;
+    s.prefill.metrics = &s.kv_metrics;
+    s.prefill.senders = s.kv_senders.get();
+    s.prefill.on_done = [&s] { s.add_live(-1); };
+    spdlog::info("prefill role: POST /internal/prefill computes prompts and sends their KV to decode workers");
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Status ApiServer::load() {
   State& s = *state_;
@@ -268,6 +304,7 @@ Status ApiServer::load() {
     }
     s.live -= 1;
   };
+  LADDER_RETURN_IF_ERROR(start_role(s, *served));
   const engine::Engine& e = *served->engine;
   spdlog::info("model {} loaded in {:.0f} ms: context {}, {} KV blocks ({}), {} running slots, queue {}",
                s.config.served_model_name, std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
@@ -311,6 +348,8 @@ void ApiServer::wait() {
     s.metrics_http->wait();
   }
   s.prepare->stop();
+  if (s.kv_senders) s.kv_senders->stop();
+  if (s.kv_receiver) s.kv_receiver->stop();
   std::string summary;
   for (const auto& [status, n] : s.metrics.requests_by_status()) {
     summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " x " + std::to_string(status);
@@ -352,6 +391,14 @@ void ApiServer::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> 
       return;
     }
     ch->respond(models());
+  } else if (path == "/internal/prefill" && config.role == ServeRole::kPrefill) {
+    if (!only("POST")) return;
+    if (state.load() != ServerState::kReady) {
+      reply_error(ch, -1, unavailable("the prefill worker is not ready", "server_draining"));
+      return;
+    }
+    add_live(1);
+    handle_prefill(prefill, req, bearer_key(req), std::move(ch));
   } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!only("POST")) return;
     const ApiKind kind = path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat;
@@ -421,6 +468,16 @@ void ApiServer::State::prepare_and_start(ApiKind kind, const HttpRequest& req, i
     add_live(-1);
     return;
   }
+  if (kv_inbox != nullptr) {
+    // A decode worker: the router names the transfer that carries this prompt's KV.
+    const std::string transfer = req.header("x-ladder-kv-transfer");
+    if (!transfer.empty()) {
+      plan.request.kv_import = kv_inbox->take(transfer);
+      if (plan.request.kv_import == nullptr) {
+        spdlog::warn("KV transfer {} is not here (expired or never sent): computing the prompt", transfer);
+      }
+    }
+  }
   auto x = std::make_shared<Exchange>(std::move(plan), std::move(ch), services);
   {
     std::lock_guard lock(mu);
@@ -474,12 +531,24 @@ void ApiServer::State::add_live(int64_t n) {
 
 HttpResponse ApiServer::State::health() const {
   const ServerState st = state.load();
-  json doc = {{"status", state_name(st)}};
+  json doc = {{"status", state_name(st)}, {"role", serve_role_name(config.role)}};
   if (Served* s = ready.load(); s != nullptr && st == ServerState::kReady) {
     const engine::EngineMetrics m = s->engine->metrics();
     doc["running"] = m.running;
     doc["kv_blocks_used"] = m.kv_blocks_used;
     doc["kv_blocks_free"] = m.kv_blocks_free;
+    if (config.role != ServeRole::kBoth) {
+      // What `ladder route` checks and places by: the same model everywhere,
+      // the keys' namespace, capacity, where KV goes.
+      const engine::EngineConfig& ec = s->engine->config();
+      doc["model_digest"] = ec.model_digest;
+      doc["tokenizer_digest"] = ec.tokenizer_digest;
+      doc["kv_format"] = s->engine->kv_format_name();
+      doc["kv_block_size"] = ec.block_size;
+      doc["max_running"] = ec.scheduler.max_running;
+      doc["max_input_tokens"] = s->engine->max_input_tokens();
+      doc["kv_port"] = kv_receiver ? kv_receiver->port() : 0;
+    }
   }
   return json_response(st == ServerState::kReady ? 200 : 503, doc);
 }
@@ -488,7 +557,13 @@ json ApiServer::State::effective_config() const {
   const engine::Engine& e = *ready.load()->engine;
   const engine::EngineConfig& ec = e.config();
   const engine::SpeculativeConfig& sc = ec.speculative;
-  return {{"rung", kv::kv_format_is_approximate(ec.kv_dtype) ? 3 : (sc.draft ? 4 : 1)},
+  const int rung = config.role != ServeRole::kBoth             ? 2
+                   : kv::kv_format_is_approximate(ec.kv_dtype) ? 3
+                   : sc.draft                                  ? 4
+                                                               : 1;
+  return {{"rung", rung},
+          {"role", serve_role_name(config.role)},
+          {"kv_port", kv_receiver ? kv_receiver->port() : 0},
           {"speculative",
            {{"draft", sc.draft ? sc.draft->name() : "off"},
             {"k", sc.draft ? sc.k : 0},
@@ -557,6 +632,10 @@ HttpResponse ApiServer::State::metrics_page(bool per_tenant) const {
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = metrics.render(g, per_tenant);
+  if (config.role != ServeRole::kBoth) {
+    const engine::EngineMetrics m = ready.load() ? ready.load()->engine->metrics() : engine::EngineMetrics{};
+    r.body += kv_metrics.render(m.kv_imported_blocks, m.kv_refused_blocks);
+  }
   return r;
 }
 

@@ -44,6 +44,11 @@
 
 namespace ladder::server {
 
+// Rung 2: a worker that only computes prompts and ships their KV (prefill),
+// one that takes shipped KV and generates (decode), or both in one server.
+enum class ServeRole { kBoth, kPrefill, kDecode };
+const char* serve_role_name(ServeRole role);
+
 struct ServeConfig {
   std::string model_path;
   std::string served_model_name;  // default: the file name without .gguf
@@ -64,6 +69,15 @@ struct ServeConfig {
   int prepare_threads = 2;            // templating and tokenizing, off the io threads
   size_t max_pending_prepare = 1024;  // requests waiting to be tokenized
   double drain_grace_s = 30;
+  // Rung 2 (see ladder route): prefill workers answer POST /internal/prefill
+  // and send KV to decode workers, which listen for it on kv_host:kv_port and
+  // keep it up to kv_inbox_ttl for the request naming it.
+  ServeRole role = ServeRole::kBoth;
+  std::string kv_host = "0.0.0.0";
+  uint16_t kv_port = 0;  // 0 = any free one (logged, and in /v1/models)
+  size_t kv_inbox_bytes = size_t{1} << 30;
+  std::chrono::milliseconds kv_inbox_ttl{30000};
+  int kv_send_threads = 4;
 };
 
 class ApiServer {
@@ -79,6 +93,8 @@ class ApiServer {
   uint16_t port() const;
   // The metrics listener's port (when configured).
   uint16_t metrics_port() const;
+  // The decode role's KV listener port (after load()); 0 for other roles.
+  uint16_t kv_port() const;
   // Loads the model (through ModelBundle, which checks the tokenizer against
   // the model), the chat template and the engine; then ready.
   Status load();

@@ -29,16 +29,7 @@ const char* kGoldenText =
 std::string stories() { return shared_path("models/stories260K.gguf"); }
 
 // A model slow enough (~10-30 ms a token here) for requests to overlap.
-const std::string& slow_model() {
-  static std::string path = [] {
-    std::string p = temp_dir() + "/slow.gguf";
-    auto r = run_command({ladder_bin(), "synth", "-o", p, "--dim", "512", "--layers", "6", "--heads", "8", "--ffn",
-                          "1536", "--ctx", "1024", "--vocab-from", stories()});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return p;
-  }();
-  return path;
-}
+const std::string& slow_model() { return slow_test_model(); }
 
 std::string write_file(const std::string& name, const std::string& text) {
   std::string p = temp_dir() + "/" + name;
