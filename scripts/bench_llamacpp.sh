@@ -11,7 +11,9 @@
 #   script never downloads or builds llama.cpp.
 # Environment: LADDER_BENCH_THREADS (2), LADDER_BENCH_ROUNDS (5),
 #   LADDER_BENCH_TYPES ("f32 q8_0 q4_0 q4_k"), LADDER_BENCH_MODELS (the
-#   model cache of scripts/bench.sh).
+#   model cache of scripts/bench.sh). On a shared, loaded machine export
+#   OMP_WAIT_POLICY=passive: llama.cpp's OpenMP threads otherwise spin at
+#   every barrier and its decode collapses (docs/BENCHMARKS.md, Intel Xeon).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
   sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
@@ -32,7 +34,7 @@ mkdir -p "$MODELS"
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs; threads $THREADS; rounds $ROUNDS"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs; threads $THREADS; rounds $ROUNDS; llama.cpp OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset (active: spinning)}"
 "$LADDER" info | sed -n '/kernel fingerprint/,/AMX/p'
 for T in $TYPES; do
   M="$MODELS/110m-$T.gguf"

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -56,6 +57,28 @@ TEST(Amx, SwitchingOffFallsBackToVectors) {
   EXPECT_FALSE(amx_int8_active());
   set_amx_enabled(true);
   EXPECT_EQ(amx_int8_active(), amx_support().int8() && active_target_name() == "AVX3_DL");
+}
+
+// LADDER_AMX=0 is read once per process, so each setting runs in a fresh
+// child process (the "threadsafe" death-test style re-executes the binary):
+// the child sets the variable before anything asks whether AMX is active and
+// exits with what it then finds (0: no tiles in use, 1: int8 tiles, 2: bf16).
+[[noreturn]] void exit_with_amx_use(const char* setting) {
+  setenv("LADDER_AMX", setting, 1);
+  set_amx_bf16_wanted(true);
+  std::exit(amx_int8_active() ? 1 : (amx_bf16_active() ? 2 : 0));
+}
+
+TEST(AmxDeathTest, EnvironmentSwitchesTilesOff) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(exit_with_amx_use("0"), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(exit_with_amx_use("off"), ::testing::ExitedWithCode(0), "");
+  // The control: with the variable set to anything else the tiles are used
+  // wherever they can be, so the child really reads the setting.
+  if (!amx_support().int8() || active_target_name() != "AVX3_DL") {
+    GTEST_SKIP() << "no AMX-INT8 kernels here, so only the off setting was checked";
+  }
+  EXPECT_EXIT(exit_with_amx_use("1"), ::testing::ExitedWithCode(1), "");
 }
 
 struct Case {
