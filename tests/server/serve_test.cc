@@ -447,6 +447,9 @@ TEST(Serve, DisconnectMidStreamFreesBlocks) {
   }
   EXPECT_EQ(used, 0) << text;
   EXPECT_EQ(metric_value(text, "ladder_running_sequences"), 0);
+  // The request is recorded once both its engine part and its delivery
+  // ended, which may trail the blocks' release by a moment.
+  text = wait_metric(p, "ladder_requests_total{tenant=\"anonymous\",status=\"499\"}", 1);
   EXPECT_EQ(metric_value(text, "ladder_requests_total{tenant=\"anonymous\",status=\"499\"}"), 1) << text;
   // The generation stopped well before its 600 tokens.
   EXPECT_LT(metric_value(text, "ladder_completion_tokens_total{tenant=\"anonymous\"}"), 600) << text;
