@@ -9,8 +9,6 @@ namespace ladder::harness {
 
 using nlohmann::json;
 
-namespace {
-
 std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -24,6 +22,8 @@ std::string html_escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
 
 // JSON that is safe inside <script>: "</" cannot close the element.
 std::string script_json(const json& j) {

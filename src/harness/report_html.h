@@ -25,6 +25,9 @@
 
 namespace ladder::harness {
 
+// Text for HTML element content and attribute values: & < > " escaped.
+std::string html_escape(const std::string& s);
+
 // record: the record.json contents (shown as tables); runs: the measured data.
 std::string make_report_html(const nlohmann::json& record, const std::vector<RunReport>& runs);
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "harness/report_html.h"
 #include "ladder/climb.h"
 
 namespace ladder::climb {
@@ -15,19 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string esc(const std::string& s) { return harness::html_escape(s); }
 
 std::string args_text(const RungOutcome& r) {
   std::string s = r.spec.args.empty() ? "(defaults)" : fmt::format("{}", fmt::join(r.spec.args, " "));
