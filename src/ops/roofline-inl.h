@@ -145,9 +145,9 @@ int32_t Int8DotChains(int64_t iters, int32_t seed, double* macs) {
   *macs = 12.0 * static_cast<double>(sizeof(DotVec)) * static_cast<double>(iters);
   alignas(64) int32_t lanes[sizeof(DotVec) / 4];
   std::memcpy(lanes, &t, sizeof(t));
-  int32_t sum = 0;
-  for (int32_t x : lanes) sum += x;
-  return sum;
+  uint32_t sum = 0;  // wraps: the value only keeps the work from being optimised away
+  for (int32_t x : lanes) sum += static_cast<uint32_t>(x);
+  return static_cast<int32_t>(sum);
 #else
   (void)iters;
   *macs = 0;
