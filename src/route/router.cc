@@ -22,6 +22,7 @@
 #include "server/metrics.h"
 #include "server/openai_response.h"
 #include "server/request_builder.h"
+#include "server/server_state.h"
 #include "server/tenants.h"
 #include "server/work_queue.h"
 #include "tokenizer/chat_template.h"
@@ -31,24 +32,13 @@ namespace ladder::route {
 
 using nlohmann::json;
 using server::ApiError;
+using server::ServerState;
 using server::HttpRequest;
 using server::HttpResponse;
 using server::ResponseChannel;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-enum class Phase { kLoading, kReady, kDraining, kStopped };
-
-const char* phase_name(Phase p) {
-  switch (p) {
-    case Phase::kLoading: return "loading";
-    case Phase::kReady: return "ready";
-    case Phase::kDraining:
-    case Phase::kStopped: return "draining";
-  }
-  return "unknown";
-}
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -98,7 +88,7 @@ struct Router::State {
   server::TenantRegistry tenants = server::TenantRegistry::anonymous();
   server::ServerMetrics metrics;
   RouterCounters counters;
-  std::atomic<Phase> phase{Phase::kLoading};
+  std::atomic<ServerState> phase{ServerState::kLoading};
   std::unique_ptr<server::HttpServer> http;
   std::optional<gguf::GgufFile> file;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
@@ -251,8 +241,8 @@ Status Router::wait_for_workers(double timeout_s) {
     std::lock_guard lock(s.mu);
     s.admission = std::make_unique<engine::AdmissionController>(ac, budgets);
   }
-  Phase expected = Phase::kLoading;
-  s.phase.compare_exchange_strong(expected, Phase::kReady);
+  ServerState expected = ServerState::kLoading;
+  s.phase.compare_exchange_strong(expected, ServerState::kReady);
   spdlog::info("router ready: model {}, KV {} (block {}), {} decode slots", s.config.served_model_name,
                s.pool->kv_format(), s.pool->block_size(), ac.capacity);
   return Status::ok();
@@ -260,13 +250,13 @@ Status Router::wait_for_workers(double timeout_s) {
 
 void Router::drain() {
   State& s = *state_;
-  const Phase p = s.phase.load();
-  if (p == Phase::kDraining || p == Phase::kStopped) return;
+  const ServerState p = s.phase.load();
+  if (p == ServerState::kDraining || p == ServerState::kStopped) return;
   {
     std::lock_guard lock(s.mu);
     s.drain_started = Clock::now();
   }
-  s.phase = Phase::kDraining;
+  s.phase = ServerState::kDraining;
   s.http->stop_accepting();
 }
 
@@ -323,9 +313,9 @@ void Router::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch)
 
 void Router::State::handle_generate(server::ApiKind kind, HttpRequest req,
                                     std::shared_ptr<ResponseChannel> ch) {
-  const Phase p = phase.load();
-  if (p != Phase::kReady) {
-    ApiError e = p == Phase::kLoading
+  const ServerState p = phase.load();
+  if (p != ServerState::kReady) {
+    ApiError e = p == ServerState::kLoading
                      ? server::unavailable("the workers are not ready yet; retry shortly", "model_loading")
                      : server::unavailable("the router is shutting down", "server_draining");
     ch->respond(server::error_response(e));
@@ -647,7 +637,7 @@ void Router::State::relay(const std::shared_ptr<Call>& call) {
 // ------------------------------------------------------------------ pages
 
 HttpResponse Router::State::health() const {
-  const Phase p = phase.load();
+  const ServerState p = phase.load();
   json workers = json::array();
   for (const WorkerInfo& w : pool->snapshot()) {
     workers.push_back({{"url", w.url},
@@ -658,14 +648,14 @@ HttpResponse Router::State::health() const {
                        {"kv_blocks_used", w.kv_blocks_used}});
   }
   HttpResponse r;
-  r.status = p == Phase::kReady ? 200 : 503;
-  r.body = server::dump_json({{"status", phase_name(p)}, {"role", "router"}, {"workers", workers}});
+  r.status = p == ServerState::kReady ? 200 : 503;
+  r.body = server::dump_json({{"status", server::state_name(p)}, {"role", "router"}, {"workers", workers}});
   return r;
 }
 
 HttpResponse Router::State::models() const {
   json data = json::array();
-  if (phase.load() == Phase::kReady) {
+  if (phase.load() == ServerState::kReady) {
     data.push_back({{"id", config.served_model_name},
                     {"object", "model"},
                     {"created", 0},
@@ -692,7 +682,7 @@ HttpResponse Router::State::models() const {
 
 HttpResponse Router::State::metrics_page(bool per_tenant) const {
   server::GaugeSnapshot g;
-  g.state = phase_name(phase.load());
+  g.state = server::state_name(phase.load());
   g.open_connections = http->open_connections();
   {
     std::lock_guard lock(mu);
@@ -753,7 +743,7 @@ HttpResponse Router::State::metrics_page(bool per_tenant) const {
 }
 
 void Router::State::check_drain() {
-  if (phase.load() != Phase::kDraining) return;
+  if (phase.load() != ServerState::kDraining) return;
   int64_t n_live = 0;
   double elapsed_s = 0;
   {
@@ -763,7 +753,7 @@ void Router::State::check_drain() {
   }
   if (n_live > 0 && elapsed_s < config.drain_grace_s) return;
   if (n_live > 0) spdlog::warn("drain grace spent: stopping with {} requests unanswered", n_live);
-  if (phase.exchange(Phase::kStopped) == Phase::kStopped) return;
+  if (phase.exchange(ServerState::kStopped) == ServerState::kStopped) return;
   std::lock_guard lock(mu);
   finished = true;
   cv.notify_all();

@@ -25,6 +25,7 @@
 #include "server/prefill_service.h"
 #include "server/request_builder.h"
 #include "server/stream_pump.h"
+#include "server/server_state.h"
 #include "server/tenants.h"
 #include "server/work_queue.h"
 #include "tokenizer/chat_template.h"
@@ -35,18 +36,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-enum class ServerState { kLoading, kReady, kDraining, kStopped };
-
-const char* state_name(ServerState s) {
-  switch (s) {
-    case ServerState::kLoading: return "loading";
-    case ServerState::kReady: return "ready";
-    case ServerState::kDraining:
-    case ServerState::kStopped: return "draining";
-  }
-  return "unknown";
-}
 
 HttpResponse json_response(int status, const json& doc) {
   HttpResponse r;
