@@ -8,6 +8,9 @@ function(ladder_module name)
   target_include_directories(ladder_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(ladder_${name} PRIVATE ${LADDER_WARNINGS})
   target_link_libraries(ladder_${name} PUBLIC ${ARG_DEPS})
+  if(LADDER_SANITIZE AND name IN_LIST LADDER_SANITIZER_O1_MODULES)
+    target_compile_options(ladder_${name} PRIVATE -O1)
+  endif()
 endfunction()
 
 # ladder_test_suite(NAME DEPS dep...): every tests/NAME/*_test.cc becomes one

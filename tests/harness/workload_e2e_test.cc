@@ -100,7 +100,7 @@ std::vector<int64_t> induction(std::vector<int64_t> ids, size_t n) {
   return out;
 }
 
-TEST(WorkloadE2E, RetrievalModelContinuesRareEvidenceAt4096) {
+TEST(WorkloadE2ESlow, RetrievalModelContinuesRareEvidenceAt4096) {
   const std::string dir = ladder::testing::temp_dir();
   const std::string model = dir + "/retrieval.gguf";
   auto made = ladder::testing::run_command({ladder::testing::ladder_bin(), "synth", "--preset", "retrieval", "-o", model});
