@@ -14,7 +14,7 @@
 #include "cli/command.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ladder::cli {
 namespace {
@@ -49,7 +49,7 @@ int run_tokenize(const TokenizeOptions& opts) {
     nlohmann::json pieces = nlohmann::json::array();
     for (int32_t id : ids) {
       const std::string_view piece = (*tok)->token_piece(id);
-      pieces.push_back(std::string(tokenizer::is_valid_utf8(piece) ? piece : (*tok)->token_text(id)));
+      pieces.push_back(std::string(is_valid_utf8(piece) ? piece : (*tok)->token_text(id)));
     }
     const nlohmann::json out = {{"ids", ids}, {"pieces", pieces}};
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "common/check.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ladder::grammar {
 namespace {
@@ -92,8 +92,8 @@ std::string GbnfBuilder::literal(std::string_view bytes) {
   std::string out = "\"";
   size_t pos = 0;
   while (pos < bytes.size()) {
-    tokenizer::Utf8Step step = tokenizer::utf8_step(bytes, pos);
-    LADDER_CHECK(step.kind == tokenizer::Utf8Kind::kChar, "GbnfBuilder::literal: text is not UTF-8");
+    Utf8Step step = utf8_step(bytes, pos);
+    LADDER_CHECK(step.kind == Utf8Kind::kChar, "GbnfBuilder::literal: text is not UTF-8");
     append_escaped(step.codepoint, false, &out);
     pos += step.length;
   }

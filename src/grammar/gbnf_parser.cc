@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "grammar/grammar.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ladder::grammar {
 namespace {
@@ -274,8 +274,8 @@ class GbnfParser {
     size_t start = pos_;
     if (at_end()) return error_at(pos_, "unexpected end of input");
     if (peek() != '\\') {
-      tokenizer::Utf8Step step = tokenizer::utf8_step(text_, pos_);
-      if (step.kind != tokenizer::Utf8Kind::kChar) return error_at(pos_, "invalid UTF-8 in the grammar text");
+      Utf8Step step = utf8_step(text_, pos_);
+      if (step.kind != Utf8Kind::kChar) return error_at(pos_, "invalid UTF-8 in the grammar text");
       *cp = step.codepoint;
       pos_ += step.length;
       return Status::ok();
@@ -339,7 +339,7 @@ class GbnfParser {
       }
       uint32_t cp = 0;
       LADDER_RETURN_IF_ERROR(parse_char(&cp));
-      tokenizer::append_utf8(cp, out);
+      append_utf8(cp, out);
     }
   }
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "grammar/json_rules.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ladder::grammar {
 namespace {
@@ -217,8 +217,8 @@ class RegexParser {
   }
 
   Status read_char(uint32_t* cp) {
-    tokenizer::Utf8Step step = tokenizer::utf8_step(p_, pos_);
-    if (step.kind != tokenizer::Utf8Kind::kChar) return error("invalid UTF-8");
+    Utf8Step step = utf8_step(p_, pos_);
+    if (step.kind != Utf8Kind::kChar) return error("invalid UTF-8");
     *cp = step.codepoint;
     pos_ += step.length;
     return Status::ok();
@@ -408,7 +408,7 @@ Result<std::string> json_char_from(const Ranges& set) {
   if (!unescaped.empty()) {
     if (unescaped.size() == 1 && unescaped[0].lo == unescaped[0].hi) {
       std::string s;
-      tokenizer::append_utf8(unescaped[0].lo, &s);
+      append_utf8(unescaped[0].lo, &s);
       alts.insert(alts.begin(), GbnfBuilder::literal(s));
     } else {
       alts.insert(alts.begin(), GbnfBuilder::char_class(unescaped));

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ladder::grammar {
 namespace {
@@ -31,8 +31,8 @@ void split_same_length(uint32_t lo, uint32_t hi, std::vector<ByteSequence>* out)
   }
   std::string a;
   std::string b;
-  tokenizer::append_utf8(lo, &a);
-  tokenizer::append_utf8(hi, &b);
+  append_utf8(lo, &a);
+  append_utf8(hi, &b);
   ByteSequence seq(a.size());
   for (size_t k = 0; k < a.size(); ++k) {
     seq[k] = {static_cast<uint8_t>(a[k]), static_cast<uint8_t>(b[k])};

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "jinja/string_util.h"
-#include "jinja/utf8_util.h"
+#include "common/utf8.h"
 
 namespace ladder::jinja {
 namespace {
@@ -286,7 +286,7 @@ class Lexer {
             cp = cp * 16 + static_cast<uint32_t>(d);
           }
           i += len;
-          append_utf8(out, cp);
+          append_utf8(cp, &out);
           break;
         }
         default:  // Python keeps unknown escapes verbatim

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "jinja/utf8_util.h"
+#include "common/utf8.h"
 
 namespace ladder::jinja {
 
@@ -275,7 +275,7 @@ std::string map_code_points(std::string_view s, Map map) {
     if (len == 1) {
       out += static_cast<char>(map(cp));
     } else {
-      append_utf8(out, map(cp));
+      append_utf8(map(cp), &out);
     }
     i += len;
   }
@@ -306,7 +306,7 @@ void put(std::string& out, uint32_t c) {
   if (c >= 0xDC80 && c <= 0xDCFF) {
     out += static_cast<char>(c - 0xDC00);
   } else {
-    append_utf8(out, c);
+    append_utf8(c, &out);
   }
 }
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ladder::tokenizer {
 namespace {

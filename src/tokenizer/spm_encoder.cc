@@ -6,7 +6,7 @@
 #include <string>
 
 #include "tokenizer/flat_string_map.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ladder::tokenizer {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "grammar_test_util.h"
 #include "test_support.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ladder::grammar {
 namespace {
@@ -191,7 +191,7 @@ TEST(JsonSchemaGrammar, EverythingTheMatcherAcceptsValidates) {
         if (vocab != bytes) continue;
         for (int m = 0; m < 6; ++m) {
           std::string t = mutate(r.text, rng);
-          if (!tokenizer::is_valid_utf8(t)) continue;
+          if (!is_valid_utf8(t)) continue;
           (testing::full_match(g, t) ? accepted : rejected).emplace_back(i, t);
         }
       }

@@ -13,7 +13,7 @@
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/incremental_detokenizer.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 #include "tokenizer_test_util.h"
 
 namespace ladder::tokenizer {

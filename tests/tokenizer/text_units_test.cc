@@ -12,7 +12,7 @@
 #include "tokenizer/byte_level.h"
 #include "tokenizer/flat_string_map.h"
 #include "tokenizer/pre_tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace ladder::tokenizer {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace ladder::tokenizer {
+namespace ladder {
 
 inline constexpr uint32_t kReplacementChar = 0xFFFD;
 
@@ -40,4 +40,4 @@ std::string sanitize_utf8(std::string_view s);
 
 void append_utf8(uint32_t codepoint, std::string* out);
 
-}  // namespace ladder::tokenizer
+}  // namespace ladder

@@ -1,6 +1,6 @@
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
-namespace ladder::tokenizer {
+namespace ladder {
 
 Utf8Step utf8_step(std::string_view s, size_t pos) {
   const auto b0 = static_cast<uint8_t>(s[pos]);
@@ -93,4 +93,4 @@ void append_utf8(uint32_t cp, std::string* out) {
   }
 }
 
-}  // namespace ladder::tokenizer
+}  // namespace ladder
