@@ -23,6 +23,17 @@ SANITIZER_CHAOS_SECONDS ?= 20
 # Slow suites run attention over thousands of positions (~25x slower
 # sanitized), and the climb cases run dozens of replays.
 SANITIZER_GTEST_FILTER := -CliTokenize.*:Cli.*:*Slow.*:Slow/*:ClimbE2E.*
+# ThreadSanitizer also leaves out the three cases whose assertions are time or
+# memory budgets (RSS under 1 GiB for 1,000 streams, four 8 MiB prompts answered
+# while /health is probed, short streams finishing inside an 8 s drain grace):
+# its build runs the model 10-20x slower in several times the memory. Drain
+# and hang-ups still run under TSan in the SIGTERM and chaos cases. Two
+# single-threaded statistical checks (a top-k against a full sort over a large
+# vocabulary, the speculative sampler's chi-square) are left out too.
+TSAN_GTEST_FILTER := $(SANITIZER_GTEST_FILTER):Load.ThousandConcurrentStreams:Serve.LargePromptsDoNotStallHealth
+TSAN_GTEST_FILTER := $(TSAN_GTEST_FILTER):Serve.DrainDeliversOrEndsWithAnErrorAndCountsWhich
+TSAN_GTEST_FILTER := $(TSAN_GTEST_FILTER):Sampler.TopKOnALargeVocabularyMatchesAFullSort
+TSAN_GTEST_FILTER := $(TSAN_GTEST_FILTER):Speculative.SampledOutputHasTheTargetsDistribution
 SOAK_SECONDS ?= 600
 suite_targets = ladder $(foreach s,$(1),ladder_$(s)_tests)
 suite_regex = ^($(subst $(eval) ,|,$(strip $(1))))$$
@@ -54,7 +65,7 @@ test-asan:
 test-tsan:
 	@cmake -S . -B $(TSAN_DIR) $(SANITIZER_FLAGS) -DLADDER_SANITIZE=thread > /dev/null
 	@cmake --build $(TSAN_DIR) -j $(JOBS) --target $(call suite_targets,$(TSAN_SUITES))
-	@cd $(TSAN_DIR) && TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1' GTEST_FILTER='$(SANITIZER_GTEST_FILTER)' \
+	@cd $(TSAN_DIR) && TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1' GTEST_FILTER='$(TSAN_GTEST_FILTER)' \
 	  LADDER_CHAOS_SECONDS=$(SANITIZER_CHAOS_SECONDS) \
 	  ctest --output-on-failure -j $(JOBS) --timeout 1800 -R '$(call suite_regex,$(TSAN_SUITES))'
 
