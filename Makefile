@@ -82,9 +82,10 @@ bench: deps build
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DLADDER_FUZZ=ON -DLADDER_BUILD_TESTS=OFF -DLADDER_BUILD_BENCH=OFF > /dev/null
-	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_gguf fuzz_http
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_gguf fuzz_http fuzz_kv_wire
 	@bash scripts/fuzz.sh $(FUZZ_DIR)/fuzz/fuzz_gguf $(FUZZ_SECONDS) $(SHARED)
 	@LADDER_SHARED_DIR=$(SHARED) bash scripts/fuzz.sh $(FUZZ_DIR)/fuzz/fuzz_http $(FUZZ_SECONDS) $(SHARED)
+	@bash scripts/fuzz.sh $(FUZZ_DIR)/fuzz/fuzz_kv_wire $(FUZZ_SECONDS) $(SHARED)
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs one libFuzzer target (fuzz_gguf or fuzz_http) with a seed corpus.
+# Runs one libFuzzer target (fuzz_gguf, fuzz_http or fuzz_kv_wire) with a seed corpus.
 #   scripts/fuzz.sh BINARY SECONDS SHARED_DIR
 # fuzz_gguf seeds: every GGUF under SHARED_DIR/models and SHARED_DIR/tokenizers,
 # cut to 64 KiB (the header and metadata are where the parser's decisions
@@ -9,6 +9,8 @@
 # fuzz_http seeds: whole HTTP requests for both endpoints (streaming, chat
 # with several roles, token-id prompts, chunked bodies, stop strings), so the
 # request builder is reached from the start.
+# fuzz_kv_wire seeds: KV transfers of 0, 1 and 3 blocks in three formats and
+# two acknowledgements, written by the target's own encoder on start.
 # Crash inputs are kept under BINARY's folder in artifacts/. Exits non-zero
 # when the fuzzer finds a crash, leak, timeout or OOM.
 set -euo pipefail
@@ -109,6 +111,10 @@ for name, data in seeds.items():
     open(f"{out}/{name}.seed", "wb").write(data)
 PY
   n_seeds=6
+  ;;
+fuzz_kv_wire)
+  LADDER_FUZZ_SEED_DIR="$corpus" "$bin" -runs=0 "$corpus" > /dev/null 2>&1 || true
+  n_seeds=$(find "$corpus" -name '*.seed' | wc -l)
   ;;
 *)
   echo "fuzz.sh: no seeds known for $(basename "$bin")" >&2

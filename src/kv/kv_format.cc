@@ -38,8 +38,12 @@ Status validate_kv_shape(const KvShape& s, bool need_blocks) {
   }
   if (need_blocks && s.n_blocks <= 0) return invalid_argument("KV storage needs at least one block");
   if (!ops::kv_dtype_supported(s.dtype)) {
-    return unimplemented(
-        fmt::format("KV dtype {} is not supported (f32, f16, q8 or q4)", tensor_type_name(s.dtype)));
+    // The dtype may come off the wire (a KV transfer header): only a known
+    // type has a name.
+    const auto raw = static_cast<uint32_t>(s.dtype);
+    const std::string name =
+        tensor_type_traits(raw) ? std::string(tensor_type_name(s.dtype)) : fmt::format("with type id {}", raw);
+    return unimplemented(fmt::format("KV dtype {} is not supported (f32, f16, q8 or q4)", name));
   }
   if (const char* problem = ops::kv_shape_problem(s.dtype, s.block_size, s.head_dim)) {
     return invalid_argument(problem);

@@ -20,6 +20,7 @@
 #include "common/tensor_type.h"
 #include "gguf/quant.h"
 #include "hwy/highway.h"
+#include "ops/target_features.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_q8_interleaved-inl.h"
 #include "ops/q32_block-inl.h"
@@ -34,9 +35,8 @@
 
 HWY_BEFORE_NAMESPACE();
 #if HWY_TARGET == HWY_AVX3_DL
-// Highway 1.0.3's AVX3_DL flags name AVX-VNNI (VEX) but not AVX512-VNNI; the
-// CPUs it dispatches to (Ice Lake+, Zen 4) have the latter.
-#pragma GCC target("avx512vnni")
+// The CPUs AVX3_DL dispatches to (Ice Lake+, Zen 4) have AVX512-VNNI.
+LADDER_TARGET_FEATURES_PUSH("avx512vnni")
 #endif
 namespace ladder::ops::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -754,6 +754,9 @@ void MatmulIntCols(const detail::MatmulTask&, int64_t, int64_t) {}
 #endif  // LADDER_X86_INT8
 
 }  // namespace ladder::ops::HWY_NAMESPACE
+#if HWY_TARGET == HWY_AVX3_DL
+LADDER_TARGET_FEATURES_POP()
+#endif
 HWY_AFTER_NAMESPACE();
 
 #endif  // LADDER_OPS_MATMUL_INL_H_

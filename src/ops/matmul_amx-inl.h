@@ -30,6 +30,7 @@
 
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
+#include "ops/target_features.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_packed-inl.h"
 
@@ -39,7 +40,7 @@
 #include "ops/amx_tiles.h"
 
 HWY_BEFORE_NAMESPACE();
-#pragma GCC target("avx512vnni,amx-tile,amx-int8,amx-bf16")
+LADDER_TARGET_FEATURES_PUSH("avx512vnni,amx-tile,amx-int8,amx-bf16")
 namespace ladder::ops::HWY_NAMESPACE {
 
 inline constexpr int64_t kAmxRows = 16;
@@ -195,6 +196,7 @@ void MatmulAmxCols(const detail::MatmulTask& t, const uint8_t* packed, const int
 }
 
 }  // namespace ladder::ops::HWY_NAMESPACE
+LADDER_TARGET_FEATURES_POP()
 HWY_AFTER_NAMESPACE();
 
 #else  // !AVX3_DL

@@ -34,6 +34,7 @@
 
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
+#include "ops/target_features.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_simd.h"
 
@@ -43,7 +44,7 @@
 #include "ops/amx_tiles.h"
 
 HWY_BEFORE_NAMESPACE();
-#pragma GCC target("amx-tile,amx-int8,amx-bf16,avx512bf16")
+LADDER_TARGET_FEATURES_PUSH("amx-tile,amx-int8,amx-bf16,avx512bf16")
 namespace ladder::ops::HWY_NAMESPACE {
 
 inline constexpr int64_t kBf16Step = 32;         // elements of a row per tile product
@@ -322,6 +323,7 @@ void MatmulAmxBf16Cols(const detail::MatmulTask& t, const uint8_t* packed, const
 }
 
 }  // namespace ladder::ops::HWY_NAMESPACE
+LADDER_TARGET_FEATURES_POP()
 HWY_AFTER_NAMESPACE();
 
 #else  // !AVX3_DL

@@ -76,6 +76,7 @@
 #include "common/tensor_type.h"
 #include "gguf/quant.h"  // k_scale_min
 #include "hwy/highway.h"
+#include "ops/target_features.h"
 #include "ops/matmul-inl.h"
 #include "ops/matmul_internal.h"
 #include "ops/matmul_q8_interleaved-inl.h"
@@ -85,7 +86,7 @@
 #include <immintrin.h>
 
 HWY_BEFORE_NAMESPACE();
-#pragma GCC target("avx512vnni")
+LADDER_TARGET_FEATURES_PUSH("avx512vnni")
 namespace ladder::ops::HWY_NAMESPACE {
 
 // One 32-element block of a unit in registers, shared by every row of a tile.
@@ -684,6 +685,7 @@ bool HasPacked(TensorType type) {
 }
 
 }  // namespace ladder::ops::HWY_NAMESPACE
+LADDER_TARGET_FEATURES_POP()
 HWY_AFTER_NAMESPACE();
 
 #else  // !AVX3_DL: no packed kernels; ops/packed_weights.cc falls back.

@@ -26,6 +26,7 @@
 #include "common/tensor_type.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
+#include "ops/target_features.h"
 #include "ops/matmul_internal.h"
 #include "ops/q32_block-inl.h"
 
@@ -33,7 +34,7 @@
 #include <immintrin.h>
 
 HWY_BEFORE_NAMESPACE();
-#pragma GCC target("avx512vnni")
+LADDER_TARGET_FEATURES_PUSH("avx512vnni")
 namespace ladder::ops::HWY_NAMESPACE {
 
 // The 16 F16 block scales of block b of the columns, as floats. (Scalar
@@ -200,6 +201,7 @@ void q8_interleaved_cols(const detail::MatmulTask& t, int64_t o_begin, int64_t o
 }
 
 }  // namespace ladder::ops::HWY_NAMESPACE
+LADDER_TARGET_FEATURES_POP()
 HWY_AFTER_NAMESPACE();
 
 #endif  // HWY_TARGET == HWY_AVX3_DL

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "hwy/highway.h"
+#include "ops/target_features.h"
 #include "ops/stream_strategy.h"
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -23,7 +24,7 @@
 
 HWY_BEFORE_NAMESPACE();
 #if HWY_TARGET == HWY_AVX3_DL
-#pragma GCC target("avx512vnni")
+LADDER_TARGET_FEATURES_PUSH("avx512vnni")
 #endif
 namespace ladder::ops::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -156,6 +157,9 @@ int32_t Int8DotChains(int64_t iters, int32_t seed, double* macs) {
 }
 
 }  // namespace ladder::ops::HWY_NAMESPACE
+#if HWY_TARGET == HWY_AVX3_DL
+LADDER_TARGET_FEATURES_POP()
+#endif
 HWY_AFTER_NAMESPACE();
 
 #endif  // LADDER_OPS_ROOFLINE_INL_H_

@@ -190,6 +190,15 @@ TEST(KvWire, RefusesFramesOutOfOrderAndInconsistentHeaders) {
   ASSERT_FALSE(fmt.is_ok());
   EXPECT_NE(fmt.status().message().find("format"), std::string::npos);
 
+  // A type id no GGUF type has (found by fuzz_kv_wire: naming it aborted
+  // the receiving worker) is refused like any unsupported KV type.
+  KvBlockSet unknown = set;
+  unknown.shape.dtype = static_cast<TensorType>(0x603040);
+  auto type = decode_kv_transfer(encode_kv_transfer("x", unknown).flatten());
+  ASSERT_FALSE(type.is_ok());
+  EXPECT_EQ(type.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(type.status().message().find("type id 6303808"), std::string::npos) << type.status().message();
+
   KvWireLimits tight;
   tight.max_blocks = 2;
   auto big = decode_kv_transfer(encode_kv_transfer("x", set).flatten(), tight);
