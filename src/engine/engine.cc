@@ -86,6 +86,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   if (config.speculative.draft != nullptr && (config.speculative.k < 1 || config.speculative.k > kMaxSpecK)) {
     return invalid_argument(fmt::format("speculative k must be in [1, {}], got {}", kMaxSpecK, config.speculative.k));
   }
+  if (Status st = kv::check_eviction_policy(config.kv_eviction, config.block_size); !st.is_ok()) return st;
+  if (config.kv_eviction.enabled() && config.speculative.draft != nullptr) {
+    return invalid_argument("KV eviction and speculative decoding cannot be combined yet");
+  }
   std::unique_ptr<Engine> e(new Engine(model, config));
   if (config.speculative.draft != nullptr) e->spec_ = std::make_unique<Speculator>(config.speculative);
 
@@ -115,7 +119,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   }
   e->config_.block_size = shape.block_size;
   e->config_.kv_dtype = shape.dtype;
-  e->kv_ = std::make_unique<kv::KvCacheManager>(std::move(storage), config.prefix_caching);
+  if (Status st = kv::check_eviction_policy(config.kv_eviction, shape.block_size); !st.is_ok()) return st;
+  e->kv_ = std::make_unique<kv::KvCacheManager>(std::move(storage), config.prefix_caching, config.kv_eviction);
 
   SchedulerConfig sc = config.scheduler;
   if (sc.context_length <= 0 || sc.context_length > mc.context_length) sc.context_length = mc.context_length;
@@ -334,6 +339,7 @@ void Engine::publish_metrics() {
   m.prefix_hit_tokens = scheduler_->prefix_hit_tokens();
   m.kv_imported_blocks = kv.imported_blocks;
   m.kv_refused_blocks = kv.refused_blocks;
+  m.kv_evicted_blocks = kv.evicted_blocks;
   m.preemptions = scheduler_->n_preemptions();
   if (spec_) spec_->publish(m);
   std::lock_guard<std::mutex> lock(mu_);

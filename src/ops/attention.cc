@@ -51,6 +51,7 @@ void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos
   check_layer(layer);
   LADDER_CHECK(pos >= 0, "kv_store: negative position");
   const int64_t block = block_table[pos / layer.block_size];
+  LADDER_CHECK(block >= 0, "kv_store: the position's block was evicted");
   const int64_t slot = pos % layer.block_size;
   if (layer.dtype == TensorType::kQ8_0) {
     kv_encode_token_q8(layer, layer.base + static_cast<size_t>(block) * layer.block_stride_bytes, slot, vec);
@@ -140,7 +141,12 @@ void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int 
       const int kvh = h / group;
       std::vector<double> s(static_cast<size_t>(n_keys));
       double mx = -INFINITY;
+      auto evicted = [&](int64_t j) { return block_table[j / k.block_size] < 0; };
       for (int64_t j = 0; j < n_keys; ++j) {
+        if (evicted(j)) {
+          s[j] = -INFINITY;
+          continue;
+        }
         double dot = 0.0;
         for (int i = 0; i < hd; ++i) {
           dot += static_cast<double>(qv[i]) * kv_decode_elem(k, block_table, j, kvh, i, n_keys);
@@ -152,7 +158,9 @@ void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int 
       for (auto& x : s) sum += x = std::exp(x - mx);
       for (int i = 0; i < hd; ++i) {
         double acc = 0.0;
-        for (int64_t j = 0; j < n_keys; ++j) acc += s[j] * kv_decode_elem(v, block_table, j, kvh, i, n_keys);
+        for (int64_t j = 0; j < n_keys; ++j) {
+          if (!evicted(j)) acc += s[j] * kv_decode_elem(v, block_table, j, kvh, i, n_keys);
+        }
         out[(qi * n_heads + h) * hd + i] = static_cast<float>(acc / sum);
       }
     }

@@ -1,6 +1,10 @@
 // Causal attention over a paged KV cache. The cache of one layer is a set of
 // fixed-size blocks; a sequence's block table lists, in order, the blocks
 // holding its positions [0, block_size), [block_size, 2*block_size), ...
+// An entry < 0 is an evicted block (kv/kv_eviction.h): its positions are
+// not attended, and every other key keeps its position, so a query's causal
+// range and each key's place in the reduction order stay those of the
+// original positions. A query's own block is never evicted.
 #pragma once
 
 #include <cstddef>
