@@ -5,10 +5,11 @@
 namespace ladder::cli {
 
 void add_kv_evict_options(CLI::App* cmd, KvEvictCliOptions* o) {
-  cmd->add_option("--kv-evict", o->policy,
-                  "KV eviction once a sequence outgrows --kv-budget: none, or window (keep the --kv-sinks first "
-                  "tokens and the most recent ones, StreamingLLM-style, in whole KV blocks; kept tokens keep "
-                  "their positions). Approximate: the third rung")
+  cmd->add_option(
+         "--kv-evict", o->policy,
+         "KV eviction once a sequence outgrows --kv-budget: none, or window (keep the --kv-sinks first "
+         "tokens and the most recent ones, StreamingLLM-style, in whole KV blocks; kept tokens keep "
+         "their positions). Approximate: the third rung")
       ->type_name("none|window")
       ->capture_default_str();
   cmd->add_option("--kv-budget", o->budget_tokens,
@@ -24,7 +25,8 @@ void add_kv_evict_options(CLI::App* cmd, KvEvictCliOptions* o) {
 
 Result<kv::EvictionPolicy> kv_eviction_policy(const KvEvictCliOptions& o, int block_size) {
   if (o.policy == "snap") {
-    return invalid_argument("--kv-evict snap (keeping the most-attended tokens) is not built yet; use window");
+    return invalid_argument(
+        "--kv-evict snap (keeping the most-attended tokens) is not built yet; use window");
   }
   const auto kind = kv::eviction_kind_from_name(o.policy);
   if (!kind) return invalid_argument(fmt::format("--kv-evict must be none or window, got '{}'", o.policy));
@@ -35,7 +37,9 @@ Result<kv::EvictionPolicy> kv_eviction_policy(const KvEvictCliOptions& o, int bl
     }
     return p;
   }
-  if (!o.budget_given) return invalid_argument(fmt::format("--kv-evict {} needs --kv-budget TOKENS", o.policy));
+  if (!o.budget_given) {
+    return invalid_argument(fmt::format("--kv-evict {} needs --kv-budget TOKENS", o.policy));
+  }
   LADDER_RETURN_IF_ERROR(kv::check_eviction_policy(p, block_size));
   return p;
 }

@@ -29,8 +29,10 @@ class BlockTable {
   // Positions the table can hold.
   int64_t capacity_tokens(int block_size) const { return static_cast<int64_t>(blocks_.size()) * block_size; }
   // Entries that hold a block (not gaps).
-  size_t n_live() const { return static_cast<size_t>(std::count_if(blocks_.begin(), blocks_.end(),
-                                                                   [](BlockId b) { return b != kNoBlock; })); }
+  size_t n_live() const {
+    return static_cast<size_t>(
+        std::count_if(blocks_.begin(), blocks_.end(), [](BlockId b) { return b != kNoBlock; }));
+  }
 
   // Drops one reference on every block and empties the table (finish, cancel,
   // preemption).

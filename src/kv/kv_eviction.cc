@@ -30,19 +30,19 @@ Status check_eviction_policy(const EvictionPolicy& policy, int block_size) {
   const int64_t need = (policy.sink_blocks(block_size) + 1) * block_size;
   if (policy.budget_tokens < need) {
     return invalid_argument(fmt::format(
-        "KV eviction budget {} tokens is too small: {} sink tokens take {} block(s) of {} tokens, and one more "
-        "block is needed for recent tokens, so the budget must be >= {}",
+        "KV eviction budget {} tokens is too small: {} sink tokens take {} block(s) of {} tokens, and "
+        "one more block is needed for recent tokens, so the budget must be >= {}",
         policy.budget_tokens, policy.sink_tokens, policy.sink_blocks(block_size), block_size, need));
   }
   return Status::ok();
 }
 
-std::vector<size_t> blocks_to_evict(std::span<const BlockId> table, int64_t n_computed, const EvictionPolicy& policy,
-                                    int block_size) {
+std::vector<size_t> blocks_to_evict(std::span<const BlockId> table, int64_t n_computed,
+                                    const EvictionPolicy& policy, int block_size) {
   std::vector<size_t> out;
   if (!policy.enabled()) return out;
-  const int64_t written = std::min<int64_t>((n_computed + block_size - 1) / block_size,
-                                            static_cast<int64_t>(table.size()));
+  const int64_t written =
+      std::min<int64_t>((n_computed + block_size - 1) / block_size, static_cast<int64_t>(table.size()));
   const int64_t sinks = policy.sink_blocks(block_size);
   const int64_t recent = policy.budget_blocks(block_size) - sinks;
   for (int64_t i = sinks; i < written - recent; ++i) {

@@ -53,7 +53,7 @@ Status check_eviction_policy(const EvictionPolicy& policy, int block_size);
 // the sink blocks and before the last budget_blocks - sink_blocks blocks
 // holding written positions. Entries past the written positions (a chunk's
 // blocks not yet computed) are always kept. Gaps are never listed.
-std::vector<size_t> blocks_to_evict(std::span<const BlockId> table, int64_t n_computed, const EvictionPolicy& policy,
-                                    int block_size);
+std::vector<size_t> blocks_to_evict(std::span<const BlockId> table, int64_t n_computed,
+                                    const EvictionPolicy& policy, int block_size);
 
 }  // namespace ladder::kv

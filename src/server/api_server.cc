@@ -547,10 +547,10 @@ json ApiServer::State::effective_config() const {
   const engine::EngineConfig& ec = e.config();
   const engine::SpeculativeConfig& sc = ec.speculative;
   const kv::EvictionPolicy& ev = ec.kv_eviction;
-  const int rung = config.role != ServeRole::kBoth                                    ? 2
+  const int rung = config.role != ServeRole::kBoth                             ? 2
                    : kv::kv_format_is_approximate(ec.kv_dtype) || ev.enabled() ? 3
-                   : sc.draft                                                         ? 4
-                                                                                      : 1;
+                   : sc.draft                                                  ? 4
+                                                                               : 1;
   return {{"rung", rung},
           {"role", serve_role_name(config.role)},
           {"kv_port", kv_receiver ? kv_receiver->port() : 0},

@@ -2,6 +2,7 @@
 // golden ids, a small one generates past it, and nonsense is refused with a
 // reason.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
@@ -9,14 +10,17 @@
 namespace ladder::testing {
 namespace {
 
-const std::vector<int> kGolden = {
-    432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322,
-    265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267,
-    337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13,  438, 310, 439, 419, 357, 336};
+const std::vector<int> kGolden = {432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401,
+                                  396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433,
+                                  426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388,
+                                  426, 338, 391, 266, 267, 337, 335, 312, 432, 398, 312, 286, 267,
+                                  414, 270, 333, 415, 426, 13,  438, 310, 439, 419, 357, 336};
 
 CommandResult generate(std::vector<std::string> extra, const std::string& n = "64") {
-  std::vector<std::string> args = {ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"),
-                                   "-p", "Once upon a time", "-n", n, "--temp", "0"};
+  std::vector<std::string> args = {
+      ladder_bin(), "generate",         "--json", "-m", shared_path("models/stories260K.gguf"),
+      "-p",         "Once upon a time", "-n",     n,    "--temp",
+      "0"};
   args.insert(args.end(), extra.begin(), extra.end());
   return run_command(args);
 }

@@ -16,7 +16,11 @@ using Ids = std::vector<kv::BlockId>;
 constexpr kv::BlockId G = kv::kNoBlock;
 
 std::unique_ptr<kv::KvCacheManager> kv_manager(int32_t n_blocks, const kv::EvictionPolicy& policy) {
-  kv::KvShape shape{.n_layers = 1, .n_kv_heads = 1, .head_dim = 1, .block_size = 4, .n_blocks = n_blocks,
+  kv::KvShape shape{.n_layers = 1,
+                    .n_kv_heads = 1,
+                    .head_dim = 1,
+                    .block_size = 4,
+                    .n_blocks = n_blocks,
                     .dtype = TensorType::kF32};
   auto storage = kv::make_arena_storage(shape);
   LADDER_CHECK(storage.is_ok(), storage.status().to_string());
@@ -72,10 +76,10 @@ TEST(SchedulerEviction, DecodesPastTheBudgetWithExactBoundedTables) {
   EXPECT_EQ(table(s, 1), (Ids{0, 1}));
   step(s, &o);  // the last 2 prompt tokens, first sample: 10 computed, 3 blocks = the budget
   EXPECT_EQ(table(s, 1), (Ids{0, 1, 2}));
-  step(s);      // 11 computed
-  step(s);      // 12 computed
+  step(s);  // 11 computed
+  step(s);  // 12 computed
   EXPECT_EQ(table(s, 1), (Ids{0, 1, 2}));
-  step(s);      // position 12 opens block 3; block 1 falls out of the window
+  step(s);  // position 12 opens block 3; block 1 falls out of the window
   EXPECT_EQ(table(s, 1), (Ids{0, G, 2, 3}));
   EXPECT_EQ(kv->pool().ref_count(1), 0);
   int steps = 5;

@@ -23,8 +23,13 @@ EvictionPolicy window(int64_t budget, int64_t sinks) {
 std::unique_ptr<KvCacheManager> manager(int32_t n_blocks, const EvictionPolicy& policy, bool prefix_caching,
                                         TensorType dtype = TensorType::kF32, int block_size = 4,
                                         int32_t n_staging = 0) {
-  KvShape shape{.n_layers = 1, .n_kv_heads = 1, .head_dim = 8, .block_size = block_size, .n_blocks = n_blocks,
-                .dtype = dtype, .n_staging = n_staging};
+  KvShape shape{.n_layers = 1,
+                .n_kv_heads = 1,
+                .head_dim = 8,
+                .block_size = block_size,
+                .n_blocks = n_blocks,
+                .dtype = dtype,
+                .n_staging = n_staging};
   auto storage = make_arena_storage(shape);
   LADDER_CHECK(storage.is_ok(), storage.status().to_string());
   return std::make_unique<KvCacheManager>(std::move(storage).value(), prefix_caching, policy);

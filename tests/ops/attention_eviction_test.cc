@@ -24,7 +24,8 @@ namespace {
 using testing::expect_attention_matches_and_invariant;
 using testing::random_floats;
 
-constexpr int kHeads = 4, kKvHeads = 2, kHeadDim = 64, kBlock = 16, kTokens = 100;  // 7 blocks, the last partial
+// 100 positions: 7 blocks of 16, the last partly filled.
+constexpr int kHeads = 4, kKvHeads = 2, kHeadDim = 64, kBlock = 16, kTokens = 100;
 constexpr int kKvDim = kKvHeads * kHeadDim, kQDim = kHeads * kHeadDim;
 
 struct Store {
@@ -85,8 +86,8 @@ Data make_data() {
 // Softmax attention of query row p over the kept positions j <= p (kept:
 // block j / kBlock not evicted), in double; values as the format stores
 // them for F32/F16 (`round`), exact otherwise.
-std::vector<float> reference(const Data& d, const std::vector<int32_t>& pos, const std::vector<bool>& kept_block,
-                             bool f16) {
+std::vector<float> reference(const Data& d, const std::vector<int32_t>& pos,
+                             const std::vector<bool>& kept_block, bool f16) {
   auto stored = [f16](float x) { return f16 ? f16_to_f32(f32_to_f16(x)) : x; };
   const double scale = 1.0 / std::sqrt(static_cast<double>(kHeadDim));
   std::vector<float> out(pos.size() * kQDim);
@@ -103,14 +104,16 @@ std::vector<float> reference(const Data& d, const std::vector<int32_t>& pos, con
       double mx = -INFINITY, sum = 0;
       for (size_t t = 0; t < keys.size(); ++t) {
         double dot = 0;
-        for (int i = 0; i < kHeadDim; ++i) dot += double{qv[i]} * stored(d.k[keys[t] * kKvDim + kvh * kHeadDim + i]);
+        for (int i = 0; i < kHeadDim; ++i)
+          dot += double{qv[i]} * stored(d.k[keys[t] * kKvDim + kvh * kHeadDim + i]);
         w[t] = dot * scale;
         mx = std::max(mx, w[t]);
       }
       for (double& x : w) sum += x = std::exp(x - mx);
       for (int i = 0; i < kHeadDim; ++i) {
         double acc = 0;
-        for (size_t t = 0; t < keys.size(); ++t) acc += w[t] * stored(d.v[keys[t] * kKvDim + kvh * kHeadDim + i]);
+        for (size_t t = 0; t < keys.size(); ++t)
+          acc += w[t] * stored(d.v[keys[t] * kKvDim + kvh * kHeadDim + i]);
         out[r * kQDim + h * kHeadDim + i] = static_cast<float>(acc / sum);
       }
     }
@@ -181,14 +184,16 @@ TEST_P(GappedAttention, AttendsOnlyOverKeptPositionsAtTheirOriginalPlaces) {
   // never-written blocks and the 2e-5 check against the stored format).
   const std::vector<float> full = reference(d, pos, std::vector<bool>(kept.size(), true), false);
   double gap_effect = 0;
-  for (size_t i = 0; i < full.size(); ++i) gap_effect = std::max(gap_effect, std::fabs(double{full[i]} - want[i]));
+  for (size_t i = 0; i < full.size(); ++i)
+    gap_effect = std::max(gap_effect, std::fabs(double{full[i]} - want[i]));
   EXPECT_GT(gap_effect, 2 * c.tolerance);
 
   // Every target, bit-identical alone, chunked and at other thread counts,
   // and within 2e-5 of the library's scalar reference on the stored format.
   std::vector<float> lib(want.size());
   attention_reference(q.data(), n, pos.data(), kHeads, k.layer, v.layer, table.data(), scale, lib.data());
-  expect_attention_matches_and_invariant(q, n, pos.data(), kHeads, k.layer, v.layer, table.data(), scale, lib);
+  expect_attention_matches_and_invariant(q, n, pos.data(), kHeads, k.layer, v.layer, table.data(), scale,
+                                         lib);
 }
 
 // Sinks kept with a gap after them; and no sinks (block 0 evicted, so the
