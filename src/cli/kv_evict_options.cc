@@ -5,12 +5,12 @@
 namespace ladder::cli {
 
 void add_kv_evict_options(CLI::App* cmd, KvEvictCliOptions* o) {
-  cmd->add_option(
-         "--kv-evict", o->policy,
-         "KV eviction once a sequence outgrows --kv-budget: none, or window (keep the --kv-sinks first "
-         "tokens and the most recent ones, StreamingLLM-style, in whole KV blocks; kept tokens keep "
-         "their positions). Approximate: the third rung")
-      ->type_name("none|window")
+  cmd->add_option("--kv-evict", o->policy,
+                  "KV eviction once a sequence outgrows --kv-budget, in whole KV blocks: none; window (keep "
+                  "the --kv-sinks first tokens and the most recent ones, StreamingLLM-style); snap (sinks, "
+                  "the most recent half of the rest, and the older blocks that received the most attention, "
+                  "H2O-style). Kept tokens keep their positions. Approximate: the third rung")
+      ->type_name("none|window|snap")
       ->capture_default_str();
   cmd->add_option("--kv-budget", o->budget_tokens,
                   "KV eviction: tokens of KV one sequence keeps, rounded down to whole blocks")
@@ -24,16 +24,12 @@ void add_kv_evict_options(CLI::App* cmd, KvEvictCliOptions* o) {
 }
 
 Result<kv::EvictionPolicy> kv_eviction_policy(const KvEvictCliOptions& o, int block_size) {
-  if (o.policy == "snap") {
-    return invalid_argument(
-        "--kv-evict snap (keeping the most-attended tokens) is not built yet; use window");
-  }
   const auto kind = kv::eviction_kind_from_name(o.policy);
-  if (!kind) return invalid_argument(fmt::format("--kv-evict must be none or window, got '{}'", o.policy));
+  if (!kind) return invalid_argument(fmt::format("--kv-evict must be none, window or snap, got '{}'", o.policy));
   kv::EvictionPolicy p{.kind = *kind, .budget_tokens = o.budget_tokens, .sink_tokens = o.sink_tokens};
   if (!p.enabled()) {
     if (o.budget_given || o.sinks_given) {
-      return invalid_argument("--kv-budget and --kv-sinks need --kv-evict window");
+      return invalid_argument("--kv-budget and --kv-sinks need --kv-evict window or snap");
     }
     return p;
   }

@@ -22,8 +22,8 @@ struct KvEvictCliOptions {
 void add_kv_evict_options(CLI::App* cmd, KvEvictCliOptions* o);
 
 // The policy the options name, checked for the engine's block size.
-// kInvalidArgument: window without --kv-budget, --kv-budget or --kv-sinks
-// without a policy, snap (not built), a budget below the sinks plus a block.
+// kInvalidArgument: a policy without --kv-budget, --kv-budget or --kv-sinks
+// without a policy, a budget below the sinks plus a block.
 Result<kv::EvictionPolicy> kv_eviction_policy(const KvEvictCliOptions& o, int block_size);
 
 }  // namespace ladder::cli

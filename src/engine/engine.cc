@@ -518,6 +518,9 @@ bool Engine::step() {
   std::vector<model::BatchSequence> batch;
   batch.reserve(out.chunks.size());
   std::vector<std::vector<int32_t>> verified(out.chunks.size());  // last token + draft, per verifying chunk
+  // Snap eviction: the attention each chunk's keys receive, per table entry.
+  const bool want_mass = config_.kv_eviction.kind == kv::EvictionKind::kSnap;
+  std::vector<std::vector<float>> key_mass(want_mass ? out.chunks.size() : 0);
   const auto now = Clock::now();
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const ScheduledChunk& c = out.chunks[i];
@@ -531,6 +534,10 @@ bool Engine::step() {
     model::BatchSequence b;
     b.start_pos = c.start_pos;
     b.block_table = scheduler_->block_table(c.id);
+    if (want_mass) {
+      key_mass[i].assign(b.block_table.size(), 0.0f);
+      b.key_mass = key_mass[i];
+    }
     if (c.n_draft > 0) {
       LADDER_CHECK(c.n_tokens == c.n_draft + 1 && static_cast<int64_t>(seq->draft.size()) == c.n_draft,
                    "a verifying chunk holds the last token and the draft");
@@ -562,6 +569,7 @@ bool Engine::step() {
     for (const ScheduledChunk& c : out.chunks) finish(c.id, FinishReason::kError, st);
     return true;
   }
+  for (size_t i = 0; i < key_mass.size(); ++i) kv_->add_attention(out.chunks[i].id, key_mass[i]);
   // Sampling rows are independent (each request has its own Sampler and RNG),
   // so they run across the op pool; the result does not depend on which
   // thread takes a row. A full-vocabulary log-softmax per row is not free at

@@ -143,11 +143,19 @@ void KvCacheManager::release(SeqId id) {
   s.table.release_all(pool_);
   s.n_published = 0;
   s.gapped = false;
+  s.attention.clear();
+}
+
+void KvCacheManager::add_attention(SeqId id, std::span<const float> mass) {
+  SeqKv& s = at(id);
+  if (s.attention.size() < mass.size()) s.attention.resize(mass.size(), 0.0f);
+  for (size_t i = 0; i < mass.size(); ++i) s.attention[i] += mass[i];
 }
 
 int64_t KvCacheManager::evict(SeqId id, int64_t n_computed) {
   SeqKv& s = at(id);
-  const std::vector<size_t> drop = blocks_to_evict(s.table.blocks(), n_computed, eviction_, block_size());
+  const std::vector<size_t> drop =
+      blocks_to_evict(s.table.blocks(), n_computed, eviction_, block_size(), s.attention);
   for (size_t j : drop) {
     // A block still holding its staging slot (q4, the slack block) gives it
     // back; the entries before a dropped one are sinks, sealed long ago.
@@ -170,6 +178,7 @@ void KvCacheManager::truncate(SeqId id, int64_t n_tokens) {
   LADDER_CHECK(n_tokens >= s.n_published * bs, "truncate would rewrite a published block");
   if (keep < static_cast<int64_t>(s.table.size())) unstage_from(s, static_cast<size_t>(keep));
   s.table.truncate(static_cast<size_t>(keep), pool_);
+  if (s.attention.size() > static_cast<size_t>(keep)) s.attention.resize(static_cast<size_t>(keep));
   s.n_published = std::min(s.n_published, keep);
   // The last kept block, cut back to partly filled, takes its tokens from
   // staging again; one already unstaged gets them back from its sealed bytes.
@@ -203,6 +212,8 @@ bool KvCacheManager::fork(SeqId parent, SeqId child, int64_t n_tokens) {
     c.table.append(b);
   }
   c.gapped = p.gapped;
+  c.attention.assign(p.attention.begin(),
+                     p.attention.begin() + std::min<int64_t>(n_full, static_cast<int64_t>(p.attention.size())));
   if (partial) {
     auto b = pool_.allocate();
     LADDER_CHECK(b.has_value(), "the pool ran dry below its free count");

@@ -117,6 +117,11 @@ class KvCacheManager {
   // written (after publish): frees the blocks blocks_to_evict() lists and
   // returns how many. Nothing without a policy.
   int64_t evict(SeqId id, int64_t n_computed);
+  // Snap eviction's evidence: adds mass[i] (the attention the keys of table
+  // entry i received in a step, model::BatchSequence::key_mass) to what the
+  // sequence's entries have received since its blocks were allocated.
+  void add_attention(SeqId id, std::span<const float> mass);
+  std::span<const float> attention(SeqId id) const { return at(id).attention; }
   // Blocks a sequence holds (its table less its gaps).
   int64_t live_blocks(SeqId id) const { return static_cast<int64_t>(at(id).table.n_live()); }
   const EvictionPolicy& eviction() const { return eviction_; }
@@ -151,6 +156,9 @@ class KvCacheManager {
     // The table has (or had, since its blocks were last released) a gap:
     // nothing more is published.
     bool gapped = false;
+    // Per table entry: attention received (snap eviction); may be shorter
+    // than the table.
+    std::vector<float> attention;
   };
   // Returns the staging slots of table entries [from, size) that s holds.
   void unstage_from(SeqKv& s, size_t from);

@@ -12,6 +12,7 @@ std::string_view eviction_kind_name(EvictionKind kind) {
   switch (kind) {
     case EvictionKind::kNone: return "none";
     case EvictionKind::kWindow: return "window";
+    case EvictionKind::kSnap: return "snap";
   }
   return "unknown";
 }
@@ -19,6 +20,7 @@ std::string_view eviction_kind_name(EvictionKind kind) {
 std::optional<EvictionKind> eviction_kind_from_name(std::string_view name) {
   if (name == "none") return EvictionKind::kNone;
   if (name == "window") return EvictionKind::kWindow;
+  if (name == "snap") return EvictionKind::kSnap;
   return std::nullopt;
 }
 
@@ -38,16 +40,28 @@ Status check_eviction_policy(const EvictionPolicy& policy, int block_size) {
 }
 
 std::vector<size_t> blocks_to_evict(std::span<const BlockId> table, int64_t n_computed,
-                                    const EvictionPolicy& policy, int block_size) {
+                                    const EvictionPolicy& policy, int block_size,
+                                    std::span<const float> attention) {
   std::vector<size_t> out;
   if (!policy.enabled()) return out;
   const int64_t written =
       std::min<int64_t>((n_computed + block_size - 1) / block_size, static_cast<int64_t>(table.size()));
   const int64_t sinks = policy.sink_blocks(block_size);
-  const int64_t recent = policy.budget_blocks(block_size) - sinks;
+  const int64_t recent = policy.recent_blocks(block_size);
   for (int64_t i = sinks; i < written - recent; ++i) {
     if (table[static_cast<size_t>(i)] != kNoBlock) out.push_back(static_cast<size_t>(i));
   }
+  const int64_t heavy = policy.budget_blocks(block_size) - sinks - recent;
+  if (heavy <= 0 || out.empty()) return out;
+  // Keep the `heavy` candidates with the most attention: order the
+  // candidates by (attention, index) descending and spare the first ones.
+  auto score = [&](size_t i) { return i < attention.size() ? attention[i] : 0.0f; };
+  std::vector<size_t> ranked = out;
+  std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+    return score(a) != score(b) ? score(a) > score(b) : a > b;
+  });
+  ranked.resize(std::min(ranked.size(), static_cast<size_t>(heavy)));
+  std::erase_if(out, [&](size_t i) { return std::find(ranked.begin(), ranked.end(), i) != ranked.end(); });
   return out;
 }
 

@@ -467,6 +467,23 @@ HWY_INLINE void attend_tile_any(const float* const* q, const int64_t* n_keys, in
   }
 }
 
+// mass[b] += the normalized weights of block b's keys, for each of n
+// queries whose exp(score - max) over keys [0, n_keys[q]) weights(q) holds.
+template <class Weights>
+void add_key_mass(const Weights& weights, const int64_t* n_keys, int64_t n, int64_t bs, float* mass) {
+  for (int64_t qi = 0; qi < n; ++qi) {
+    const float* w = weights(qi);
+    double total = 0;
+    for (int64_t j = 0; j < n_keys[qi]; ++j) total += w[j];
+    const double inv = 1.0 / total;
+    for (int64_t j0 = 0, b = 0; j0 < n_keys[qi]; j0 += bs, ++b) {
+      double block = 0;
+      for (int64_t j = j0; j < std::min(j0 + bs, n_keys[qi]); ++j) block += w[j];
+      mass[b] += static_cast<float>(block * inv);
+    }
+  }
+}
+
 // Tiles [begin, end). A tile's queries are its rows x its heads (heads of one
 // KV head, so they share every K and V load: a decode row's GQA group, or a
 // prefill chunk's consecutive rows). One query runs alone; two as a pair;
@@ -498,6 +515,12 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
       n_keys[qi] = static_cast<int64_t>(a.q_pos[row]) + 1;
     }
     const int kvh = static_cast<int>(tile.head0 / group);
+    // The kernels leave each real query's exp(score - max) in scratch (0 for
+    // evicted keys) for the tile's key mass.
+    auto weights = [&](int64_t qi) {
+      return quantized ? scratch.quant_scores[static_cast<size_t>(qi)].data()
+                       : scratch.scores[static_cast<size_t>(qi)].data();
+    };
     if (quantized) {
       attend_quant(q, n_keys, static_cast<int>(n_real), kvh, *a.k, *a.v, tile.block_table, a.scale, out,
                    scratch);
@@ -508,6 +531,7 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
     } else {
       attend_tile_any<kQueryTile>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
     }
+    if (tile.mass != nullptr) add_key_mass(weights, n_keys, n_real, a.k->block_size, tile.mass);
   }
 }
 

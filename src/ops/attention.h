@@ -65,6 +65,11 @@ struct AttentionSeq {
   int64_t row0 = 0;
   int64_t n_rows = 0;
   const int32_t* block_table = nullptr;
+  // Optional (KV eviction by attention, kv/kv_eviction.h): key_mass[b] +=
+  // the softmax weight that the keys of table entry b received, summed over
+  // the sequence's queries and heads in this call (each query-head pair
+  // gives 1 in all). Room for every entry up to the last query's position.
+  float* key_mass = nullptr;
 };
 
 // attention() for several sequences at once (a ragged decode or mixed

@@ -29,9 +29,11 @@ TEST(KvEvictCli, WindowBudgetsOnGenerate) {
   auto whole = generate({"--kv-evict", "window", "--kv-budget", "80"});
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   EXPECT_EQ(nlohmann::json::parse(whole.out)["tokens"].get<std::vector<int>>(), kGolden);
-  auto small = generate({"--kv-evict", "window", "--kv-budget", "32", "--kv-sinks", "0"}, "120");
-  ASSERT_EQ(small.exit_code, 0) << small.err;
-  EXPECT_EQ(nlohmann::json::parse(small.out)["tokens"].size(), 120u);
+  for (const char* policy : {"window", "snap"}) {
+    auto small = generate({"--kv-evict", policy, "--kv-budget", "48", "--kv-sinks", "0"}, "120");
+    ASSERT_EQ(small.exit_code, 0) << small.err;
+    EXPECT_EQ(nlohmann::json::parse(small.out)["tokens"].size(), 120u);
+  }
 }
 
 TEST(KvEvictCli, NonsenseIsRefusedWithAReason) {
@@ -39,9 +41,9 @@ TEST(KvEvictCli, NonsenseIsRefusedWithAReason) {
       {{"--kv-evict", "window"}, "needs --kv-budget"},
       {{"--kv-evict", "window", "--kv-budget", "31"}, "must be >= 32"},
       {{"--kv-evict", "window", "--kv-budget", "32", "--kv-sinks", "17"}, "must be >= 48"},
-      {{"--kv-budget", "64"}, "need --kv-evict window"},
-      {{"--kv-evict", "snap", "--kv-budget", "64"}, "not built yet"},
-      {{"--kv-evict", "lru", "--kv-budget", "64"}, "none or window"},
+      {{"--kv-budget", "64"}, "need --kv-evict window or snap"},
+      {{"--kv-evict", "snap"}, "needs --kv-budget"},
+      {{"--kv-evict", "lru", "--kv-budget", "64"}, "none, window or snap"},
       {{"--kv-evict", "window", "--kv-budget", "64", "--spec", "ngram"}, "speculative"},
   };
   for (const auto& [args, want] : cases) {

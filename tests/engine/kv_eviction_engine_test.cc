@@ -20,17 +20,41 @@ kv::EvictionPolicy window(int64_t budget, int64_t sinks = 4) {
   return {.kind = kv::EvictionKind::kWindow, .budget_tokens = budget, .sink_tokens = sinks};
 }
 
+kv::EvictionPolicy snap(int64_t budget, int64_t sinks = 4) {
+  return {.kind = kv::EvictionKind::kSnap, .budget_tokens = budget, .sink_tokens = sinks};
+}
+
 TEST(KvEvictionEngine, ABudgetHoldingTheWholeSequenceKeepsTheGoldenIds) {
   for (TensorType dtype : {TensorType::kF32, TensorType::kF16}) {
-    EngineConfig cfg;
-    cfg.kv_dtype = dtype;
-    cfg.kv_eviction = window(80);  // 5 blocks: 5 prompt + 64 output tokens fit
-    auto engine = make_engine(cfg);
-    const Outcome o = run(*engine, greedy_request(kOnceUponATime, 64));
-    EXPECT_EQ(o.tokens, kGolden64) << tensor_type_name(dtype);
-    EXPECT_EQ(engine->metrics().kv_evicted_blocks, 0);
-    expect_pool_whole(*engine);
+    for (const kv::EvictionPolicy& policy : {window(80), snap(80)}) {  // 5 blocks: 5 + 64 tokens fit
+      EngineConfig cfg;
+      cfg.kv_dtype = dtype;
+      cfg.kv_eviction = policy;
+      auto engine = make_engine(cfg);
+      const Outcome o = run(*engine, greedy_request(kOnceUponATime, 64));
+      EXPECT_EQ(o.tokens, kGolden64) << tensor_type_name(dtype) << " " << kv::eviction_kind_name(policy.kind);
+      EXPECT_EQ(engine->metrics().kv_evicted_blocks, 0);
+      expect_pool_whole(*engine);
+    }
   }
+}
+
+TEST(KvEvictionEngine, SnapGeneratesToTheContextInABoundedPool) {
+  EngineConfig cfg;
+  cfg.kv_dtype = TensorType::kF32;
+  cfg.kv_eviction = snap(64);  // a sink block, 2 recent blocks and 1 most-attended older block
+  cfg.scheduler.max_chunk_tokens = 16;
+  cfg.n_kv_blocks = 6;  // 4 budget blocks + 1 chunk block + 1; the whole history needs 8
+  auto engine = make_engine(cfg);
+  const Outcome o = run(*engine, greedy_request(kOnceUponATime, 123));
+  ASSERT_EQ(o.tokens.size(), 123u);
+  EXPECT_EQ(o.final_event.finish, FinishReason::kLength);
+  // Nothing is evicted before 64 positions are written: outputs at
+  // positions 5..64 are the golden ones as far as they go.
+  EXPECT_EQ(std::vector<int32_t>(o.tokens.begin(), o.tokens.begin() + 60), std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 60));
+  EXPECT_EQ(engine->metrics().kv_evicted_blocks, 4);  // 8 blocks, 4 kept
+  EXPECT_EQ(engine->metrics().preemptions, 0);
+  expect_pool_whole(*engine);
 }
 
 TEST(KvEvictionEngine, SmallBudgetGeneratesToTheContextInABoundedPool) {
@@ -66,7 +90,7 @@ TEST(KvEvictionEngine, SmallBudgetInEveryFormatAndWithPromptsPastTheBudget) {
   for (TensorType dtype : {TensorType::kF16, TensorType::kQ8_0, TensorType::kQ4_0}) {
     EngineConfig cfg;
     cfg.kv_dtype = dtype;
-    cfg.kv_eviction = window(48, 16);
+    cfg.kv_eviction = dtype == TensorType::kQ8_0 ? snap(64, 16) : window(48, 16);
     cfg.scheduler.max_chunk_tokens = 24;
     cfg.scheduler.max_running = 4;
     cfg.n_kv_blocks = 24;

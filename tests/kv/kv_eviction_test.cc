@@ -51,7 +51,8 @@ const BlockKey kNs = namespace_digest({"tenant", "m", "t", "f32-b4-kt"});
 TEST(KvEviction, PolicyNamesAndChecks) {
   EXPECT_EQ(eviction_kind_from_name("window"), EvictionKind::kWindow);
   EXPECT_EQ(eviction_kind_from_name("none"), EvictionKind::kNone);
-  EXPECT_FALSE(eviction_kind_from_name("snap").has_value());
+  EXPECT_EQ(eviction_kind_from_name("snap"), EvictionKind::kSnap);
+  EXPECT_FALSE(eviction_kind_from_name("h2o").has_value());
   EXPECT_EQ(eviction_kind_name(EvictionKind::kWindow), "window");
   // 4 sinks in blocks of 16 take one block: the budget needs 32 tokens.
   EXPECT_TRUE(check_eviction_policy(window(32, 4), 16).is_ok());
@@ -77,6 +78,45 @@ TEST(KvEviction, WindowKeepsSinkBlocksAndTheMostRecentOnes) {
   const Ids gapped = {7, 3, G, G, 4, 8};
   EXPECT_EQ(blocks_to_evict(gapped, 24, p, 4), (std::vector<size_t>{4}));
   EXPECT_TRUE(blocks_to_evict(t, 24, EvictionPolicy{}, 4).empty());
+}
+
+TEST(KvEviction, SnapKeepsSinksRecentAndTheMostAttendedOlderBlocks) {
+  // Blocks of 4; budget 24 tokens = 6 blocks; 4 sinks = 1 block; of the
+  // other 5, the 3 most recent and the 2 most attended older ones.
+  const EvictionPolicy p{.kind = EvictionKind::kSnap, .budget_tokens = 24, .sink_tokens = 4};
+  EXPECT_EQ(p.recent_blocks(4), 3);
+  EXPECT_EQ(window(24, 4).recent_blocks(4), 5);
+  const Ids t = {20, 21, 22, 23, 24, 25, 26, 27, 28, 29};  // 10 blocks, 40 positions
+  const std::vector<float> attention = {9, 0.5f, 3, 0.1f, 0.1f, 2.5f, 0.2f, 1, 1, 1};
+  // Candidates: entries 1..6 (0 is the sink; 7, 8, 9 are recent). Kept: 2
+  // (3.0) and 5 (2.5).
+  EXPECT_EQ(blocks_to_evict(t, 40, p, 4, attention), (std::vector<size_t>{1, 3, 4, 6}));
+  // Ties keep the later block; missing scores count 0.
+  const std::vector<float> flat = {0, 1, 1, 1};
+  EXPECT_EQ(blocks_to_evict(t, 40, p, 4, flat), (std::vector<size_t>{1, 4, 5, 6}));
+  // Within the budget nothing goes; gaps are never candidates.
+  EXPECT_TRUE(blocks_to_evict(t, 24, p, 4, attention).empty());
+  const Ids gapped = {20, G, 22, G, G, 25, 26, 27, 28, 29};
+  EXPECT_EQ(blocks_to_evict(gapped, 40, p, 4, attention), (std::vector<size_t>{6}));
+}
+
+TEST(KvEviction, ManagerSnapUsesTheAttentionItWasGiven) {
+  const EvictionPolicy p{.kind = EvictionKind::kSnap, .budget_tokens = 16, .sink_tokens = 4};  // 1 + 2 recent + 1
+  auto m = manager(16, p, /*prefix_caching=*/false);
+  m->add(1, kNs);
+  ASSERT_TRUE(m->allocate(1, 16));
+  m->add_attention(1, std::vector<float>{5, 1, 0.5f});  // shorter than the table: entry 3 got none
+  m->add_attention(1, std::vector<float>{0, 1, 0, 2});
+  EXPECT_EQ(std::vector<float>(m->attention(1).begin(), m->attention(1).end()),
+            (std::vector<float>{5, 2, 0.5f, 2}));
+  ASSERT_TRUE(m->allocate(1, 24));
+  // Candidates 1, 2, 3 got 2, 0.5 and 2: one is kept, the tie goes to the later.
+  EXPECT_EQ(m->evict(1, 24), 2);
+  EXPECT_EQ(table(*m, 1), (Ids{0, G, G, 3, 4, 5}));
+  m->release(1);
+  EXPECT_TRUE(m->attention(1).empty());
+  EXPECT_EQ(m->n_free_blocks(), 16);
+  m->remove(1);
 }
 
 TEST(KvEviction, ManagerFreesExactBlocksAndTheirIdsComeBack) {

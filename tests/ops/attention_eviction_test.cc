@@ -196,6 +196,87 @@ TEST_P(GappedAttention, AttendsOnlyOverKeptPositionsAtTheirOriginalPlaces) {
                                          lib);
 }
 
+// The attention each block's keys received (snap eviction's evidence):
+// per table entry, the softmax weights of its kept keys summed over queries
+// and heads, from the raw vectors in double; evicted entries get none.
+// The quantized formats read other key values, so they are held only to
+// the totals and the empty gaps.
+TEST(GappedAttentionKeyMass, IsEachBlocksShareOfTheSoftmax) {
+  for (TensorType dtype : {TensorType::kF32, TensorType::kF16, TensorType::kQ8_0, TensorType::kQ4_0}) {
+    const bool exact = dtype == TensorType::kF32 || dtype == TensorType::kF16;
+    SCOPED_TRACE(tensor_type_name(dtype));
+    const int n_table = (kTokens + kBlock - 1) / kBlock;
+    std::vector<int32_t> table(static_cast<size_t>(n_table));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937(9));
+    std::vector<bool> kept(static_cast<size_t>(n_table), true);
+    for (int e : {2, 3}) {
+      table[static_cast<size_t>(e)] = -1;
+      kept[static_cast<size_t>(e)] = false;
+    }
+    Store k = make_store(dtype, n_table, KvLayout::kDimMajor);
+    Store v = make_store(dtype, n_table, KvLayout::kTokenMajor);
+    const Data d = make_data();
+    for (int p = 0; p < kTokens; ++p) {
+      if (!kept[static_cast<size_t>(p / kBlock)]) continue;
+      kv_store(k.layer, table.data(), p, d.k.data() + p * kKvDim);
+      kv_store(v.layer, table.data(), p, d.v.data() + p * kKvDim);
+    }
+    for (int p = 0; p < kTokens; ++p) {
+      if (!kept[static_cast<size_t>(p / kBlock)]) continue;
+      kv_seal(k.layer, table.data(), p);
+      kv_seal(v.layer, table.data(), p);
+    }
+    std::vector<int32_t> pos;
+    for (int p = 70; p < kTokens; p += 2) pos.push_back(p);
+    const int n = static_cast<int>(pos.size());
+    std::vector<float> q(pos.size() * kQDim);
+    for (size_t r = 0; r < pos.size(); ++r) std::copy_n(d.q.data() + pos[r] * kQDim, kQDim, q.data() + r * kQDim);
+
+    const bool f16 = dtype == TensorType::kF16;
+    auto stored = [f16](float x) { return f16 ? f16_to_f32(f32_to_f16(x)) : x; };
+    std::vector<double> want(static_cast<size_t>(n_table), 0.0);
+    for (int p : pos) {
+      for (int h = 0; h < kHeads; ++h) {
+        const int kvh = h / (kHeads / kKvHeads);
+        std::vector<double> w(static_cast<size_t>(p + 1), 0.0);
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j <= p; ++j) {
+          if (!kept[static_cast<size_t>(j / kBlock)]) continue;
+          double dot = 0;
+          for (int i = 0; i < kHeadDim; ++i) {
+            dot += double{d.q[p * kQDim + h * kHeadDim + i]} * stored(d.k[j * kKvDim + kvh * kHeadDim + i]);
+          }
+          w[j] = dot / std::sqrt(double{kHeadDim});
+          mx = std::max(mx, w[j]);
+        }
+        for (int j = 0; j <= p; ++j) sum += w[j] = kept[static_cast<size_t>(j / kBlock)] ? std::exp(w[j] - mx) : 0;
+        for (int j = 0; j <= p; ++j) want[static_cast<size_t>(j / kBlock)] += w[j] / sum;
+      }
+    }
+    testing::for_each_target([&] {
+      for (int threads : {1, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> mass(static_cast<size_t>(n_table), 0.0f);
+        std::vector<float> out(pos.size() * kQDim);
+        const AttentionSeq seq{0, n, table.data(), mass.data()};
+        attention_batch(q.data(), pos.data(), {&seq, 1}, kHeads, k.layer, v.layer,
+                        1.0f / std::sqrt(static_cast<float>(kHeadDim)), out.data(), pool);
+        double total = 0;
+        for (int b = 0; b < n_table; ++b) {
+          if (exact) {
+            EXPECT_NEAR(mass[static_cast<size_t>(b)], want[static_cast<size_t>(b)], 1e-4) << "block " << b;
+          }
+          total += mass[static_cast<size_t>(b)];
+        }
+        EXPECT_EQ(mass[2], 0.0f);
+        EXPECT_EQ(mass[3], 0.0f);
+        EXPECT_NEAR(total, n * kHeads, 1e-3);  // each query-head pair gives 1
+      }
+    });
+  }
+}
+
 // Sinks kept with a gap after them; and no sinks (block 0 evicted, so the
 // first kept block is not block 0).
 INSTANTIATE_TEST_SUITE_P(
