@@ -96,7 +96,8 @@ class Scheduler {
 
   // What the scheduler itself must refuse: an empty prompt or max_tokens < 1
   // (kInvalidArgument), a prompt that leaves no room in the context or a
-  // sequence that could never fit the KV pool alone (kOutOfRange). Reads only
+  // sequence that could never fit the KV pool alone (kOutOfRange; under KV
+  // eviction it needs its budget's blocks plus one chunk's). Reads only
   // immutable state, so another thread may call it.
   Status validate(int64_t n_prompt, const StopCriteria& stop) const;
 
