@@ -25,7 +25,8 @@ void add_kv_evict_options(CLI::App* cmd, KvEvictCliOptions* o) {
 
 Result<kv::EvictionPolicy> kv_eviction_policy(const KvEvictCliOptions& o, int block_size) {
   const auto kind = kv::eviction_kind_from_name(o.policy);
-  if (!kind) return invalid_argument(fmt::format("--kv-evict must be none, window or snap, got '{}'", o.policy));
+  if (!kind)
+    return invalid_argument(fmt::format("--kv-evict must be none, window or snap, got '{}'", o.policy));
   kv::EvictionPolicy p{.kind = *kind, .budget_tokens = o.budget_tokens, .sink_tokens = o.sink_tokens};
   if (!p.enabled()) {
     if (o.budget_given || o.sinks_given) {

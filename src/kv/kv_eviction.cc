@@ -57,9 +57,8 @@ std::vector<size_t> blocks_to_evict(std::span<const BlockId> table, int64_t n_co
   // candidates by (attention, index) descending and spare the first ones.
   auto score = [&](size_t i) { return i < attention.size() ? attention[i] : 0.0f; };
   std::vector<size_t> ranked = out;
-  std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-    return score(a) != score(b) ? score(a) > score(b) : a > b;
-  });
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](size_t a, size_t b) { return score(a) != score(b) ? score(a) > score(b) : a > b; });
   ranked.resize(std::min(ranked.size(), static_cast<size_t>(heavy)));
   std::erase_if(out, [&](size_t i) { return std::find(ranked.begin(), ranked.end(), i) != ranked.end(); });
   return out;

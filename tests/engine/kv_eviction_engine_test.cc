@@ -51,7 +51,8 @@ TEST(KvEvictionEngine, SnapGeneratesToTheContextInABoundedPool) {
   EXPECT_EQ(o.final_event.finish, FinishReason::kLength);
   // Nothing is evicted before 64 positions are written: outputs at
   // positions 5..64 are the golden ones as far as they go.
-  EXPECT_EQ(std::vector<int32_t>(o.tokens.begin(), o.tokens.begin() + 60), std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 60));
+  EXPECT_EQ(std::vector<int32_t>(o.tokens.begin(), o.tokens.begin() + 60),
+            std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 60));
   EXPECT_EQ(engine->metrics().kv_evicted_blocks, 4);  // 8 blocks, 4 kept
   EXPECT_EQ(engine->metrics().preemptions, 0);
   expect_pool_whole(*engine);

@@ -101,7 +101,8 @@ TEST(KvEviction, SnapKeepsSinksRecentAndTheMostAttendedOlderBlocks) {
 }
 
 TEST(KvEviction, ManagerSnapUsesTheAttentionItWasGiven) {
-  const EvictionPolicy p{.kind = EvictionKind::kSnap, .budget_tokens = 16, .sink_tokens = 4};  // 1 + 2 recent + 1
+  const EvictionPolicy p{
+      .kind = EvictionKind::kSnap, .budget_tokens = 16, .sink_tokens = 4};  // 1 + 2 recent + 1
   auto m = manager(16, p, /*prefix_caching=*/false);
   m->add(1, kNs);
   ASSERT_TRUE(m->allocate(1, 16));

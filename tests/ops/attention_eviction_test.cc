@@ -231,7 +231,8 @@ TEST(GappedAttentionKeyMass, IsEachBlocksShareOfTheSoftmax) {
     for (int p = 70; p < kTokens; p += 2) pos.push_back(p);
     const int n = static_cast<int>(pos.size());
     std::vector<float> q(pos.size() * kQDim);
-    for (size_t r = 0; r < pos.size(); ++r) std::copy_n(d.q.data() + pos[r] * kQDim, kQDim, q.data() + r * kQDim);
+    for (size_t r = 0; r < pos.size(); ++r)
+      std::copy_n(d.q.data() + pos[r] * kQDim, kQDim, q.data() + r * kQDim);
 
     const bool f16 = dtype == TensorType::kF16;
     auto stored = [f16](float x) { return f16 ? f16_to_f32(f32_to_f16(x)) : x; };
@@ -250,7 +251,8 @@ TEST(GappedAttentionKeyMass, IsEachBlocksShareOfTheSoftmax) {
           w[j] = dot / std::sqrt(double{kHeadDim});
           mx = std::max(mx, w[j]);
         }
-        for (int j = 0; j <= p; ++j) sum += w[j] = kept[static_cast<size_t>(j / kBlock)] ? std::exp(w[j] - mx) : 0;
+        for (int j = 0; j <= p; ++j)
+          sum += w[j] = kept[static_cast<size_t>(j / kBlock)] ? std::exp(w[j] - mx) : 0;
         for (int j = 0; j <= p; ++j) want[static_cast<size_t>(j / kBlock)] += w[j] / sum;
       }
     }
