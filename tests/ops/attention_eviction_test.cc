@@ -83,6 +83,50 @@ Data make_data() {
   return d;
 }
 
+// One layer's K and V over a gapped table: physical ids shuffled by
+// `seed`, the `evicted` entries gaps whose positions are never written, the
+// rest holding d's vectors at their original positions (sealed, as a
+// forward pass leaves them).
+struct GappedKv {
+  std::vector<int32_t> table;
+  std::vector<bool> kept;  // per table entry
+  Store k, v;
+};
+
+GappedKv make_gapped(TensorType dtype, const std::vector<int>& evicted, uint32_t seed, const Data& d) {
+  const int n_table = (kTokens + kBlock - 1) / kBlock;
+  GappedKv g;
+  g.table.resize(static_cast<size_t>(n_table));
+  std::iota(g.table.begin(), g.table.end(), 0);
+  std::shuffle(g.table.begin(), g.table.end(), std::mt19937(seed));
+  g.kept.assign(static_cast<size_t>(n_table), true);
+  for (int e : evicted) {
+    g.table[static_cast<size_t>(e)] = -1;
+    g.kept[static_cast<size_t>(e)] = false;
+  }
+  g.k = make_store(dtype, n_table, KvLayout::kDimMajor);
+  g.v = make_store(dtype, n_table, KvLayout::kTokenMajor);
+  for (int p = 0; p < kTokens; ++p) {
+    if (!g.kept[static_cast<size_t>(p / kBlock)]) continue;
+    kv_store(g.k.layer, g.table.data(), p, d.k.data() + p * kKvDim);
+    kv_store(g.v.layer, g.table.data(), p, d.v.data() + p * kKvDim);
+  }
+  for (int p = 0; p < kTokens; ++p) {
+    if (!g.kept[static_cast<size_t>(p / kBlock)]) continue;
+    kv_seal(g.k.layer, g.table.data(), p);
+    kv_seal(g.v.layer, g.table.data(), p);
+  }
+  return g;
+}
+
+// Rows of d.q at positions pos.
+std::vector<float> queries_at(const Data& d, const std::vector<int32_t>& pos) {
+  std::vector<float> q(pos.size() * kQDim);
+  for (size_t r = 0; r < pos.size(); ++r)
+    std::copy_n(d.q.data() + pos[r] * kQDim, kQDim, q.data() + r * kQDim);
+  return q;
+}
+
 // Softmax attention of query row p over the kept positions j <= p (kept:
 // block j / kBlock not evicted), in double; values as the format stores
 // them for F32/F16 (`round`), exact otherwise.
@@ -131,46 +175,25 @@ class GappedAttention : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GappedAttention, AttendsOnlyOverKeptPositionsAtTheirOriginalPlaces) {
   const Case c = GetParam();
-  const int n_table = (kTokens + kBlock - 1) / kBlock;
-  // Physical ids shuffled, then the evicted entries become gaps; their
-  // positions are never written.
-  std::vector<int32_t> table(static_cast<size_t>(n_table));
-  std::iota(table.begin(), table.end(), 0);
-  std::shuffle(table.begin(), table.end(), std::mt19937(5));
-  std::vector<bool> kept(static_cast<size_t>(n_table), true);
-  for (int e : c.evicted) {
-    table[static_cast<size_t>(e)] = -1;
-    kept[static_cast<size_t>(e)] = false;
-  }
-  Store k = make_store(c.dtype, n_table, KvLayout::kDimMajor);
-  Store v = make_store(c.dtype, n_table, KvLayout::kTokenMajor);
   const Data d = make_data();
-  for (int p = 0; p < kTokens; ++p) {
-    if (!kept[static_cast<size_t>(p / kBlock)]) continue;
-    kv_store(k.layer, table.data(), p, d.k.data() + p * kKvDim);
-    kv_store(v.layer, table.data(), p, d.v.data() + p * kKvDim);
-  }
-  for (int p = 0; p < kTokens; ++p) {
-    if (!kept[static_cast<size_t>(p / kBlock)]) continue;
-    kv_seal(k.layer, table.data(), p);
-    kv_seal(v.layer, table.data(), p);
-  }
+  const GappedKv g = make_gapped(c.dtype, c.evicted, 5, d);
+  const std::vector<int32_t>& table = g.table;
+  const std::vector<bool>& kept = g.kept;
+  const PagedKvLayer& kl = g.k.layer;
+  const PagedKvLayer& vl = g.v.layer;
   // Queries in kept blocks only (a query's own block is never evicted): the
   // recent window, plus one early query where a sink block is kept.
   std::vector<int32_t> pos;
   for (int p = 64; p < kTokens; p += 3) pos.push_back(p);
   if (kept[0]) pos.push_back(9);
-  std::vector<float> q(pos.size() * kQDim);
-  for (size_t r = 0; r < pos.size(); ++r) {
-    std::copy_n(d.q.data() + pos[r] * kQDim, kQDim, q.data() + r * kQDim);
-  }
+  const std::vector<float> q = queries_at(d, pos);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const int n = static_cast<int>(pos.size());
 
   const std::vector<float> want = reference(d, pos, kept, c.dtype == TensorType::kF16);
   ThreadPool pool(2);
   std::vector<float> got(want.size());
-  attention(q.data(), n, pos.data(), kHeads, k.layer, v.layer, table.data(), scale, got.data(), pool);
+  attention(q.data(), n, pos.data(), kHeads, kl, vl, table.data(), scale, got.data(), pool);
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_TRUE(std::isfinite(got[i])) << "element " << i << ": an evicted block was read";
@@ -191,9 +214,8 @@ TEST_P(GappedAttention, AttendsOnlyOverKeptPositionsAtTheirOriginalPlaces) {
   // Every target, bit-identical alone, chunked and at other thread counts,
   // and within 2e-5 of the library's scalar reference on the stored format.
   std::vector<float> lib(want.size());
-  attention_reference(q.data(), n, pos.data(), kHeads, k.layer, v.layer, table.data(), scale, lib.data());
-  expect_attention_matches_and_invariant(q, n, pos.data(), kHeads, k.layer, v.layer, table.data(), scale,
-                                         lib);
+  attention_reference(q.data(), n, pos.data(), kHeads, kl, vl, table.data(), scale, lib.data());
+  expect_attention_matches_and_invariant(q, n, pos.data(), kHeads, kl, vl, table.data(), scale, lib);
 }
 
 // The attention each block's keys received (snap eviction's evidence):
@@ -206,33 +228,13 @@ TEST(GappedAttentionKeyMass, IsEachBlocksShareOfTheSoftmax) {
     const bool exact = dtype == TensorType::kF32 || dtype == TensorType::kF16;
     SCOPED_TRACE(tensor_type_name(dtype));
     const int n_table = (kTokens + kBlock - 1) / kBlock;
-    std::vector<int32_t> table(static_cast<size_t>(n_table));
-    std::iota(table.begin(), table.end(), 0);
-    std::shuffle(table.begin(), table.end(), std::mt19937(9));
-    std::vector<bool> kept(static_cast<size_t>(n_table), true);
-    for (int e : {2, 3}) {
-      table[static_cast<size_t>(e)] = -1;
-      kept[static_cast<size_t>(e)] = false;
-    }
-    Store k = make_store(dtype, n_table, KvLayout::kDimMajor);
-    Store v = make_store(dtype, n_table, KvLayout::kTokenMajor);
     const Data d = make_data();
-    for (int p = 0; p < kTokens; ++p) {
-      if (!kept[static_cast<size_t>(p / kBlock)]) continue;
-      kv_store(k.layer, table.data(), p, d.k.data() + p * kKvDim);
-      kv_store(v.layer, table.data(), p, d.v.data() + p * kKvDim);
-    }
-    for (int p = 0; p < kTokens; ++p) {
-      if (!kept[static_cast<size_t>(p / kBlock)]) continue;
-      kv_seal(k.layer, table.data(), p);
-      kv_seal(v.layer, table.data(), p);
-    }
+    const GappedKv g = make_gapped(dtype, {2, 3}, 9, d);
+    const std::vector<bool>& kept = g.kept;
     std::vector<int32_t> pos;
     for (int p = 70; p < kTokens; p += 2) pos.push_back(p);
     const int n = static_cast<int>(pos.size());
-    std::vector<float> q(pos.size() * kQDim);
-    for (size_t r = 0; r < pos.size(); ++r)
-      std::copy_n(d.q.data() + pos[r] * kQDim, kQDim, q.data() + r * kQDim);
+    const std::vector<float> q = queries_at(d, pos);
 
     const bool f16 = dtype == TensorType::kF16;
     auto stored = [f16](float x) { return f16 ? f16_to_f32(f32_to_f16(x)) : x; };
@@ -261,8 +263,8 @@ TEST(GappedAttentionKeyMass, IsEachBlocksShareOfTheSoftmax) {
         ThreadPool pool(threads);
         std::vector<float> mass(static_cast<size_t>(n_table), 0.0f);
         std::vector<float> out(pos.size() * kQDim);
-        const AttentionSeq seq{0, n, table.data(), mass.data()};
-        attention_batch(q.data(), pos.data(), {&seq, 1}, kHeads, k.layer, v.layer,
+        const AttentionSeq seq{0, n, g.table.data(), mass.data()};
+        attention_batch(q.data(), pos.data(), {&seq, 1}, kHeads, g.k.layer, g.v.layer,
                         1.0f / std::sqrt(static_cast<float>(kHeadDim)), out.data(), pool);
         double total = 0;
         for (int b = 0; b < n_table; ++b) {
