@@ -1,8 +1,8 @@
 // KV eviction behind the engine with the real stories260K model (context
 // 128, blocks of 16): a budget that holds the whole sequence changes
 // nothing (the golden ids); a small budget keeps generating to the context
-// limit inside a pool too small for the whole history; bad settings are
-// refused.
+// limit inside a pool too small for the whole history; gapped sequences
+// preempted under pressure recompute and finish; bad settings are refused.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -107,6 +107,32 @@ TEST(KvEvictionEngine, SmallBudgetInEveryFormatAndWithPromptsPastTheBudget) {
       EXPECT_EQ(o.final_event.finish, FinishReason::kLength) << tensor_type_name(dtype);
       for (int32_t t : o.tokens) EXPECT_TRUE(t >= 0 && t < 512);
     }
+    EXPECT_GT(engine->metrics().kv_evicted_blocks, 0);
+    expect_pool_whole(*engine);
+  }
+}
+
+TEST(KvEvictionEngine, PreemptedGappedSequencesRecomputeAndFinish) {
+  for (const kv::EvictionPolicy& policy : {window(32), snap(48)}) {
+    EngineConfig cfg;
+    cfg.kv_dtype = TensorType::kF16;
+    cfg.kv_eviction = policy;
+    cfg.scheduler.max_chunk_tokens = 16;
+    cfg.scheduler.max_running = 8;
+    cfg.n_kv_blocks = 9;  // 8 sequences of up to 5 blocks each: preemption
+    auto engine = make_engine(cfg);
+    std::vector<Submission> subs;
+    for (uint64_t i = 0; i < 8; ++i) {
+      auto s = engine->submit(greedy_request(synthetic_prompt(20 + 5 * i, i + 7), 60));
+      ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+      subs.push_back(std::move(s).value());
+    }
+    for (Submission& s : subs) {
+      const Outcome o = drain(*s.stream);
+      EXPECT_EQ(o.final_event.finish, FinishReason::kLength) << kv::eviction_kind_name(policy.kind);
+      EXPECT_EQ(o.tokens.size(), 60u);
+    }
+    EXPECT_GT(engine->metrics().preemptions, 0) << kv::eviction_kind_name(policy.kind);
     EXPECT_GT(engine->metrics().kv_evicted_blocks, 0);
     expect_pool_whole(*engine);
   }
