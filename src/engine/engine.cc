@@ -86,7 +86,6 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   if (config.speculative.draft != nullptr && (config.speculative.k < 1 || config.speculative.k > kMaxSpecK)) {
     return invalid_argument(fmt::format("speculative k must be in [1, {}], got {}", kMaxSpecK, config.speculative.k));
   }
-  if (Status st = kv::check_eviction_policy(config.kv_eviction, config.block_size); !st.is_ok()) return st;
   if (config.kv_eviction.enabled() && config.speculative.draft != nullptr) {
     return invalid_argument("KV eviction and speculative decoding cannot be combined yet");
   }

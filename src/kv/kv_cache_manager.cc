@@ -157,8 +157,9 @@ int64_t KvCacheManager::evict(SeqId id, int64_t n_computed) {
   const std::vector<size_t> drop =
       blocks_to_evict(s.table.blocks(), n_computed, eviction_, block_size(), s.attention);
   for (size_t j : drop) {
-    // A block still holding its staging slot (q4, the slack block) gives it
-    // back; the entries before a dropped one are sinks, sealed long ago.
+    // A dropped block still holding its staging slot (q4: only the slack
+    // block, the one before the most recent) gives it back. Every entry
+    // before it was unstaged when the block after it filled.
     if (j >= s.staged_from) storage_->unstage(s.table[j]);
     s.table.evict(j, pool_);
   }
