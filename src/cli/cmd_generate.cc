@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/kv_evict_options.h"
 #include "cli/spec_options.h"
 #include "common/sha256.h"
 #include "model/dense_kv.h"
@@ -37,6 +38,7 @@ struct GenerateArgs {
   int threads = 0;
   int parallel = 1;
   TensorType kv_dtype = TensorType::kF16;
+  KvEvictCliOptions kv_evict;
   SpecCliOptions spec;
 };
 
@@ -77,6 +79,12 @@ int run_generate(const GenerateArgs& a) {
   engine::EngineConfig ec;
   ec.n_threads = a.threads;
   ec.kv_dtype = a.kv_dtype;
+  auto eviction = kv_eviction_policy(a.kv_evict, ec.block_size);
+  if (!eviction.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", eviction.status().message().c_str());
+    return 2;
+  }
+  ec.kv_eviction = *eviction;
   ec.model_digest = loaded->file->digest();
   ec.tokenizer_digest = tok.digest();
   // Room for every parallel sequence's full context.
@@ -237,6 +245,7 @@ CommandRegistrar reg{"generate", 45, [](CLI::App& app) -> CommandRun {
   cmd->add_flag("--no-bos", a->no_bos, "Do not prepend BOS");
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
   add_kv_dtype_option(cmd, &a->kv_dtype);
+  add_kv_evict_options(cmd, &a->kv_evict);
   add_spec_options(cmd, &a->spec);
   cmd->add_option("--parallel", a->parallel, "Run N copies of the prompt through the engine at once")
       ->capture_default_str()

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "cli/command.h"
+#include "cli/kv_evict_options.h"
 #include "cli/spec_options.h"
 #include "common/build_info.h"
 #include "gguf/gguf_file.h"
@@ -41,6 +42,7 @@ struct ServeOptions {
   int rung = 0;  // 0: what --kv-dtype amounts to
   bool kv_dtype_given = false;
   double kv_memory_mib = 256;
+  KvEvictCliOptions kv_evict;
   SpecCliOptions spec;
   std::string role = "both";
   int kv_port = 0;
@@ -92,6 +94,16 @@ int run_serve(ServeOptions& o) {
     std::fprintf(stderr, "error: --rung 1 stores KV exactly: --kv-dtype must be f16 or f32\n");
     return 1;
   }
+  auto eviction = kv_eviction_policy(o.kv_evict, o.config.engine.block_size);
+  if (!eviction.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", eviction.status().message().c_str());
+    return 2;
+  }
+  o.config.engine.kv_eviction = *eviction;
+  if (o.rung == 1 && eviction->enabled()) {
+    std::fprintf(stderr, "error: --rung 1 keeps every token's KV: --kv-evict must be none\n");
+    return 1;
+  }
   auto draft = engine::parse_draft_spec(o.spec.spec);
   if (!draft.is_ok()) {
     std::fprintf(stderr, "error: %s\n", draft.status().message().c_str());
@@ -108,6 +120,13 @@ int run_serve(ServeOptions& o) {
     // seals, and the transfer format carries sealed blocks only.
     std::fprintf(stderr, "error: --role %s moves KV blocks in f16 or f32 only; the approximate formats (q8, q4, "
                  "--rung 3) cannot be transferred yet\n", o.role.c_str());
+    return 2;
+  }
+  if (o.config.role != server::ServeRole::kBoth && o.config.engine.kv_eviction.enabled()) {
+    // A prefill worker hands over every block of the prompt, and a decode
+    // worker takes them by their prefix keys, which a gapped table breaks.
+    std::fprintf(stderr, "error: --role %s moves whole prompts' KV; --kv-evict works with --role both only\n",
+                 o.role.c_str());
     return 2;
   }
   o.config.kv_port = static_cast<uint16_t>(o.kv_port);
@@ -184,6 +203,7 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
   cmd->add_option("--kv-blocks", e.n_kv_blocks, "KV cache blocks; 0 = sized from memory")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   add_kv_dtype_option(cmd, &e.kv_dtype);
+  add_kv_evict_options(cmd, &o->kv_evict);
   cmd->add_option("--kv-memory-mib", o->kv_memory_mib,
                   "KV cache memory when --kv-blocks is 0, counted in the format's bytes "
                   "(q4 fits the most blocks)")

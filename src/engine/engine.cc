@@ -86,6 +86,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   if (config.speculative.draft != nullptr && (config.speculative.k < 1 || config.speculative.k > kMaxSpecK)) {
     return invalid_argument(fmt::format("speculative k must be in [1, {}], got {}", kMaxSpecK, config.speculative.k));
   }
+  if (config.kv_eviction.enabled() && config.speculative.draft != nullptr) {
+    return invalid_argument("KV eviction and speculative decoding cannot be combined yet");
+  }
   std::unique_ptr<Engine> e(new Engine(model, config));
   if (config.speculative.draft != nullptr) e->spec_ = std::make_unique<Speculator>(config.speculative);
 
@@ -115,7 +118,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   }
   e->config_.block_size = shape.block_size;
   e->config_.kv_dtype = shape.dtype;
-  e->kv_ = std::make_unique<kv::KvCacheManager>(std::move(storage), config.prefix_caching);
+  if (Status st = kv::check_eviction_policy(config.kv_eviction, shape.block_size); !st.is_ok()) return st;
+  e->kv_ = std::make_unique<kv::KvCacheManager>(std::move(storage), config.prefix_caching, config.kv_eviction);
 
   SchedulerConfig sc = config.scheduler;
   if (sc.context_length <= 0 || sc.context_length > mc.context_length) sc.context_length = mc.context_length;
@@ -334,6 +338,7 @@ void Engine::publish_metrics() {
   m.prefix_hit_tokens = scheduler_->prefix_hit_tokens();
   m.kv_imported_blocks = kv.imported_blocks;
   m.kv_refused_blocks = kv.refused_blocks;
+  m.kv_evicted_blocks = kv.evicted_blocks;
   m.preemptions = scheduler_->n_preemptions();
   if (spec_) spec_->publish(m);
   std::lock_guard<std::mutex> lock(mu_);
@@ -512,6 +517,9 @@ bool Engine::step() {
   std::vector<model::BatchSequence> batch;
   batch.reserve(out.chunks.size());
   std::vector<std::vector<int32_t>> verified(out.chunks.size());  // last token + draft, per verifying chunk
+  // Snap eviction: the attention each chunk's keys receive, per table entry.
+  const bool want_mass = config_.kv_eviction.kind == kv::EvictionKind::kSnap;
+  std::vector<std::vector<float>> key_mass(want_mass ? out.chunks.size() : 0);
   const auto now = Clock::now();
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const ScheduledChunk& c = out.chunks[i];
@@ -525,6 +533,10 @@ bool Engine::step() {
     model::BatchSequence b;
     b.start_pos = c.start_pos;
     b.block_table = scheduler_->block_table(c.id);
+    if (want_mass) {
+      key_mass[i].assign(b.block_table.size(), 0.0f);
+      b.key_mass = key_mass[i];
+    }
     if (c.n_draft > 0) {
       LADDER_CHECK(c.n_tokens == c.n_draft + 1 && static_cast<int64_t>(seq->draft.size()) == c.n_draft,
                    "a verifying chunk holds the last token and the draft");
@@ -556,6 +568,7 @@ bool Engine::step() {
     for (const ScheduledChunk& c : out.chunks) finish(c.id, FinishReason::kError, st);
     return true;
   }
+  for (size_t i = 0; i < key_mass.size(); ++i) kv_->add_attention(out.chunks[i].id, key_mass[i]);
   // Sampling rows are independent (each request has its own Sampler and RNG),
   // so they run across the op pool; the result does not depend on which
   // thread takes a row. A full-vocabulary log-softmax per row is not free at

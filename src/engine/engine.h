@@ -62,6 +62,9 @@ struct EngineConfig {
   // half the attention bandwidth of F32, as llama.cpp and vLLM default to.
   TensorType kv_dtype = TensorType::kF16;
   bool prefix_caching = true;
+  // KV eviction (kv/kv_eviction.h): a per-sequence token budget past which a
+  // sequence keeps only its sink and recent blocks. Off by default.
+  kv::EvictionPolicy kv_eviction;
   // Step budget, running sequences (also admission's capacity), chunking;
   // context_length 0 (or beyond the model's) means the model's. Its tenant
   // token shares are set from `tenants`.

@@ -36,6 +36,7 @@ struct EngineMetrics {
   // because their key or format did not match the request's own.
   int64_t kv_imported_blocks = 0;
   int64_t kv_refused_blocks = 0;
+  int64_t kv_evicted_blocks = 0;  // freed by the KV eviction policy
   int64_t prompt_tokens = 0;    // prompt tokens admitted (hits included)
   int64_t computed_tokens = 0;  // tokens evaluated by the model (recompute included)
   int64_t generated_tokens = 0;

@@ -79,7 +79,13 @@ Status Scheduler::validate(int64_t n_prompt, const StopCriteria& stop) const {
   // The longest this sequence can grow; it must fit the pool alone, or it
   // would preempt itself forever.
   const int64_t max_len = std::min(n_prompt + stop.max_tokens, config_.context_length);
-  const int64_t need = (max_len + kv_.block_size() - 1) / kv_.block_size();
+  const int64_t bs = kv_.block_size();
+  int64_t need = (max_len + bs - 1) / bs;
+  // Under eviction a sequence holds at most its budget between steps, plus
+  // the blocks one chunk spans during a step.
+  if (kv_.eviction().enabled()) {
+    need = std::min(need, kv_.eviction().budget_blocks(kv_.block_size()) + (chunk_cap() + bs - 1) / bs + 1);
+  }
   if (need > kv_.n_blocks()) {
     return out_of_range(fmt::format("prompt + max_tokens ({} tokens) needs {} KV blocks; the pool has {}", max_len,
                                     need, kv_.n_blocks()));
@@ -306,7 +312,7 @@ std::vector<SequenceUpdate> Scheduler::update_from_runs(const SchedulerOutput& o
     LADDER_CHECK(chunk.n_draft == 0 || chunk.sample, "a draft is verified only by a sampling chunk");
     seq.n_computed += chunk.n_tokens - chunk.n_draft;
     if (!chunk.sample) {
-      kv_.publish(seq.id, seq.tokens, seq.n_computed);
+      commit_kv(seq);
       continue;
     }
     const bool stopped_by_caller = !stopped.empty() && stopped[k];
@@ -339,10 +345,15 @@ std::vector<SequenceUpdate> Scheduler::update_from_runs(const SchedulerOutput& o
     }
     // A finish inside the accepted run drops the tokens after it.
     seq.n_computed = std::min(seq.n_computed, static_cast<int64_t>(seq.tokens.size()));
-    kv_.publish(seq.id, seq.tokens, seq.n_computed);
+    commit_kv(seq);
     if (updates.back().finish != FinishReason::kNone) remove(seq.id);
   }
   return updates;
+}
+
+void Scheduler::commit_kv(const Sequence& seq) {
+  kv_.publish(seq.id, seq.tokens, seq.n_computed);
+  kv_.evict(seq.id, seq.n_computed);
 }
 
 void Scheduler::remove(RequestId id) {

@@ -14,6 +14,8 @@
 //     is preempted: its blocks are released and it returns to the waiting
 //     queue to be recomputed from scratch (its full blocks stay in the prefix
 //     cache). Newcomers are then not admitted this step.
+//   - under a KV eviction policy, each sequence drops the blocks the policy
+//     no longer keeps after every step it takes part in.
 //   - a waiting sequence first takes its longest prefix-cache hit (never the
 //     whole sequence: the last token is always computed, so there are logits
 //     to sample), then needs a running slot (max_running) and blocks for its
@@ -94,7 +96,8 @@ class Scheduler {
 
   // What the scheduler itself must refuse: an empty prompt or max_tokens < 1
   // (kInvalidArgument), a prompt that leaves no room in the context or a
-  // sequence that could never fit the KV pool alone (kOutOfRange). Reads only
+  // sequence that could never fit the KV pool alone (kOutOfRange; under KV
+  // eviction it needs its budget's blocks plus one chunk's). Reads only
   // immutable state, so another thread may call it.
   Status validate(int64_t n_prompt, const StopCriteria& stop) const;
 
@@ -143,6 +146,9 @@ class Scheduler {
   void schedule_pass(const std::vector<Sequence*>& order, Budget& budget, SchedulerOutput& out,
                      std::vector<Sequence*>& held_back, bool first_pass, bool& admission_closed);
   void preempt(Sequence& seq);
+  // After a step: publishes the sequence's newly full blocks, then applies
+  // the KV eviction policy (kv_eviction.h).
+  void commit_kv(const Sequence& seq);
   void remove(RequestId id);
   int64_t chunk_cap() const;
 

@@ -14,8 +14,13 @@ int64_t blocks_for(int64_t n_tokens, int block_size) { return (n_tokens + block_
 
 }  // namespace
 
-KvCacheManager::KvCacheManager(std::unique_ptr<KvStorage> storage, bool prefix_caching)
-    : storage_(std::move(storage)), pool_(storage_->shape().n_blocks, storage_->shape().block_size) {
+KvCacheManager::KvCacheManager(std::unique_ptr<KvStorage> storage, bool prefix_caching,
+                               const EvictionPolicy& eviction)
+    : storage_(std::move(storage)),
+      pool_(storage_->shape().n_blocks, storage_->shape().block_size),
+      eviction_(eviction) {
+  const Status st = check_eviction_policy(eviction_, pool_.block_size());
+  LADDER_CHECK(st.is_ok(), st.message());
   if (prefix_caching) cache_ = std::make_unique<PrefixCache>(pool_);
 }
 
@@ -95,7 +100,7 @@ void KvCacheManager::publish(SeqId id, std::span<const int32_t> tokens, int64_t 
   while (s.staged_from < s.table.size() && static_cast<int64_t>(s.staged_from + 2) * bs <= n_computed) {
     storage_->unstage(s.table[s.staged_from++]);
   }
-  if (cache_ == nullptr) return;
+  if (cache_ == nullptr || s.gapped) return;
   const int64_t n_full = std::min<int64_t>(n_computed / bs, static_cast<int64_t>(s.table.size()));
   if (n_full <= s.n_published) return;
   PrefixCache::extend_keys(s.ns_digest, tokens.first(static_cast<size_t>(n_full) * bs), bs, s.keys);
@@ -137,6 +142,33 @@ void KvCacheManager::release(SeqId id) {
   s.staged.reset();
   s.table.release_all(pool_);
   s.n_published = 0;
+  s.gapped = false;
+  s.attention.clear();
+}
+
+void KvCacheManager::add_attention(SeqId id, std::span<const float> mass) {
+  SeqKv& s = at(id);
+  if (s.attention.size() < mass.size()) s.attention.resize(mass.size(), 0.0f);
+  for (size_t i = 0; i < mass.size(); ++i) s.attention[i] += mass[i];
+}
+
+int64_t KvCacheManager::evict(SeqId id, int64_t n_computed) {
+  SeqKv& s = at(id);
+  const std::vector<size_t> drop =
+      blocks_to_evict(s.table.blocks(), n_computed, eviction_, block_size(), s.attention);
+  for (size_t j : drop) {
+    // A dropped block still holding its staging slot (q4: only the slack
+    // block, the one before the most recent) gives it back. Every entry
+    // before it was unstaged when the block after it filled.
+    if (j >= s.staged_from) storage_->unstage(s.table[j]);
+    s.table.evict(j, pool_);
+  }
+  if (!drop.empty()) {
+    s.staged_from = std::max(s.staged_from, drop.back() + 1);
+    s.gapped = true;
+  }
+  evicted_blocks_ += static_cast<int64_t>(drop.size());
+  return static_cast<int64_t>(drop.size());
 }
 
 void KvCacheManager::truncate(SeqId id, int64_t n_tokens) {
@@ -147,6 +179,7 @@ void KvCacheManager::truncate(SeqId id, int64_t n_tokens) {
   LADDER_CHECK(n_tokens >= s.n_published * bs, "truncate would rewrite a published block");
   if (keep < static_cast<int64_t>(s.table.size())) unstage_from(s, static_cast<size_t>(keep));
   s.table.truncate(static_cast<size_t>(keep), pool_);
+  if (s.attention.size() > static_cast<size_t>(keep)) s.attention.resize(static_cast<size_t>(keep));
   s.n_published = std::min(s.n_published, keep);
   // The last kept block, cut back to partly filled, takes its tokens from
   // staging again; one already unstaged gets them back from its sealed bytes.
@@ -175,9 +208,13 @@ bool KvCacheManager::fork(SeqId parent, SeqId child, int64_t n_tokens) {
   SeqKv c;
   c.ns_digest = p.ns_digest;
   for (int64_t j = 0; j < n_full; ++j) {
-    pool_.ref(p.table[static_cast<size_t>(j)]);
-    c.table.append(p.table[static_cast<size_t>(j)]);
+    const BlockId b = p.table[static_cast<size_t>(j)];
+    if (b != kNoBlock) pool_.ref(b);
+    c.table.append(b);
   }
+  c.gapped = p.gapped;
+  c.attention.assign(p.attention.begin(),
+                     p.attention.begin() + std::min<int64_t>(n_full, static_cast<int64_t>(p.attention.size())));
   if (partial) {
     auto b = pool_.allocate();
     LADDER_CHECK(b.has_value(), "the pool ran dry below its free count");
@@ -214,6 +251,7 @@ KvCacheStats KvCacheManager::stats() const {
   }
   st.imported_blocks = imported_blocks_;
   st.refused_blocks = refused_blocks_;
+  st.evicted_blocks = evicted_blocks_;
   return st;
 }
 

@@ -13,6 +13,8 @@
 //   fork: a new sequence sharing another's blocks (n > 1 samples);
 //   stage_import: blocks from another worker (rung 2), taken by the next
 //     acquire_prefix where their keys match the sequence's own chain;
+//   evict: under an eviction policy (kv_eviction.h), free the blocks a
+//     sequence no longer keeps, leaving gaps in its table;
 //   capacity in blocks and tokens; the model's paged view of the storage.
 //
 // Staged formats (q4): every block a sequence allocates gets a staging slot
@@ -21,10 +23,16 @@
 // a block -- rejected speculative tokens -- finds its tokens still in F16).
 // Cutting deeper refills the slot from the sealed bytes (lossy).
 //
+// Eviction: once a sequence has a gap, the KV it computes afterwards was
+// attended over an incomplete history and differs from what the prefix
+// cache's key promises, so the sequence publishes nothing more (its blocks
+// published before the first gap stay valid; dropping its reference to one
+// never changes the block's bytes).
+//
 // Invariants: a block is referenced once per sequence table holding it; a
-// published block is full, written and never written again (truncate and
-// fork copy rather than overwrite one); every block is free again once every
-// sequence is removed or released.
+// published block is full, written, computed over its whole prefix and never
+// written again (truncate and fork copy rather than overwrite one); every
+// block is free again once every sequence is removed or released.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +45,7 @@
 #include "kv/block_key.h"
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
+#include "kv/kv_eviction.h"
 #include "kv/kv_storage.h"
 #include "kv/kv_transfer.h"
 #include "kv/prefix_cache.h"
@@ -54,13 +63,15 @@ struct KvCacheStats {
   int64_t prefix_hit_blocks = 0;
   int64_t imported_blocks = 0;  // staged blocks taken into the pool
   int64_t refused_blocks = 0;   // staged blocks whose key or format did not match
+  int64_t evicted_blocks = 0;   // table entries freed by the eviction policy
 };
 
 class KvCacheManager {
  public:
   // The storage's shape fixes the block count and size. prefix_caching off:
-  // acquire_prefix never hits and publish keeps nothing.
-  KvCacheManager(std::unique_ptr<KvStorage> storage, bool prefix_caching);
+  // acquire_prefix never hits and publish keeps nothing. eviction must pass
+  // check_eviction_policy for the storage's block size (checked).
+  KvCacheManager(std::unique_ptr<KvStorage> storage, bool prefix_caching, const EvictionPolicy& eviction = {});
   ~KvCacheManager();
   KvCacheManager(const KvCacheManager&) = delete;
   KvCacheManager& operator=(const KvCacheManager&) = delete;
@@ -102,6 +113,18 @@ class KvCacheManager {
   // computed as usual. Staged blocks are used by that one acquire_prefix and
   // dropped by release and remove.
   void stage_import(SeqId id, std::shared_ptr<const KvBlockSet> blocks);
+  // Applies the eviction policy to a sequence with n_computed positions
+  // written (after publish): frees the blocks blocks_to_evict() lists and
+  // returns how many. Nothing without a policy.
+  int64_t evict(SeqId id, int64_t n_computed);
+  // Snap eviction's evidence: adds mass[i] (the attention the keys of table
+  // entry i received in a step, model::BatchSequence::key_mass) to what the
+  // sequence's entries have received since its blocks were allocated.
+  void add_attention(SeqId id, std::span<const float> mass);
+  std::span<const float> attention(SeqId id) const { return at(id).attention; }
+  // Blocks a sequence holds (its table less its gaps).
+  int64_t live_blocks(SeqId id) const { return static_cast<int64_t>(at(id).table.n_live()); }
+  const EvictionPolicy& eviction() const { return eviction_; }
 
   std::span<const BlockId> block_table(SeqId id) const;
 
@@ -130,6 +153,12 @@ class KvCacheManager {
     // Table entries [staged_from, size) hold staging slots of this sequence.
     size_t staged_from = 0;
     std::shared_ptr<const KvBlockSet> staged;
+    // The table has (or had, since its blocks were last released) a gap:
+    // nothing more is published.
+    bool gapped = false;
+    // Per table entry: attention received (snap eviction); may be shorter
+    // than the table.
+    std::vector<float> attention;
   };
   // Returns the staging slots of table entries [from, size) that s holds.
   void unstage_from(SeqKv& s, size_t from);
@@ -141,9 +170,11 @@ class KvCacheManager {
   std::unique_ptr<KvStorage> storage_;
   BlockPool pool_;
   std::unique_ptr<PrefixCache> cache_;  // null: prefix caching off
+  EvictionPolicy eviction_;
   std::unordered_map<SeqId, SeqKv> seqs_;
   int64_t imported_blocks_ = 0;
   int64_t refused_blocks_ = 0;
+  int64_t evicted_blocks_ = 0;
 };
 
 }  // namespace ladder::kv

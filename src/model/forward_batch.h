@@ -20,6 +20,10 @@ struct BatchSequence {
   // (speculative verification, scoring); kHidden: no logits, but one
   // final-norm hidden state per token (embeddings).
   enum class Logits { kNone, kLast, kAll, kHidden } logits = Logits::kLast;
+  // Optional: per block-table entry, += the attention weight its keys got
+  // from these tokens, summed over heads and layers (ops::AttentionSeq::
+  // key_mass); empty = not wanted. Covers every entry up to the last token.
+  std::span<float> key_mass;
 };
 
 // Where the KV of every layer lives (the kv module's storage, or any other

@@ -235,6 +235,10 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
       return invalid_argument("block table covers " + std::to_string(s.block_table.size() * block_size) +
                               " positions, the batch needs " + std::to_string(end));
     }
+    if (!s.key_mass.empty() && static_cast<int64_t>(s.key_mass.size()) * block_size < end) {
+      return invalid_argument("key mass covers " + std::to_string(s.key_mass.size()) + " blocks, the batch needs " +
+                              std::to_string((end + block_size - 1) / block_size));
+    }
     for (size_t i = 0; i < s.tokens.size(); ++i) {
       const int32_t tok = s.tokens[i];
       if (tok < 0 || tok >= c.n_vocab) {
@@ -276,7 +280,8 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
 
   std::vector<ops::AttentionSeq> att_seqs;  // every sequence's rows, for one attention dispatch per layer
   for (size_t s = 0; s < batch.size(); ++s) {
-    att_seqs.push_back({seq_row0[s], static_cast<int64_t>(batch[s].tokens.size()), batch[s].block_table.data()});
+    att_seqs.push_back({seq_row0[s], static_cast<int64_t>(batch[s].tokens.size()), batch[s].block_table.data(),
+                        batch[s].key_mass.empty() ? nullptr : batch[s].key_mass.data()});
   }
 
   ops::embedding_lookup(w.token_embd, ids.data(), T, x);

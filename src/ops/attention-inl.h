@@ -64,8 +64,9 @@ constexpr int kAccRegs = 8;
 #endif
 
 // Calls fn(j, p) for positions j in [j_begin, j_end) in order of a
-// token-major layer (V), p pointing at KV head kvh of position j. Walks the
-// block table block by block, so no division per key.
+// token-major layer (V), p pointing at KV head kvh of position j, skipping
+// the positions of evicted blocks (table entry < 0). Walks the block table
+// block by block, so no division per key.
 template <class Fn>
 HWY_INLINE void for_each_key(const PagedKvLayer& l, const int32_t* block_table, int64_t j_begin, int64_t j_end,
                              int kvh, Fn&& fn) {
@@ -75,9 +76,13 @@ HWY_INLINE void for_each_key(const PagedKvLayer& l, const int32_t* block_table, 
   const int64_t bs = l.block_size;
   int64_t j = j_begin;
   for (int64_t b = j_begin / bs; j < j_end; ++b) {
+    const int64_t end = std::min<int64_t>((b + 1) * bs, j_end);
+    if (block_table[b] < 0) {  // an evicted block: its keys are not attended
+      j = end;
+      continue;
+    }
     const uint8_t* p = l.base + static_cast<size_t>(block_table[b]) * l.block_stride_bytes + head_offset +
                        static_cast<size_t>(j - b * bs) * token_stride;
-    const int64_t end = std::min<int64_t>((b + 1) * bs, j_end);
     for (; j < end; ++j, p += token_stride) fn(j, p);
   }
 }
@@ -152,7 +157,8 @@ HWY_INLINE void block_scores(D d, const float* const* q, const uint8_t* kb, int6
 }
 
 // s[q][j] for keys j in [0, n_keys) of KV head kvh; each s[q] has room for
-// whole blocks. D's lane count divides the block size.
+// whole blocks. The keys of an evicted block score -inf (weight 0). D's lane
+// count divides the block size.
 template <bool kF16, int Q, class D>
 HWY_INLINE void query_scores(D d, const float* const* q, int64_t n_keys, int kvh, const PagedKvLayer& k,
                              const int32_t* block_table, float scale, float* const* s) {
@@ -160,6 +166,10 @@ HWY_INLINE void query_scores(D d, const float* const* q, int64_t n_keys, int kvh
   const int64_t bs = k.block_size, hd = k.head_dim;
   const size_t head_offset = static_cast<size_t>(kvh) * static_cast<size_t>(hd * bs) * elem;
   for (int64_t j0 = 0, b = 0; j0 < n_keys; j0 += bs, ++b) {
+    if (block_table[b] < 0) {
+      for (int qi = 0; qi < Q; ++qi) std::fill_n(s[qi] + j0, bs, -INFINITY);
+      continue;
+    }
     const uint8_t* kb = k.base + static_cast<size_t>(block_table[b]) * k.block_stride_bytes + head_offset;
     float* sb[Q];
     for (int qi = 0; qi < Q; ++qi) sb[qi] = s[qi] + j0;
@@ -186,6 +196,8 @@ void all_scores(const float* const* q, int64_t n_keys, int kvh, const PagedKvLay
 }
 
 // Turns scores[0, n_keys) into exp(score - max) in place; returns their sum.
+// Scores of -inf (evicted keys) become 0: Highway's Exp is 0 below -104, so
+// clamping its argument at -105 changes no result and keeps -inf out of it.
 HWY_INLINE float exponentials(float* scores, int64_t n_keys) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
@@ -196,10 +208,11 @@ HWY_INLINE float exponentials(float* scores, int64_t n_keys) {
   float mx = hn::GetLane(hn::MaxOfLanes(d, vmax));
   for (; jm < n_keys; ++jm) mx = std::max(mx, scores[jm]);
   const auto vm = hn::Set(d, mx);
+  const auto floor = hn::Set(d, -105.0f);  // below Highway's Exp range (-104): exp is 0
   auto vsum = hn::Zero(d);
   int64_t j = 0;
   for (; j + N <= n_keys; j += N) {
-    const auto e = hn::CallExp(d, hn::Sub(hn::LoadU(d, scores + j), vm));
+    const auto e = hn::CallExp(d, hn::Max(hn::Sub(hn::LoadU(d, scores + j), vm), floor));
     hn::StoreU(e, d, scores + j);
     vsum = hn::Add(vsum, e);
   }
@@ -330,7 +343,8 @@ void accumulate_block(const float* rows, int64_t n, int64_t hd, const float* con
 // weighted-sum chains as the float formats, kQueryTile queries at a time. A
 // Q4 block that holds positions past a query is read from its F16 staging
 // slot instead; queries that see a block only in part take it one at a
-// time. Each query's arithmetic is fixed by its key positions alone.
+// time. Evicted blocks (table entry < 0) are skipped. Each query's
+// arithmetic is fixed by its key positions alone.
 void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh, const PagedKvLayer& k,
                   const PagedKvLayer& v, const int32_t* block_table, float scale, float* const* out,
                   TileScratch& scratch) {
@@ -370,8 +384,16 @@ void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh,
       if (n_whole + n_partial > 0) fn(mode == 1, whole, partial, n_whole, n_partial);
     }
   };
+  int64_t b_first = -1;  // the first kept block: every query sees it, and its sums start the chains
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t j0 = b * bs;
+    if (block_table[b] < 0) {  // evicted: its keys score -inf (weight 0)
+      for (int qi = 0; qi < nq; ++qi) {
+        if (n_keys[qi] > j0) std::fill_n(s[qi] + j0, bs, -INFINITY);
+      }
+      continue;
+    }
+    if (b_first < 0) b_first = b;
     for_each_mode(b, [&](bool staged, const int* whole, const int* partial, int n_whole, int n_partial) {
       decode_k_block(k, block_table[b], kvh, staged, scratch.k_block.data());
       with_lanes_dividing(bs, [&](auto d) {
@@ -398,6 +420,7 @@ void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh,
   for (int qi = 0; qi < nq; ++qi) sum[qi] = exponentials(s[qi], n_keys[qi]);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t j0 = b * bs;
+    if (block_table[b] < 0) continue;
     for_each_mode(b, [&](bool staged, const int* whole, const int* partial, int n_whole, int n_partial) {
       int64_t rows = n_whole > 0 ? bs : 0;
       for (int m = 0; m < n_partial; ++m) rows = std::max(rows, n_keys[partial[m]] - j0);
@@ -410,11 +433,12 @@ void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh,
           p[t] = s[whole[w + t]] + j0;
           o[t] = out[whole[w + t]];
         }
-        accumulate_block<kQueryTile>(scratch.v_block.data(), bs, hd, p, o, b == 0);
+        accumulate_block<kQueryTile>(scratch.v_block.data(), bs, hd, p, o, b == b_first);
       }
       auto one = [&](int qi) {
         const float* p = s[qi] + j0;
-        accumulate_block<1>(scratch.v_block.data(), std::min(bs, n_keys[qi] - j0), hd, &p, &out[qi], b == 0);
+        accumulate_block<1>(scratch.v_block.data(), std::min(bs, n_keys[qi] - j0), hd, &p, &out[qi],
+                            b == b_first);
       };
       for (; w < n_whole; ++w) one(whole[w]);
       for (int m = 0; m < n_partial; ++m) one(partial[m]);
@@ -440,6 +464,23 @@ HWY_INLINE void attend_tile_any(const float* const* q, const int64_t* n_keys, in
     attend_tile<true, Q>(q, n_keys, kvh, k, v, block_table, scale, out, scratch);
   } else {
     attend_tile<false, Q>(q, n_keys, kvh, k, v, block_table, scale, out, scratch);
+  }
+}
+
+// mass[b] += the normalized weights of block b's keys, for each of n
+// queries whose exp(score - max) over keys [0, n_keys[q]) weights(q) holds.
+template <class Weights>
+void add_key_mass(const Weights& weights, const int64_t* n_keys, int64_t n, int64_t bs, float* mass) {
+  for (int64_t qi = 0; qi < n; ++qi) {
+    const float* w = weights(qi);
+    double total = 0;
+    for (int64_t j = 0; j < n_keys[qi]; ++j) total += w[j];
+    const double inv = 1.0 / total;
+    for (int64_t j0 = 0, b = 0; j0 < n_keys[qi]; j0 += bs, ++b) {
+      double block = 0;
+      for (int64_t j = j0; j < std::min(j0 + bs, n_keys[qi]); ++j) block += w[j];
+      mass[b] += static_cast<float>(block * inv);
+    }
   }
 }
 
@@ -474,6 +515,12 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
       n_keys[qi] = static_cast<int64_t>(a.q_pos[row]) + 1;
     }
     const int kvh = static_cast<int>(tile.head0 / group);
+    // The kernels leave each real query's exp(score - max) in scratch (0 for
+    // evicted keys) for the tile's key mass.
+    auto weights = [&](int64_t qi) {
+      return quantized ? scratch.quant_scores[static_cast<size_t>(qi)].data()
+                       : scratch.scores[static_cast<size_t>(qi)].data();
+    };
     if (quantized) {
       attend_quant(q, n_keys, static_cast<int>(n_real), kvh, *a.k, *a.v, tile.block_table, a.scale, out,
                    scratch);
@@ -484,6 +531,7 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
     } else {
       attend_tile_any<kQueryTile>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
     }
+    if (tile.mass != nullptr) add_key_mass(weights, n_keys, n_real, a.k->block_size, tile.mass);
   }
 }
 

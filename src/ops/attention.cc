@@ -51,6 +51,7 @@ void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos
   check_layer(layer);
   LADDER_CHECK(pos >= 0, "kv_store: negative position");
   const int64_t block = block_table[pos / layer.block_size];
+  LADDER_CHECK(block >= 0, "kv_store: the position's block was evicted");
   const int64_t slot = pos % layer.block_size;
   if (layer.dtype == TensorType::kQ8_0) {
     kv_encode_token_q8(layer, layer.base + static_cast<size_t>(block) * layer.block_stride_bytes, slot, vec);
@@ -92,22 +93,38 @@ void attention_batch(const float* q, const int32_t* q_pos, std::span<const Atten
   // fewer rows per tile then (tiling never changes a result).
   while (quantized && tile_rows > 1 && count_tiles() < 2 * static_cast<int64_t>(pool.size())) tile_rows /= 2;
   thread_local std::vector<detail::AttentionTile> tiles;
+  thread_local std::vector<float> tile_mass;  // every mass-asking tile's sums, back to back
   tiles.clear();
-  int64_t rows = 0;
-  for (const AttentionSeq& s : seqs) {
+  int64_t rows = 0, mass_size = 0;
+  for (size_t si = 0; si < seqs.size(); ++si) {
+    const AttentionSeq& s = seqs[si];
     LADDER_CHECK(s.n_rows >= 0 && s.row0 == rows, "attention: sequences must cover consecutive rows");
     LADDER_CHECK(s.n_rows == 0 || s.block_table != nullptr, "attention: sequence without a block table");
+    for (int64_t i = s.row0; i < s.row0 + s.n_rows; ++i) {
+      LADDER_CHECK(q_pos[i] >= 0, "attention: negative query position");
+    }
+    int64_t n_mass = 0;
+    if (s.key_mass != nullptr && s.n_rows > 0) {
+      n_mass = *std::max_element(q_pos + s.row0, q_pos + s.row0 + s.n_rows) / k.block_size + 1;
+    }
     for (int64_t r = 0; r < s.n_rows; r += tile_rows) {
       for (int64_t h = 0; h < n_heads;) {
         // A chunk of heads never crosses a KV head's group.
         const int64_t nh = std::min(tile_heads, (h / group + 1) * group - h);
-        tiles.push_back({s.row0 + r, std::min(tile_rows, s.n_rows - r), h, nh, s.block_table});
+        tiles.push_back({s.row0 + r, std::min(tile_rows, s.n_rows - r), h, nh, s.block_table, nullptr, n_mass,
+                         static_cast<int64_t>(si)});
+        mass_size += n_mass;
         h += nh;
       }
     }
     rows += s.n_rows;
   }
-  for (int64_t i = 0; i < rows; ++i) LADDER_CHECK(q_pos[i] >= 0, "attention: negative query position");
+  tile_mass.assign(static_cast<size_t>(mass_size), 0.0f);
+  for (int64_t t = 0, offset = 0; t < static_cast<int64_t>(tiles.size()); ++t) {
+    if (tiles[t].n_mass_blocks == 0) continue;
+    tiles[t].mass = tile_mass.data() + offset;
+    offset += tiles[t].n_mass_blocks;
+  }
   detail::AttentionArgs a;
   a.q = q;
   a.q_pos = q_pos;
@@ -119,6 +136,11 @@ void attention_batch(const float* q, const int32_t* q_pos, std::span<const Atten
   a.out = out;
   const auto fn = HWY_DYNAMIC_DISPATCH(AttentionTasks);
   pool.parallel_for(static_cast<int64_t>(tiles.size()), 1, [&](int64_t b, int64_t e) { fn(a, b, e); });
+  for (const detail::AttentionTile& t : tiles) {  // in tile order: the sums do not depend on threads
+    if (t.mass == nullptr) continue;
+    float* dst = seqs[static_cast<size_t>(t.seq)].key_mass;
+    for (int64_t b = 0; b < t.n_mass_blocks; ++b) dst[b] += t.mass[b];
+  }
 }
 
 void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
@@ -140,7 +162,12 @@ void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int 
       const int kvh = h / group;
       std::vector<double> s(static_cast<size_t>(n_keys));
       double mx = -INFINITY;
+      auto evicted = [&](int64_t j) { return block_table[j / k.block_size] < 0; };
       for (int64_t j = 0; j < n_keys; ++j) {
+        if (evicted(j)) {
+          s[j] = -INFINITY;
+          continue;
+        }
         double dot = 0.0;
         for (int i = 0; i < hd; ++i) {
           dot += static_cast<double>(qv[i]) * kv_decode_elem(k, block_table, j, kvh, i, n_keys);
@@ -152,7 +179,9 @@ void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int 
       for (auto& x : s) sum += x = std::exp(x - mx);
       for (int i = 0; i < hd; ++i) {
         double acc = 0.0;
-        for (int64_t j = 0; j < n_keys; ++j) acc += s[j] * kv_decode_elem(v, block_table, j, kvh, i, n_keys);
+        for (int64_t j = 0; j < n_keys; ++j) {
+          if (!evicted(j)) acc += s[j] * kv_decode_elem(v, block_table, j, kvh, i, n_keys);
+        }
         out[(qi * n_heads + h) * hd + i] = static_cast<float>(acc / sum);
       }
     }

@@ -1,6 +1,10 @@
 // Causal attention over a paged KV cache. The cache of one layer is a set of
 // fixed-size blocks; a sequence's block table lists, in order, the blocks
 // holding its positions [0, block_size), [block_size, 2*block_size), ...
+// An entry < 0 is an evicted block (kv/kv_eviction.h): its positions are
+// not attended, and every other key keeps its position, so a query's causal
+// range and each key's place in the reduction order stay those of the
+// original positions. A query's own block is never evicted.
 #pragma once
 
 #include <cstddef>
@@ -61,6 +65,11 @@ struct AttentionSeq {
   int64_t row0 = 0;
   int64_t n_rows = 0;
   const int32_t* block_table = nullptr;
+  // Optional (KV eviction by attention, kv/kv_eviction.h): key_mass[b] +=
+  // the softmax weight that the keys of table entry b received, summed over
+  // the sequence's queries and heads in this call (each query-head pair
+  // gives 1 in all). Room for every entry up to the last query's position.
+  float* key_mass = nullptr;
 };
 
 // attention() for several sequences at once (a ragged decode or mixed

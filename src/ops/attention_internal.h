@@ -22,6 +22,11 @@ struct AttentionTile {
   int64_t head0 = 0;
   int64_t n_heads = 0;
   const int32_t* block_table = nullptr;
+  // When the sequence asks for key mass: this tile's own [n_mass_blocks]
+  // sums, added into AttentionSeq::key_mass in tile order after the tasks.
+  float* mass = nullptr;
+  int64_t n_mass_blocks = 0;
+  int64_t seq = 0;  // index of the tile's sequence in the call
 };
 
 // One batched attention call: query row r attends to positions [0, q_pos[r]]

@@ -546,10 +546,11 @@ json ApiServer::State::effective_config() const {
   const engine::Engine& e = *ready.load()->engine;
   const engine::EngineConfig& ec = e.config();
   const engine::SpeculativeConfig& sc = ec.speculative;
-  const int rung = config.role != ServeRole::kBoth             ? 2
-                   : kv::kv_format_is_approximate(ec.kv_dtype) ? 3
-                   : sc.draft                                  ? 4
-                                                               : 1;
+  const kv::EvictionPolicy& ev = ec.kv_eviction;
+  const int rung = config.role != ServeRole::kBoth                             ? 2
+                   : kv::kv_format_is_approximate(ec.kv_dtype) || ev.enabled() ? 3
+                   : sc.draft                                                  ? 4
+                                                                               : 1;
   return {{"rung", rung},
           {"role", serve_role_name(config.role)},
           {"kv_port", kv_receiver ? kv_receiver->port() : 0},
@@ -559,6 +560,10 @@ json ApiServer::State::effective_config() const {
             {"adaptive", sc.draft != nullptr && sc.adaptive}}},
           {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
           {"kv_format", e.kv_format_name()},
+          {"kv_evict",
+           {{"policy", std::string(kv::eviction_kind_name(ev.kind))},
+            {"budget_tokens", ev.enabled() ? ev.budget_tokens : 0},
+            {"sink_tokens", ev.enabled() ? ev.sink_tokens : 0}}},
           {"kv_block_size", ec.block_size},
           {"kv_blocks", e.n_kv_blocks()},
           {"prefix_caching", ec.prefix_caching},
@@ -589,6 +594,7 @@ HttpResponse ApiServer::State::models() const {
                      {{"model_digest", ec.model_digest},
                       {"tokenizer_digest", ec.tokenizer_digest},
                       {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
+                      {"kv_evict", std::string(kv::eviction_kind_name(ec.kv_eviction.kind))},
                       {"kv_block_size", ec.block_size},
                       {"kv_blocks", s->engine->n_kv_blocks()},
                       {"embedding_width", s->embedder->width()},
