@@ -16,7 +16,7 @@ SANITIZER_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo '-DCMAKE_CXX_FLAGS
 .PHONY: deps configure build test test-asan test-tsan soak demo bench fuzz format tidy clean
 
 # The suites the sanitizer builds run. The chaos test is shorter there.
-ASAN_SUITES := gguf jinja grammar tokenizer ops model kv engine server harness ladder chaos
+ASAN_SUITES := gguf jinja grammar tokenizer ops model kv engine server harness ladder route chaos
 TSAN_SUITES := engine server harness chaos
 SANITIZER_CHAOS_SECONDS ?= 20
 # Left to the release suite: the CLI cases drive the binary's commands, the
