@@ -49,7 +49,7 @@ build: configure
 
 # Everything: dependencies, the Release build and every test, then an
 # ASan/UBSan build (parsers fed truncated and corrupted files, kernels, model,
-# KV, engine, server, harness, chaos) and a ThreadSanitizer build (engine,
+# KV, engine, server, harness, climb, route, chaos) and a ThreadSanitizer build (engine,
 # server, harness, chaos), whose servers are the sanitized `ladder` binaries.
 test: deps build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1200
