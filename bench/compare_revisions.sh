@@ -38,9 +38,10 @@ measure() {
   local together one d1 d16 pf
   together=$(awk '/^together:/ {print $2}' <<<"$eng")
   one=$(awk '/^one by one:/ {print $4}' <<<"$eng")
-  d1=$(awk '/^decode batch 1 / {print $4}' <<<"$mdl")
-  d16=$(awk '/^decode batch 16 / {print $4}' <<<"$mdl")
-  pf=$(awk '/^prefill / {print $4; exit}' <<<"$mdl")
+  # `bench model` rows: a 28-character label, then tok/s.
+  d1=$(awk '/^decode batch 1 / {split(substr($0, 29), f, " "); print f[1]}' <<<"$mdl")
+  d16=$(awk '/^decode batch 16 / {split(substr($0, 29), f, " "); print f[1]}' <<<"$mdl")
+  pf=$(awk '/^prefill / {split(substr($0, 29), f, " "); print f[1]; exit}' <<<"$mdl")
   echo "$together $one $d1 $d16 $pf"
 }
 
