@@ -4,10 +4,10 @@
 // the pool whole when it finishes or is cancelled.
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "kv/kv_test_support.h"
 
 namespace ladder::engine {
 namespace {
@@ -16,15 +16,9 @@ using Ids = std::vector<kv::BlockId>;
 constexpr kv::BlockId G = kv::kNoBlock;
 
 std::unique_ptr<kv::KvCacheManager> kv_manager(int32_t n_blocks, const kv::EvictionPolicy& policy) {
-  kv::KvShape shape{.n_layers = 1,
-                    .n_kv_heads = 1,
-                    .head_dim = 1,
-                    .block_size = 4,
-                    .n_blocks = n_blocks,
-                    .dtype = TensorType::kF32};
-  auto storage = kv::make_arena_storage(shape);
-  LADDER_CHECK(storage.is_ok(), storage.status().to_string());
-  return std::make_unique<kv::KvCacheManager>(std::move(storage).value(), true, policy);
+  return kv::testing::arena_manager(
+      {.n_layers = 1, .n_kv_heads = 1, .head_dim = 1, .block_size = 4, .n_blocks = n_blocks, .dtype = TensorType::kF32},
+      true, policy);
 }
 
 const kv::EvictionPolicy kWindow{.kind = kv::EvictionKind::kWindow, .budget_tokens = 12, .sink_tokens = 4};
@@ -42,11 +36,7 @@ StopCriteria max_tokens(int64_t n) {
   return s;
 }
 
-std::vector<int32_t> prompt(int n) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), 10);
-  return t;
-}
+std::vector<int32_t> prompt(int n) { return kv::testing::token_run(n, 10); }
 
 Ids table(const Scheduler& s, RequestId id) {
   auto b = s.block_table(id);

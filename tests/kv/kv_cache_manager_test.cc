@@ -3,8 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <vector>
+
+#include "kv/kv_test_support.h"
 
 namespace ladder::kv {
 namespace {
@@ -12,18 +13,12 @@ namespace {
 using Ids = std::vector<BlockId>;
 
 std::unique_ptr<KvCacheManager> manager(int32_t n_blocks, bool prefix_caching = true) {
-  KvShape shape{.n_layers = 1, .n_kv_heads = 1, .head_dim = 2, .block_size = 4, .n_blocks = n_blocks,
-                .dtype = TensorType::kF32};
-  auto storage = make_arena_storage(shape);
-  LADDER_CHECK(storage.is_ok(), storage.status().to_string());
-  return std::make_unique<KvCacheManager>(std::move(storage).value(), prefix_caching);
+  return testing::arena_manager({.n_layers = 1, .n_kv_heads = 1, .head_dim = 2, .block_size = 4,
+                                 .n_blocks = n_blocks, .dtype = TensorType::kF32},
+                                prefix_caching);
 }
 
-std::vector<int32_t> tokens(int n, int32_t first = 10) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
+std::vector<int32_t> tokens(int n, int32_t first = 10) { return testing::token_run(n, first); }
 
 Ids table(const KvCacheManager& m, SeqId id) {
   auto b = m.block_table(id);

@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
+#include "kv/kv_test_support.h"
 
 namespace ladder::kv {
 namespace {
@@ -23,23 +23,17 @@ EvictionPolicy window(int64_t budget, int64_t sinks) {
 std::unique_ptr<KvCacheManager> manager(int32_t n_blocks, const EvictionPolicy& policy, bool prefix_caching,
                                         TensorType dtype = TensorType::kF32, int block_size = 4,
                                         int32_t n_staging = 0) {
-  KvShape shape{.n_layers = 1,
-                .n_kv_heads = 1,
-                .head_dim = 8,
-                .block_size = block_size,
-                .n_blocks = n_blocks,
-                .dtype = dtype,
-                .n_staging = n_staging};
-  auto storage = make_arena_storage(shape);
-  LADDER_CHECK(storage.is_ok(), storage.status().to_string());
-  return std::make_unique<KvCacheManager>(std::move(storage).value(), prefix_caching, policy);
+  return testing::arena_manager({.n_layers = 1,
+                                 .n_kv_heads = 1,
+                                 .head_dim = 8,
+                                 .block_size = block_size,
+                                 .n_blocks = n_blocks,
+                                 .dtype = dtype,
+                                 .n_staging = n_staging},
+                                prefix_caching, policy);
 }
 
-std::vector<int32_t> tokens(int n) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), 100);
-  return t;
-}
+std::vector<int32_t> tokens(int n) { return testing::token_run(n, 100); }
 
 Ids table(const KvCacheManager& m, SeqId id) {
   auto b = m.block_table(id);

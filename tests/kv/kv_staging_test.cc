@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "common/half.h"
 #include "kv/kv_cache_manager.h"
+#include "kv/kv_test_support.h"
 #include "ops/kv_codec.h"
 
 namespace ladder::kv {
@@ -18,23 +18,17 @@ constexpr int kBs = 4;
 
 // Prefix caching off where a test truncates (a published block is never cut).
 std::unique_ptr<KvCacheManager> q4_manager(int32_t n_blocks, int32_t n_staging, bool prefix_caching = true) {
-  KvShape shape{.n_layers = 1,
-                .n_kv_heads = 1,
-                .head_dim = 4,
-                .block_size = kBs,
-                .n_blocks = n_blocks,
-                .dtype = TensorType::kQ4_0,
-                .n_staging = n_staging};
-  auto storage = make_arena_storage(shape);
-  LADDER_CHECK(storage.is_ok(), storage.status().to_string());
-  return std::make_unique<KvCacheManager>(std::move(storage).value(), prefix_caching);
+  return testing::arena_manager({.n_layers = 1,
+                                 .n_kv_heads = 1,
+                                 .head_dim = 4,
+                                 .block_size = kBs,
+                                 .n_blocks = n_blocks,
+                                 .dtype = TensorType::kQ4_0,
+                                 .n_staging = n_staging},
+                                prefix_caching);
 }
 
-std::vector<int32_t> tokens(int n) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), 10);
-  return t;
-}
+std::vector<int32_t> tokens(int n) { return testing::token_run(n, 10); }
 
 const BlockKey kNs = namespace_digest({"a", "m", "t", "q4-b4-kt"});
 

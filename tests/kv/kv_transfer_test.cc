@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
+#include "kv/kv_test_support.h"
 #include "kv/kv_wire.h"
 
 namespace ladder::kv {
@@ -28,16 +29,10 @@ KvShape small_shape(int32_t n_blocks, TensorType dtype = TensorType::kF32) {
 
 std::unique_ptr<KvCacheManager> manager(int32_t n_blocks, bool prefix_caching = true,
                                         TensorType dtype = TensorType::kF32) {
-  auto storage = make_arena_storage(small_shape(n_blocks, dtype));
-  LADDER_CHECK(storage.is_ok(), storage.status().to_string());
-  return std::make_unique<KvCacheManager>(std::move(storage).value(), prefix_caching);
+  return testing::arena_manager(small_shape(n_blocks, dtype), prefix_caching);
 }
 
-std::vector<int32_t> tokens(int n, int32_t first = 10) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
+std::vector<int32_t> tokens(int n, int32_t first = 10) { return testing::token_run(n, first); }
 
 // Bytes of one block whose every byte says which block and where: a block
 // written in the wrong place or order shows.

@@ -2,20 +2,15 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <vector>
+
+#include "kv/kv_test_support.h"
 
 namespace ladder::kv {
 namespace {
 
 CacheNamespace ns_for(const std::string& scope) {
   return {scope, "model-sha", "tok-sha", "f32-b4"};
-}
-
-std::vector<int32_t> iota_tokens(int n, int32_t first) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
 }
 
 TEST(BlockKey, ChainDependsOnParentNamespaceAndTokens) {
@@ -47,7 +42,7 @@ TEST(BlockKey, ChainDependsOnParentNamespaceAndTokens) {
 TEST(PrefixCache, ExtendKeysCoversOnlyFullBlocks) {
   const BlockKey ns = namespace_digest(ns_for("t"));
   std::vector<BlockKey> keys;
-  const auto tokens = iota_tokens(11, 100);
+  const auto tokens = testing::token_run(11, 100);
   PrefixCache::extend_keys(ns, std::span(tokens).first(5), 4, keys);
   ASSERT_EQ(keys.size(), 1u);
   PrefixCache::extend_keys(ns, tokens, 4, keys);
@@ -59,7 +54,7 @@ TEST(PrefixCache, ExtendKeysCoversOnlyFullBlocks) {
 TEST(PrefixCache, HitsMissesEvictionAndTenantIsolation) {
   BlockPool pool(6, 4);
   PrefixCache cache(pool);
-  const auto tokens = iota_tokens(12, 7);
+  const auto tokens = testing::token_run(12, 7);
   const BlockKey ns_a = namespace_digest(ns_for("tenant-a"));
   const BlockKey ns_b = namespace_digest(ns_for("tenant-b"));
   std::vector<BlockKey> keys_a, keys_b;
