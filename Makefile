@@ -21,8 +21,11 @@ TSAN_SUITES := engine server harness chaos
 SANITIZER_CHAOS_SECONDS ?= 20
 # Left to the release suite: the CLI cases drive the binary's commands, the
 # Slow suites run attention over thousands of positions (~25x slower
-# sanitized), and the climb cases run dozens of replays.
-SANITIZER_GTEST_FILTER := -CliTokenize.*:Cli.*:*Slow.*:Slow/*:ClimbE2E.*
+# sanitized), the climb cases run dozens of replays, and the roofline probe's
+# agreement with a STREAM-style read compares two speeds that the sanitizer
+# instruments differently (scalar loads are checked one by one, the probe's
+# vector loads are not: the ratio drifts past its bound).
+SANITIZER_GTEST_FILTER := -CliTokenize.*:Cli.*:*Slow.*:Slow/*:ClimbE2E.*:Roofline.BestReadAgreesWithStreamStyleCheck
 # ThreadSanitizer also leaves out the three cases whose assertions are time or
 # memory budgets (RSS under 1 GiB for 1,000 streams, four 8 MiB prompts answered
 # while /health is probed, short streams finishing inside an 8 s drain grace):
