@@ -21,8 +21,11 @@ int run_climb_command(climb::ClimbOptions o) {
     return 1;
   }
   std::printf("%s\n", climb::verdict_line(*r).c_str());
-  for (const auto& g : r->rungs) {
-    std::printf("rung %d '%s': %s\n", g.rung, g.spec.name.c_str(), g.reason.c_str());
+  for (const auto& lc : r->loads) {
+    const std::string at = r->loads.size() > 1 ? "load " + climb::load_label(lc.load) + " " : "";
+    for (const auto& g : lc.rungs) {
+      std::printf("%srung %d '%s': %s\n", at.c_str(), g.rung, g.spec.name.c_str(), g.reason.c_str());
+    }
   }
   std::printf("ledger: %s\nreport: %s\n", r->ledger_path.c_str(), r->report_path.c_str());
   return 0;
@@ -37,7 +40,10 @@ constexpr const char* kClimbHelp =
     "its paired goodput change lies above min_gain (0: above zero) at the policy's confidence\n"
     "and every slice's verified fraction is at least its margin; otherwise serving stays one\n"
     "rung lower. Every decision, with its reason in numbers, goes to the ledger (JSONL) and\n"
-    "to OUT/climb.html. The policy file is described in docs/CLIMB.md.\n"
+    "to OUT/climb.html. With `loads = [...]` in the policy (multipliers of the workloads'\n"
+    "offered load) the rungs are climbed once per load, each from rung 1, and decided per load;\n"
+    "`ladder serve --ledger L --load X` serves the decision made at the nearest measured load.\n"
+    "The policy file is described in docs/CLIMB.md.\n"
     "Exit status: 0 climbed (whatever was decided); 1 a bad policy, workloads without a real\n"
     "trace, a rung 1 that did not start, or a replay that could not run; 2 no model.";
 

@@ -31,6 +31,7 @@ namespace {
 struct ServeOptions {
   std::string model;
   std::string ledger;
+  double ledger_load = 1.0;  // --load: which offered load's decisions to take from the ledger
   const CLI::App* cmd = nullptr;  // the parsed command line, for --ledger
   server::ServeConfig config;
   size_t max_body_bytes = size_t{1} << 20;
@@ -237,7 +238,7 @@ bool operational(const std::string& name) {
   static const std::set<std::string> kNames = {
       "--host",         "--port",           "--model",          "--served-model-name", "--tenants",
       "--api-key",      "--admin-key",      "--metrics-port",   "--metrics-host",      "--drain-grace-s",
-      "--read-timeout-s", "--max-body-bytes", "--max-connections", "--ledger",          "--help",
+      "--read-timeout-s", "--max-body-bytes", "--max-connections", "--ledger", "--load",          "--help",
       "--kv-host",      "--kv-port"};
   return kNames.count(name) > 0;
 }
@@ -294,7 +295,7 @@ Status apply_ledger(ServeOptions& o) {
     return file.digest();
   };
   const climb::ServingChoice choice =
-      climb::choose_serving(entries, running, settings_of(*o.cmd), settings_of_args, digest_of);
+      climb::choose_serving(entries, running, settings_of(*o.cmd), settings_of_args, digest_of, o.ledger_load);
   for (const auto& note : choice.notes) spdlog::warn("ledger {}: {}", o.ledger, note);
   if (choice.entry == nullptr) {
     spdlog::warn("{}", choice.summary);
@@ -317,6 +318,11 @@ CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--ledger", o->ledger,
                   "Serve the configuration a `ladder climb` promoted in this ledger when its rung 1 matches "
                   "this model, tokenizer, revision and settings (else say why and serve as given)");
+  cmd->add_option("--load", o->ledger_load,
+                  "With --ledger: the offered load to serve, as a multiplier of the climb's workloads (default "
+                  "1); the decisions made at the nearest load the climb measured are used")
+      ->check(CLI::PositiveNumber)
+      ->needs("--ledger");
   o->cmd = cmd;
   return [o, cmd] {
     o->kv_dtype_given = cmd->count("--kv-dtype") > 0;

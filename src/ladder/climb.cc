@@ -85,17 +85,28 @@ class Climber {
     return (fs::path(o_.out_dir) / fmt::format("rung{}-{}", rung, slug(policy().rungs[rung - 1].name)))
         .string();
   }
+  bool several_loads() const { return policy().loads.size() > 1 || policy().loads.front() != 1.0; }
+  // A load's folder under a rung's ("load2/"), empty for a climb at the workloads' own load.
+  std::string load_dir(double load) const {
+    return several_loads() ? fmt::format("load{:g}/", load) : std::string();
+  }
+  // "at load 2x, " in progress lines of a climb over several loads.
+  std::string load_prefix(double load) const {
+    return several_loads() ? "at load " + load_label(load) + ", " : std::string();
+  }
   std::string reference_path(const WorkloadSpec& w) const {
     return (fs::path(o_.out_dir) / "reference" / (slug(w.name) + ".json")).string();
   }
   std::vector<std::string> serve_args(const RungSpec& r) const;
-  Result<ServeProcess> start_rung(int rung);
+  Result<ServeProcess> start_rung(int rung, const std::string& log_dir);
   Status warm_up(const std::string& url) const;
-  Result<Measurement> replay(const std::string& url, const WorkloadSpec& w, const std::string& dir,
+  Result<Measurement> replay(const std::string& url, const WorkloadSpec& w, double load, const std::string& dir,
                              bool save_reference);
-  Status make_references(const std::string& url, RungOutcome& rung1);
+  Status make_references(const std::string& url, const std::string& rung1_name);
   Status compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url);
-  Status record(const RungOutcome& r);
+  Status record(const LoadClimb& lc, const RungOutcome& r);
+  // The rungs at one load, from rung 1 (started afresh) up.
+  Result<LoadClimb> climb_at(double load);
   void progress(const std::string& line) const {
     std::fprintf(stderr, "climb: %s\n", line.c_str());
     std::fflush(stderr);
@@ -106,6 +117,7 @@ class Climber {
   size_t replays_done_ = 0;
   size_t replays_total_ = 0;
   std::string verify_policy_path_;
+  std::vector<Measurement> reference_;  // rung 1's reference runs, one per workload
 };
 
 std::vector<std::string> Climber::serve_args(const RungSpec& r) const {
@@ -116,13 +128,12 @@ std::vector<std::string> Climber::serve_args(const RungSpec& r) const {
   return a;
 }
 
-Result<ServeProcess> Climber::start_rung(int rung) {
+Result<ServeProcess> Climber::start_rung(int rung, const std::string& log_dir) {
   const RungSpec& r = policy().rungs[rung - 1];
-  const std::string dir = rung_dir(rung);
-  fs::create_directories(dir);
+  fs::create_directories(log_dir);
   progress(fmt::format("starting rung {} '{}': ladder {}", rung, r.name, fmt::join(serve_args(r), " ")));
   LADDER_ASSIGN_OR_RETURN(ServeProcess s,
-                          ServeProcess::start(o_.binary, serve_args(r), dir + "/serve", o_.ready_timeout_s));
+                          ServeProcess::start(o_.binary, serve_args(r), log_dir + "/serve", o_.ready_timeout_s));
   if (Status st = warm_up(s.url()); !st.is_ok()) {
     s.stop();
     return st;
@@ -152,15 +163,17 @@ Status Climber::warm_up(const std::string& url) const {
   return Status::ok();
 }
 
-Result<Measurement> Climber::replay(const std::string& url, const WorkloadSpec& w, const std::string& dir,
-                                    bool save_reference) {
+Result<Measurement> Climber::replay(const std::string& url, const WorkloadSpec& w, double load,
+                                    const std::string& dir, bool save_reference) {
   fs::create_directories(dir);
+  // The policy checked every workload's options at every load.
+  LADDER_ASSIGN_OR_RETURN(const std::vector<std::string> args, workload_args_at_load(w.args, load));
   std::vector<std::string> argv{o_.binary,    "--log-level", "warn",  "replay", "--endpoint", url,
                                 "--workload", w.path,        "--out", dir,      "--quiet"};
   if (const std::string slo = slo_argument(policy().slo); !slo.empty()) {
     argv.insert(argv.end(), {"--slo", slo});
   }
-  if (gives_rate(w.args)) argv.insert(argv.end(), {"--seed", std::to_string(policy().seed)});
+  if (gives_rate(args)) argv.insert(argv.end(), {"--seed", std::to_string(policy().seed)});
   if (save_reference) {
     argv.insert(argv.end(), {"--save-reference", reference_path(w)});
   } else {
@@ -168,7 +181,7 @@ Result<Measurement> Climber::replay(const std::string& url, const WorkloadSpec& 
                              harness::verify_mode_name(policy().replay_mode())});
     if (!verify_policy_path_.empty()) argv.insert(argv.end(), {"--policy", verify_policy_path_});
   }
-  argv.insert(argv.end(), w.args.begin(), w.args.end());
+  argv.insert(argv.end(), args.begin(), args.end());
   LADDER_ASSIGN_OR_RETURN(ChildProcess child,
                           ChildProcess::spawn(argv, dir + "/summary.txt", dir + "/replay.log"));
   const int code = child.wait();
@@ -183,21 +196,21 @@ Result<Measurement> Climber::replay(const std::string& url, const WorkloadSpec& 
   return m;
 }
 
-Status Climber::make_references(const std::string& url, RungOutcome& rung1) {
+Status Climber::make_references(const std::string& url, const std::string& rung1_name) {
   fs::create_directories(fs::path(o_.out_dir) / "reference");
   std::set<std::string> formats;
   for (const auto& w : policy().workloads) {
     const std::string dir = (fs::path(o_.out_dir) / "reference" / slug(w.name)).string();
-    LADDER_ASSIGN_OR_RETURN(Measurement m, replay(url, w, dir, true));
+    LADDER_ASSIGN_OR_RETURN(Measurement m, replay(url, w, 1.0, dir, true));
     m.side = "reference";
     m.rung = 1;
-    m.rung_name = rung1.spec.name;
+    m.rung_name = rung1_name;
     const std::string format = m.record.value("workload", json::object()).value("format", "?");
     formats.insert(format);
     progress(fmt::format("[{}/{}] reference: rung 1 '{}' on {} ({} format): {} requests, {} served -> {}",
-                         ++replays_done_, replays_total_, rung1.spec.name, w.name, format, m.requests.size(),
+                         ++replays_done_, replays_total_, rung1_name, w.name, format, m.requests.size(),
                          m.verified(), reference_path(w)));
-    rung1.own.push_back(std::move(m));
+    reference_.push_back(std::move(m));
   }
   bool real = false;
   for (const auto& f : formats) real = real || kRealTraceFormats.count(f) > 0;
@@ -220,9 +233,9 @@ Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url
       Measurement sides[2];
       for (int s = 0; s < 2; ++s) {
         const bool is_a = s == 0;
-        const std::string dir =
-            fmt::format("{}/{}-r{}-{}", rung_dir(cand.rung), slug(w.name), rep, is_a ? "A" : "B");
-        Result<Measurement> measured = replay(is_a ? a_url : b_url, w, dir, false);
+        const std::string dir = fmt::format("{}/{}{}-r{}-{}", rung_dir(cand.rung), load_dir(cand.load),
+                                            slug(w.name), rep, is_a ? "A" : "B");
+        Result<Measurement> measured = replay(is_a ? a_url : b_url, w, cand.load, dir, false);
         if (!measured.is_ok() && !is_a) {
           // The candidate could not be measured (its server died, say):
           // that is its decision; the configuration serving now goes on.
@@ -239,9 +252,9 @@ Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url
         m.rung = is_a ? current : cand.rung;
         m.rung_name = is_a ? a_spec.name : cand.spec.name;
         progress(fmt::format(
-            "[{}/{}] rung {} '{}' vs rung {} '{}', {} repeat {}/{}, {} rung {}: good {}/{} "
+            "[{}/{}] {}rung {} '{}' vs rung {} '{}', {} repeat {}/{}, {} rung {}: good {}/{} "
             "(verified {}), {:.2f} good/s -> {}",
-            ++replays_done_, replays_total_, cand.rung, cand.spec.name, current, a_spec.name, w.name, rep,
+            ++replays_done_, replays_total_, load_prefix(cand.load), cand.rung, cand.spec.name, current, a_spec.name, w.name, rep,
             policy().repeats, m.side, m.rung, m.good(), m.requests.size(), m.verified(),
             m.window_s() > 0 ? static_cast<double>(m.good()) / m.window_s() : 0.0, dir));
       }
@@ -250,7 +263,7 @@ Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url
       cand.own.push_back(std::move(sides[1]));
     }
   }
-  const uint64_t seed = policy().seed * 1000003ULL + static_cast<uint64_t>(cand.rung);
+  const uint64_t seed = policy().seed * 1000003ULL + static_cast<uint64_t>(cand.rung);  // same at every load
   cand.goodput = bootstrap_goodput(paired, policy().confidence, policy().bootstrap_samples, seed);
   std::vector<const Measurement*> own;
   for (const auto& m : cand.own) own.push_back(&m);
@@ -263,8 +276,8 @@ Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url
   return Status::ok();
 }
 
-Status Climber::record(const RungOutcome& r) {
-  const RungOutcome& rung1 = result_.rungs.front();
+Status Climber::record(const LoadClimb& lc, const RungOutcome& r) {
+  const RungOutcome& rung1 = lc.rungs.front();
   const json& id_src = rung1.fingerprint;
   json records = json::array();
   auto add = [&](const Measurement& m) {
@@ -300,6 +313,7 @@ Status Climber::record(const RungOutcome& r) {
       {"climb_id", result_.climb_id},
       {"timestamp", harness::iso8601_utc_now()},
       {"rung", r.rung},
+      {"load", r.load},
       {"name", r.spec.name},
       {"decision", r.decision},
       {"reason", r.reason},
@@ -329,6 +343,7 @@ Status Climber::record(const RungOutcome& r) {
        {{"path", policy().source},
         {"digest_sha256", policy().digest_sha256},
         {"repeats", policy().repeats},
+        {"loads", policy().loads},
         {"slo", slo_argument(policy().slo)}}},
       {"records", records},
       {"report", result_.report_path},
@@ -337,37 +352,32 @@ Status Climber::record(const RungOutcome& r) {
   return append_ledger_entry(result_.ledger_path, e);
 }
 
-Result<ClimbResult> Climber::run() {
-  fs::create_directories(o_.out_dir);
+Result<LoadClimb> Climber::climb_at(double load) {
   const ClimbPolicy& p = policy();
-  replays_total_ = p.workloads.size() * (1 + 2 * static_cast<size_t>(p.repeats) * (p.rungs.size() - 1));
-  if (p.replay_mode() == harness::VerifyMode::kApprox) {
-    verify_policy_path_ = (fs::path(o_.out_dir) / "verify-policy.toml").string();
-    LADDER_RETURN_IF_ERROR(write_text(verify_policy_path_, p.thresholds_toml()));
-  }
-  progress(fmt::format("climb {}: {} rungs, {} workloads, {} repeats, {} replays; ledger {}",
-                       result_.climb_id, p.rungs.size(), p.workloads.size(), p.repeats, replays_total_,
-                       result_.ledger_path));
-
+  LoadClimb lc;
+  lc.load = load;
   RungOutcome rung1;
   rung1.rung = 1;
+  rung1.load = load;
   rung1.spec = p.rungs.front();
   rung1.model = rung1.spec.model.empty() ? o_.model : rung1.spec.model;
   rung1.decision = "baseline";
   rung1.reason = "baseline: rung 1 is the floor and the reference";
-  LADDER_ASSIGN_OR_RETURN(ServeProcess current_server, start_rung(1));
-  LADDER_RETURN_IF_ERROR(make_references(current_server.url(), rung1));
+  rung1.own = reference_;
   rung1.fingerprint = fingerprint_of(rung1.own);
-  result_.rungs.push_back(std::move(rung1));
+  lc.rungs.push_back(std::move(rung1));
+  if (several_loads()) progress("load " + load_label(load) + ": climbing from rung 1");
+  LADDER_ASSIGN_OR_RETURN(ServeProcess current_server, start_rung(1, rung_dir(1) + "/" + load_dir(load)));
   int current = 1;
 
   for (int k = 2; k <= static_cast<int>(p.rungs.size()); ++k) {
     RungOutcome cand;
     cand.rung = k;
+    cand.load = load;
     cand.spec = p.rungs[k - 1];
     cand.model = cand.spec.model.empty() ? o_.model : cand.spec.model;
     cand.compared_with = current;
-    Result<ServeProcess> server = start_rung(k);
+    Result<ServeProcess> server = start_rung(k, rung_dir(k) + "/" + load_dir(load));
     if (!server.is_ok()) {
       cand.decision = "failed";
       const std::string msg = server.status().message();
@@ -379,10 +389,10 @@ Result<ClimbResult> Climber::run() {
         // The A replay of the failed pair ran; the rest of this rung's did not.
         replays_total_ -= p.workloads.size() * 2 * static_cast<size_t>(p.repeats) - (cand.own.size() * 2 + 1);
       }
-      // Rung 1's own figures: its side of the first comparison (the
-      // reference runs measured it unverified).
-      if (current == 1 && !cand.paired.empty() && !result_.rungs.front().figures) {
-        RungOutcome& r1 = result_.rungs.front();
+      // Rung 1's own figures at this load: its side of the first comparison
+      // (the reference runs measured it unverified).
+      if (current == 1 && !cand.paired.empty() && !lc.rungs.front().figures) {
+        RungOutcome& r1 = lc.rungs.front();
         std::vector<const Measurement*> a_runs;
         for (const auto& m : cand.paired) a_runs.push_back(&m);
         r1.quality = slice_quality(a_runs, p);
@@ -397,13 +407,38 @@ Result<ClimbResult> Climber::run() {
       server->stop();
     }
     cand.serving_after = current;
-    progress(fmt::format("rung {} '{}': {}", k, cand.spec.name, cand.reason));
-    if (result_.rungs.size() == 1) LADDER_RETURN_IF_ERROR(record(result_.rungs.front()));
-    LADDER_RETURN_IF_ERROR(record(cand));
-    result_.rungs.push_back(std::move(cand));
+    progress(fmt::format("{}rung {} '{}': {}", load_prefix(load), k, cand.spec.name, cand.reason));
+    if (lc.rungs.size() == 1) LADDER_RETURN_IF_ERROR(record(lc, lc.rungs.front()));
+    LADDER_RETURN_IF_ERROR(record(lc, cand));
+    lc.rungs.push_back(std::move(cand));
   }
   current_server.stop();
-  result_.serving = current;
+  lc.serving = current;
+  return lc;
+}
+
+Result<ClimbResult> Climber::run() {
+  fs::create_directories(o_.out_dir);
+  const ClimbPolicy& p = policy();
+  replays_total_ = p.workloads.size() * (1 + p.loads.size() * 2 * static_cast<size_t>(p.repeats) *
+                                                 (p.rungs.size() - 1));
+  if (p.replay_mode() == harness::VerifyMode::kApprox) {
+    verify_policy_path_ = (fs::path(o_.out_dir) / "verify-policy.toml").string();
+    LADDER_RETURN_IF_ERROR(write_text(verify_policy_path_, p.thresholds_toml()));
+  }
+  std::vector<std::string> loads;
+  for (double l : p.loads) loads.push_back(load_label(l));
+  progress(fmt::format("climb {}: {} rungs, {} workloads, {} repeats, load{} {}, {} replays; ledger {}",
+                       result_.climb_id, p.rungs.size(), p.workloads.size(), p.repeats,
+                       loads.size() > 1 ? "s" : "", fmt::join(loads, " "), replays_total_, result_.ledger_path));
+  {
+    LADDER_ASSIGN_OR_RETURN(ServeProcess reference_server, start_rung(1, rung_dir(1) + "/reference"));
+    LADDER_RETURN_IF_ERROR(make_references(reference_server.url(), p.rungs.front().name));
+  }
+  for (double load : p.loads) {
+    LADDER_ASSIGN_OR_RETURN(LoadClimb lc, climb_at(load));
+    result_.loads.push_back(std::move(lc));
+  }
   LADDER_RETURN_IF_ERROR(write_text(result_.report_path, make_climb_report(result_)));
   progress("report: " + result_.report_path);
   return result_;
@@ -412,12 +447,18 @@ Result<ClimbResult> Climber::run() {
 }  // namespace
 
 std::string verdict_line(const ClimbResult& r) {
-  const RungOutcome& s = r.rungs[static_cast<size_t>(r.serving - 1)];
-  if (r.serving == 1) {
-    return fmt::format("verdict: serving rung 1 '{}': no candidate was promoted ({} tested)", s.spec.name,
-                       r.rungs.size() - 1);
+  std::vector<std::string> clauses;
+  for (const LoadClimb& lc : r.loads) {
+    const RungOutcome& s = lc.rungs[static_cast<size_t>(lc.serving - 1)];
+    const std::string at = r.loads.size() > 1 ? "at load " + load_label(lc.load) + " " : "";
+    if (lc.serving == 1) {
+      clauses.push_back(fmt::format("{}serving rung 1 '{}': no candidate was promoted ({} tested)", at,
+                                    s.spec.name, lc.rungs.size() - 1));
+    } else {
+      clauses.push_back(fmt::format("{}serving rung {} '{}' ({})", at, s.rung, s.spec.name, s.reason));
+    }
   }
-  return fmt::format("verdict: serving rung {} '{}' ({})", s.rung, s.spec.name, s.reason);
+  return fmt::format("verdict: {}", fmt::join(clauses, "; "));
 }
 
 Result<ClimbResult> run_climb(const ClimbOptions& opts) {

@@ -15,6 +15,13 @@
 //  4. Every tested configuration gets a ledger line (ledger.h) as soon as it
 //     is decided; the side-by-side report is written at the end.
 //
+// Loads: with policy `loads` (multipliers of the workloads' offered load,
+// policy.h workload_args_at_load), steps 2-3 run once per load, each from
+// rung 1 (restarted), so every load gets its own sequence of decisions --
+// a candidate can be rejected at one load and promoted at another. The
+// rung-1 reference is made once, with the workloads as written: a
+// request's reference outputs do not depend on when it arrives.
+//
 // Progress goes to stderr, one line per replay and per decision.
 #pragma once
 
@@ -42,6 +49,7 @@ struct ClimbOptions {
 // What happened to one rung.
 struct RungOutcome {
   int rung = 0;  // 1-based position in the policy
+  double load = 1.0;
   RungSpec spec;
   std::string model;     // the file it served
   std::string decision;  // baseline | promoted | rejected | failed
@@ -57,11 +65,17 @@ struct RungOutcome {
   nlohmann::json fingerprint;
 };
 
+// The rungs climbed at one offered load.
+struct LoadClimb {
+  double load = 1.0;
+  std::vector<RungOutcome> rungs;
+  int serving = 1;  // the rung serving at this load once the climb is done
+};
+
 struct ClimbResult {
   std::string climb_id;
   ClimbPolicy policy;
-  std::vector<RungOutcome> rungs;
-  int serving = 1;
+  std::vector<LoadClimb> loads;  // in the policy's (ascending) order
   std::string ledger_path;
   std::string report_path;
   nlohmann::json machine;
@@ -73,7 +87,9 @@ struct ClimbResult {
 Result<ClimbResult> run_climb(const ClimbOptions& opts);
 
 // The verdict line that opens `ladder climb`'s output and `make demo`:
-// "verdict: serving rung 2 'chunked' (promoted: goodput +12.0% CI [...])".
+// "verdict: serving rung 2 'chunked' (promoted: goodput +12.0% CI [...])";
+// with several loads, one clause per load: "verdict: at load 0.5x serving
+// rung 1 'dense' (...); at load 2x serving rung 2 'spec' (...)".
 std::string verdict_line(const ClimbResult& r);
 
 }  // namespace ladder::climb

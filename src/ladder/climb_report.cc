@@ -88,7 +88,7 @@ std::string bar_chart(const std::string& title, const std::vector<Bar>& bars, do
   return s;
 }
 
-std::string goodput_charts(const ClimbResult& r) {
+std::string goodput_charts(const LoadClimb& r, const ClimbPolicy& policy) {
   std::vector<Bar> own, change;
   double lo = 0, hi = 0;
   for (const auto& g : r.rungs) {
@@ -119,15 +119,15 @@ std::string goodput_charts(const ClimbResult& r) {
   }
   const double pad = std::max(0.05, 0.1 * (hi - lo));
   return bar_chart(fmt::format("Goodput fraction (verified within SLO / sent), {:g}% interval",
-                               100 * r.policy.confidence),
+                               100 * policy.confidence),
                    own, 0, 1, false) +
          bar_chart("Paired goodput change against the rung serving before it (relative), interval vs 0",
                    change, lo - pad, hi + pad, true);
 }
 
-std::string latency_table(const ClimbResult& r) {
+std::string latency_table(const LoadClimb& r) {
   std::string s =
-      "<h2>Latency and cost</h2><table><tr><th>rung</th><th>goodput/s</th><th>good / sent</th>"
+      "<h3>Latency and cost</h3><table><tr><th>rung</th><th>goodput/s</th><th>good / sent</th>"
       "<th>TTFT p50</th><th>p90</th><th>p99</th><th>E2E p50</th><th>p90</th><th>p95</th><th>p99</th>"
       "<th>server core-s</th><th>core-s per verified task</th><th>tokens per verify cycle</th></tr>";
   auto pct = [](const json& d, const char* k) {
@@ -166,18 +166,18 @@ std::string latency_table(const ClimbResult& r) {
   return s;
 }
 
-std::string quality_table(const ClimbResult& r) {
+std::string quality_table(const LoadClimb& r, const ClimbPolicy& policy) {
   std::set<std::string> slices;
   for (const auto& g : r.rungs) {
     for (const auto& q : g.quality) slices.insert(q.slice);
   }
   std::string s =
-      "<h2>Quality per slice against the rung-1 reference</h2><table><tr><th>slice</th><th>verify</th>"
+      "<h3>Quality per slice against the rung-1 reference</h3><table><tr><th>slice</th><th>verify</th>"
       "<th>margin</th>";
   for (const auto& g : r.rungs) s += "<th>" + esc(rung_label(g)) + "</th>";
   s += "</tr>";
   for (const auto& name : slices) {
-    const SliceMargin m = r.policy.margin_for(name);
+    const SliceMargin m = policy.margin_for(name);
     s += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f}</td>", esc(name),
                      harness::verify_mode_name(m.verify), m.margin);
     for (const auto& g : r.rungs) {
@@ -198,6 +198,48 @@ std::string quality_table(const ClimbResult& r) {
   return s;
 }
 
+std::string decisions_table(const LoadClimb& r) {
+  std::string s =
+      "<h3>Decisions</h3><table><tr><th>rung</th><th>name</th><th>serve arguments</th><th>decision</th>"
+      "<th>why</th><th>serving after</th></tr>";
+  for (const auto& g : r.rungs) {
+    s += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td style=\"color:{}\">{}</td><td>{}</td>"
+        "<td>rung {}</td></tr>",
+        g.rung, esc(g.spec.name), esc(args_text(g)), decision_colour(g.decision), g.decision, esc(g.reason),
+        g.serving_after);
+  }
+  return s + "</table>";
+}
+
+// Several loads: each rung's goodput per second and decision at every load.
+std::string by_load_table(const ClimbResult& r) {
+  std::string s = "<h2>Goodput by load</h2><table><tr><th>rung</th>";
+  for (const auto& lc : r.loads) s += "<th>load " + esc(load_label(lc.load)) + "</th>";
+  s += "</tr>";
+  for (size_t k = 0; k < r.policy.rungs.size(); ++k) {
+    s += fmt::format("<tr><td>{} {}</td>", k + 1, esc(r.policy.rungs[k].name));
+    for (const auto& lc : r.loads) {
+      if (k >= lc.rungs.size()) {
+        s += "<td>-</td>";
+        continue;
+      }
+      const RungOutcome& g = lc.rungs[k];
+      std::string cell = g.figures ? fmt::format("{:.3f} good/s, {:.2f} of sent", g.figures->goodput_rps,
+                                                 g.figures->goodput_fraction.fraction)
+                                   : std::string("not measured");
+      if (g.rung > 1) cell += fmt::format(" &middot; <span style=\"color:{}\">{}</span>",
+                                          decision_colour(g.decision), g.decision);
+      s += "<td>" + cell + "</td>";
+    }
+    s += "</tr>";
+  }
+  s += "</table><p>Load: the multiplier of the workloads' offered load (a re-drawn --rate scaled, or the "
+       "arrival times compressed). Each load is climbed from rung 1 on its own, against the one rung-1 "
+       "reference.</p>";
+  return s;
+}
+
 }  // namespace
 
 std::string make_climb_report(const ClimbResult& r) {
@@ -215,29 +257,30 @@ std::string make_climb_report(const ClimbResult& r) {
       100 * r.policy.confidence, r.policy.bootstrap_samples, signed_percent(r.policy.min_gain),
       esc(slo_argument(r.policy.slo).empty() ? "the workloads' own" : slo_argument(r.policy.slo)),
       esc(r.machine.value("cpu_model", std::string("?"))), r.machine.value("cores", 0));
-  s += "<h2>Decisions</h2><table><tr><th>rung</th><th>name</th><th>serve arguments</th><th>decision</th>"
-       "<th>why</th><th>serving after</th></tr>";
-  for (const auto& g : r.rungs) {
-    s += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td style=\"color:{}\">{}</td><td>{}</td>"
-        "<td>rung {}</td></tr>",
-        g.rung, esc(g.spec.name), esc(args_text(g)), decision_colour(g.decision), g.decision, esc(g.reason),
-        g.serving_after);
+  if (r.loads.size() > 1) s += by_load_table(r);
+  for (const auto& lc : r.loads) {
+    s += r.loads.size() > 1 ? "<h2>At load " + esc(load_label(lc.load)) + "</h2>" : "<h2>Rungs</h2>";
+    s += decisions_table(lc) + "<h3>Goodput</h3>" + goodput_charts(lc, r.policy) + quality_table(lc, r.policy) +
+         latency_table(lc);
   }
-  s += "</table><h2>Goodput</h2>" + goodput_charts(r) + quality_table(r) + latency_table(r);
   s += "<h2>Workloads</h2><table><tr><th>name</th><th>file</th><th>replay arguments</th></tr>";
   for (const auto& w : r.policy.workloads) {
     s += fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>", esc(w.name), esc(w.path),
                      esc(fmt::format("{}", fmt::join(w.args, " "))));
   }
   s += "</table><h2>Records</h2><ul>";
-  for (const auto& g : r.rungs) {
-    for (const auto* runs : {&g.paired, &g.own}) {
-      for (const auto& m : *runs) {
-        s += fmt::format("<li>rung {} {} {} repeat {}: <code>{}</code> (good {}/{})</li>", m.rung,
-                         esc(m.side), esc(m.workload), m.repeat,
-                         esc((std::filesystem::path(m.dir) / "record.json").string()), m.good(),
-                         m.requests.size());
+  std::set<std::string> listed;  // rung 1's reference runs appear at every load
+  for (const auto& lc : r.loads) {
+    for (const auto& g : lc.rungs) {
+      for (const auto* runs : {&g.paired, &g.own}) {
+        for (const auto& m : *runs) {
+          const std::string path = (std::filesystem::path(m.dir) / "record.json").string();
+          if (!listed.insert(path).second) continue;
+          s += fmt::format("<li>{}rung {} {} {} repeat {}: <code>{}</code> (good {}/{})</li>",
+                           r.loads.size() > 1 && m.side != "reference" ? "load " + load_label(lc.load) + " " : "",
+                           m.rung, esc(m.side), esc(m.workload), m.repeat, esc(path), m.good(),
+                           m.requests.size());
+        }
       }
     }
   }

@@ -5,6 +5,8 @@
 // candidate with its interval against zero; TTFT and E2E percentiles;
 // quality per slice against each slice's margin (a slice below it is marked
 // and named); cost per verified task; and the records every figure came from.
+// A climb over several loads gets a goodput-by-load table and one such
+// section per load.
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 
 #include "common/file_io.h"
 #include "ladder/gate.h"
+#include "ladder/policy.h"
 
 namespace ladder::climb {
 
@@ -84,8 +85,8 @@ Result<std::vector<LedgerEntry>> load_ledger(const std::string& path) {
       return invalid_argument(where + ": 'schema_version' must be an integer");
     }
     const int version = j["schema_version"].get<int>();
-    if (version != kLedgerSchemaVersion) {
-      return invalid_argument(fmt::format("{}: schema_version {} is not the one this ladder reads ({})",
+    if (version < 1 || version > kLedgerSchemaVersion) {
+      return invalid_argument(fmt::format("{}: schema_version {} is not one this ladder reads (1 to {})",
                                           where, version, kLedgerSchemaVersion));
     }
     LedgerEntry e;
@@ -107,6 +108,13 @@ Result<std::vector<LedgerEntry>> load_ledger(const std::string& path) {
     LADDER_ASSIGN_OR_RETURN(e.rung1_args, args_field(j, "rung1_args", where));
     LADDER_ASSIGN_OR_RETURN(e.model, string_field(j, "model", where));
     e.model_override = j.value("model_override", false);
+    // Version 1 entries come from climbs of one load, the workloads as written.
+    if (version >= 2) {
+      if (!j.contains("load") || !j["load"].is_number() || !(j["load"].get<double>() > 0)) {
+        return invalid_argument(where + ": 'load' must be a positive number");
+      }
+      e.load = j["load"].get<double>();
+    }
     LADDER_ASSIGN_OR_RETURN(e.identity,
                             identity_from_json(j.value("identity", json()), where + " 'identity'"));
     if (e.decision != "failed") {
@@ -123,27 +131,29 @@ std::string format_ledger(const std::vector<LedgerEntry>& entries) {
   if (entries.empty()) return "the ledger is empty\n";
   std::string out;
   std::string climb;
-  const LedgerEntry* serving = nullptr;
+  // Per load of the climb being listed: the configuration it left serving.
+  std::map<double, const LedgerEntry*> serving;
   auto close_climb = [&] {
-    if (serving != nullptr) {
-      out += fmt::format("  serving after this climb: rung {} '{}' ({})\n", serving->rung, serving->name,
-                         join_args(serving->serve_args));
+    for (const auto& [load, e] : serving) {
+      out += fmt::format("  serving after this climb{}: rung {} '{}' ({})\n",
+                         serving.size() > 1 ? " at load " + load_label(load) : std::string(), e->rung,
+                         e->name, join_args(e->serve_args));
     }
   };
   for (const auto& e : entries) {
     if (e.climb_id != climb) {
       close_climb();
       climb = e.climb_id;
-      serving = nullptr;
+      serving.clear();
       const json& m = e.json.value("machine", json::object());
       out += fmt::format("climb {} ({}; model {}, tokenizer {}, revision {}; {} cores, {})\n", e.climb_id,
                          e.timestamp, short_hash(e.identity.model_digest),
                          short_hash(e.identity.tokenizer_digest), e.identity.engine_revision,
                          m.value("cores", 0), m.value("cpu_model", std::string("?")));
-      out += fmt::format("  {:<4} {:<14} {:<9} {:>9} {:>24} {:>12} {:>10}  {}\n", "rung", "name", "decision",
-                         "goodput", "CI", "worst slice", "core-s/vt", "args");
+      out += fmt::format("  {:<4} {:<6} {:<14} {:<9} {:>9} {:>24} {:>12} {:>10}  {}\n", "rung", "load", "name",
+                         "decision", "goodput", "CI", "worst slice", "core-s/vt", "args");
     }
-    if (e.decision == "baseline" || e.decision == "promoted") serving = &e;
+    if (e.decision == "baseline" || e.decision == "promoted") serving[e.load] = &e;
     std::string gain = "-", ci = "-", worst = "-", cost = "-";
     const json& g = e.json.value("goodput", json());
     if (g.is_object() && g.contains("ci_low")) {
@@ -167,8 +177,8 @@ std::string format_ledger(const std::vector<LedgerEntry>& entries) {
     }
     std::string args = join_args(e.serve_args);
     if (e.model_override) args += " [model " + e.model + "]";
-    out += fmt::format("  {:<4} {:<14} {:<9} {:>9} {:>24} {:>12} {:>10}  {}\n", e.rung, e.name, e.decision,
-                       gain, ci, worst, cost, args);
+    out += fmt::format("  {:<4} {:<6} {:<14} {:<9} {:>9} {:>24} {:>12} {:>10}  {}\n", e.rung,
+                       load_label(e.load), e.name, e.decision, gain, ci, worst, cost, args);
     out += fmt::format("       {}\n", e.reason);
   }
   close_climb();

@@ -2,7 +2,7 @@
 // never rewritten, so every decision keeps the evidence it was made on.
 //
 //   {"kind": "ladder.ledger", "schema_version": 1, "climb_id", "timestamp",
-//    "rung": 2, "name": "chunked", "decision": "baseline|promoted|rejected|failed",
+//    "rung": 2, "load": 1.0, "name": "chunked",   load: the offered-load multiplier it was decided at "decision": "baseline|promoted|rejected|failed",
 //    "reason": "rejected: goodput +0.8% CI [-2.1%, +3.4%] at 95% includes 0",
 //    "serving_after": {"rung", "name"},          what serves once this decision is made
 //    "compared_with": {"rung", "name"},          the configuration it was paired with
@@ -25,7 +25,8 @@
 
 namespace ladder::climb {
 
-inline constexpr int kLedgerSchemaVersion = 1;
+// Version 2 added "load"; version 1 lines still read (as load 1).
+inline constexpr int kLedgerSchemaVersion = 2;
 
 struct ServedIdentity {
   std::string model_digest;
@@ -38,6 +39,7 @@ struct LedgerEntry {
   std::string climb_id;
   std::string timestamp;
   int rung = 0;
+  double load = 1.0;  // the offered-load multiplier this decision was made at
   std::string name;
   std::string decision;  // baseline | promoted | rejected | failed
   std::string reason;

@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -21,7 +25,7 @@ const std::set<std::string> kReplayOwned = {
     "--policy",      "--slo",      "--seed",  "--quiet",     "--min-match",      "--min-divergence",
     "--max-mean-kl", "--max-kl",   "--sweep", "--api-key",   "--tenant-key"};
 const std::set<std::string> kServeOwned = {"--port",   "--host",    "-m",       "--model",
-                                           "--ledger", "--api-key", "--tenants"};
+                                           "--ledger", "--load", "--api-key", "--tenants"};
 
 std::string option_name(const std::string& arg) {
   const size_t eq = arg.find('=');
@@ -203,6 +207,27 @@ Result<RungSpec> read_rung(const toml::table& t, const std::string& where, const
   return r;
 }
 
+Result<std::vector<double>> read_loads(const toml::node& node, const std::string& where) {
+  const toml::array* arr = node.as_array();
+  if (arr == nullptr || arr->empty()) {
+    return invalid_argument(where + " must be a non-empty array of load multipliers, e.g. [0.5, 1, 2]");
+  }
+  std::vector<double> loads;
+  for (const auto& item : *arr) {
+    LADDER_ASSIGN_OR_RETURN(double v, read_double(item, where + " (each load)"));
+    if (!(v > 0 && v <= 1e6)) {
+      return invalid_argument(fmt::format("{}: load {} is outside (0, 1e6] (a multiplier of the offered load)",
+                                          where, v));
+    }
+    loads.push_back(v);
+  }
+  std::sort(loads.begin(), loads.end());
+  if (std::adjacent_find(loads.begin(), loads.end()) != loads.end()) {
+    return invalid_argument(where + " lists a load twice");
+  }
+  return loads;
+}
+
 template <typename T, typename Read>
 Status read_array_of_tables(const toml::node& node, const std::string& source, const std::string& key,
                             const std::string& base_dir, std::vector<T>& out, Read read) {
@@ -270,10 +295,74 @@ nlohmann::json ClimbPolicy::to_json() const {
   j["workloads"] = json::array();
   for (const auto& w : workloads)
     j["workloads"].push_back({{"name", w.name}, {"path", w.path}, {"args", w.args}});
+  j["loads"] = loads;
   j["rungs"] = json::array();
   for (const auto& r : rungs) j["rungs"].push_back({{"name", r.name}, {"args", r.args}, {"model", r.model}});
   return j;
 }
+
+namespace {
+
+// The numeric value of option `name` at args[i] ("--rate 4" or "--rate=4"):
+// where it is and what it reads.
+struct OptionValue {
+  size_t index = 0;      // the argument holding the value
+  bool inline_eq = false;  // "--rate=4"
+  double value = 0;
+};
+
+Result<std::optional<OptionValue>> find_numeric_option(const std::vector<std::string>& args,
+                                                       const std::string& name) {
+  std::optional<OptionValue> found;
+  for (size_t i = 0; i < args.size(); ++i) {
+    OptionValue v;
+    std::string text;
+    if (args[i] == name) {
+      if (i + 1 == args.size()) return invalid_argument(name + " has no value");
+      v.index = i + 1;
+      text = args[i + 1];
+    } else if (args[i].rfind(name + "=", 0) == 0) {
+      v.index = i;
+      v.inline_eq = true;
+      text = args[i].substr(name.size() + 1);
+    } else {
+      continue;
+    }
+    char* end = nullptr;
+    v.value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !(v.value > 0) || !std::isfinite(v.value)) {
+      return invalid_argument(fmt::format("{} {} is not a positive number", name, text));
+    }
+    found = v;  // the last occurrence wins, as on the command line
+  }
+  return found;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> workload_args_at_load(const std::vector<std::string>& args, double load) {
+  LADDER_ASSIGN_OR_RETURN(std::optional<OptionValue> rate, find_numeric_option(args, "--rate"));
+  LADDER_ASSIGN_OR_RETURN(std::optional<OptionValue> scale, find_numeric_option(args, "--time-scale"));
+  if (rate && scale) {
+    return invalid_argument("--rate re-draws the arrivals that --time-scale would scale: give one of them");
+  }
+  if (load == 1.0) return args;
+  std::vector<std::string> out = args;
+  auto set = [&](const OptionValue& v, const std::string& name, double value) {
+    const std::string text = fmt::format("{:.10g}", value);
+    out[v.index] = v.inline_eq ? name + "=" + text : text;
+  };
+  if (rate) {
+    set(*rate, "--rate", rate->value * load);
+  } else if (scale) {
+    set(*scale, "--time-scale", scale->value / load);
+  } else {
+    out.insert(out.end(), {"--time-scale", fmt::format("{:.10g}", 1.0 / load)});
+  }
+  return out;
+}
+
+std::string load_label(double load) { return fmt::format("{:g}x", load); }
 
 std::string slo_argument(const harness::Slo& slo) {
   std::vector<std::string> parts;
@@ -321,6 +410,8 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
       LADDER_ASSIGN_OR_RETURN(p.min_gain, read_double(node, where));
       if (!(p.min_gain >= 0 && p.min_gain < 10))
         return invalid_argument(where + " must be in [0, 10) (a relative gain)");
+    } else if (key == "loads") {
+      LADDER_ASSIGN_OR_RETURN(p.loads, read_loads(node, where));
     } else if (key == "slo") {
       if (!node.is_table()) return invalid_argument(source + ": 'slo' must be a table ([slo])");
       LADDER_RETURN_IF_ERROR(read_slo(*node.as_table(), source, p.slo));
@@ -334,7 +425,7 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
     } else {
       return invalid_argument(
           fmt::format("{}: unknown key '{}' (confidence, repeats, bootstrap_samples, seed, "
-                      "warmup_requests, min_gain, [slo], [quality], [[workload]], [[rung]])",
+                      "warmup_requests, min_gain, loads, [slo], [quality], [[workload]], [[rung]])",
                       source, key));
     }
   }
@@ -356,6 +447,12 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
     if (!names.insert(p.workloads[i].name).second) {
       return invalid_argument(
           fmt::format("{} [[workload]] #{}: name '{}' is used twice", source, i + 1, p.workloads[i].name));
+    }
+    for (double load : p.loads) {
+      if (Result<std::vector<std::string>> a = workload_args_at_load(p.workloads[i].args, load); !a.is_ok()) {
+        return invalid_argument(
+            fmt::format("{} [[workload]] '{}' 'args': {}", source, p.workloads[i].name, a.status().message()));
+      }
     }
   }
   return p;

@@ -8,6 +8,8 @@
 //   warmup_requests = 4       # completions sent to each server before measuring
 //   min_gain = 0.0            # the interval's lower bound must exceed this
 //                             # (relative goodput change; 0 = "higher beyond the noise")
+//   loads = [0.5, 1, 2]       # offered-load multipliers (default [1]): each load
+//                             # climbs the rungs on its own and is decided on its own
 //   [slo]                     # replaces every request's SLO, field by field
 //   ttft_ms = 500
 //   tpot_ms = 60
@@ -86,6 +88,8 @@ struct ClimbPolicy {
   harness::VerifyPolicy thresholds;  // approx thresholds per slice (the harness's reader)
   std::vector<WorkloadSpec> workloads;
   std::vector<RungSpec> rungs;
+  // Offered-load multipliers, ascending, distinct; [1] unless the policy sets them.
+  std::vector<double> loads{1.0};
 
   SliceMargin margin_for(const std::string& slice) const;
   // exact when every slice is verified exactly, else approx.
@@ -101,6 +105,16 @@ struct ClimbPolicy {
 Result<ClimbPolicy> parse_climb_policy(const std::string& toml_text, const std::string& source,
                                        const std::string& base_dir);
 Result<ClimbPolicy> load_climb_policy(const std::string& path);
+
+// A workload's replay options at offered load `load` (a multiplier of the
+// traffic the options describe): a re-drawn rate (--rate R) becomes R x load;
+// otherwise the arrival times are compressed, --time-scale T becoming
+// T / load (T = 1 when absent). Load 1 returns the options unchanged. An
+// unreadable --rate or --time-scale value is an error naming it.
+Result<std::vector<std::string>> workload_args_at_load(const std::vector<std::string>& args, double load);
+
+// "1x", "0.5x", "2x": how reports and progress lines name a load.
+std::string load_label(double load);
 
 // "--slo" value for a replay: "ttft_ms=500,e2e_ms=3000"; empty when none.
 std::string slo_argument(const harness::Slo& slo);

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <set>
+
+#include "ladder/policy.h"
 
 namespace ladder::climb {
 
@@ -13,6 +16,15 @@ std::string short_hash(const std::string& h) {
 }
 
 }  // namespace
+
+double nearest_load(const std::vector<double>& measured, double wanted) {
+  double best = measured.front();
+  for (double l : measured) {
+    const double d = std::fabs(std::log(l / wanted)), bd = std::fabs(std::log(best / wanted));
+    if (d < bd - 1e-12 || (std::fabs(d - bd) <= 1e-12 && l > best)) best = l;
+  }
+  return best;
+}
 
 std::string identity_difference(const ServedIdentity& ledger, const ServedIdentity& running) {
   if (ledger.model_digest != running.model_digest) {
@@ -47,7 +59,7 @@ std::string settings_difference(const ServeSettings& measured, const ServeSettin
 
 ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const ServedIdentity& running,
                              const ServeSettings& running_settings, const SettingsOf& settings_of,
-                             const ModelDigestOf& model_digest_of) {
+                             const ModelDigestOf& model_digest_of, double load) {
   ServingChoice choice;
   // Climbs in file order; the latest is tried first.
   std::vector<std::string> climbs;
@@ -57,11 +69,11 @@ ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const Serv
   for (auto it = climbs.rbegin(); it != climbs.rend(); ++it) {
     const std::string& id = *it;
     const LedgerEntry* first = nullptr;
-    const LedgerEntry* serving = nullptr;
+    std::set<double> load_set;
     for (const auto& e : entries) {
       if (e.climb_id != id) continue;
       if (first == nullptr) first = &e;
-      if (e.decision == "baseline" || e.decision == "promoted") serving = &e;
+      load_set.insert(e.load);
     }
     if (std::string diff = identity_difference(first->identity, running); !diff.empty()) {
       choice.notes.push_back(fmt::format("climb {}: {}", id, diff));
@@ -77,9 +89,26 @@ ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const Serv
       choice.notes.push_back(fmt::format("climb {}: a setting differs: {}", id, diff));
       continue;
     }
+    // The decisions made at the measured load nearest the one asked for.
+    const std::vector<double> loads(load_set.begin(), load_set.end());
+    const double at = nearest_load(loads, load);
+    const LedgerEntry* serving = nullptr;
+    for (const auto& e : entries) {
+      if (e.climb_id == id && e.load == at && (e.decision == "baseline" || e.decision == "promoted"))
+        serving = &e;
+    }
+    std::string at_load;
+    if (loads.size() > 1 || at != load) {
+      at_load = " at load " + load_label(at);
+      std::vector<std::string> labels;
+      for (double l : loads) labels.push_back(load_label(l));
+      choice.notes.push_back(fmt::format("climb {} measured load{} {}; load {} takes the decisions made at {}",
+                                         id, loads.size() > 1 ? "s" : "", fmt::join(labels, ", "),
+                                         load_label(load), load_label(at)));
+    }
     if (serving == nullptr || serving->decision == "baseline") {
-      choice.summary =
-          fmt::format("ledger: climb {} matches and promoted nothing above rung 1: serving rung 1", id);
+      choice.summary = fmt::format(
+          "ledger: climb {} matches and promoted nothing above rung 1{}: serving rung 1", id, at_load);
       return choice;
     }
     if (serving->model_override) {
@@ -95,8 +124,8 @@ ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const Serv
       }
     }
     choice.entry = serving;
-    choice.summary = fmt::format("ledger: serving rung {} '{}' promoted by climb {} ({})", serving->rung,
-                                 serving->name, id, serving->reason);
+    choice.summary = fmt::format("ledger: serving rung {} '{}' promoted by climb {}{} ({})", serving->rung,
+                                 serving->name, id, at_load, serving->reason);
     return choice;
   }
   choice.summary =

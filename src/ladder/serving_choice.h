@@ -9,6 +9,10 @@
 // another model file is taken only while that file still has the digest it
 // was measured with. When no climb matches, every climb's first differing
 // field is reported and rung 1 -- the command as given -- is served.
+//
+// Loads: a climb decides each offered load on its own (policy `loads`).
+// The decisions made at the measured load nearest `load` are used (nearest
+// by ratio, the higher of two equally near), and the notes say which.
 #pragma once
 
 #include <functional>
@@ -40,8 +44,12 @@ std::string identity_difference(const ServedIdentity& ledger, const ServedIdenti
 // "--kv-dtype: rung 1 measured (default), this command f32"; empty when equal.
 std::string settings_difference(const ServeSettings& measured, const ServeSettings& running);
 
+// The measured load nearest `wanted` by ratio (|log(l / wanted)|), the higher
+// of two equally near; `measured` is not empty.
+double nearest_load(const std::vector<double>& measured, double wanted);
+
 ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const ServedIdentity& running,
                              const ServeSettings& running_settings, const SettingsOf& settings_of,
-                             const ModelDigestOf& model_digest_of);
+                             const ModelDigestOf& model_digest_of, double load = 1.0);
 
 }  // namespace ladder::climb

@@ -7,7 +7,10 @@
 //    identical to rung 1 in one climb, and a second climb);
 //  - `serve --ledger` serves a promoted configuration only while the model,
 //    tokenizer, revision and settings match rung 1, and otherwise says which
-//    field differed and serves rung 1.
+//    field differed and serves rung 1;
+//  - a climb over two loads decides each on its own: a candidate rejected at
+//    the trace's own load is promoted where the traffic bunches up, the
+//    ledger holds both decisions, and `serve --ledger --load` follows them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -297,6 +300,74 @@ TEST(ClimbE2E, ACandidateThatDoesNotStartFailsAndServingStaysLower) {
   auto shown = run_command({ladder::testing::ladder_bin(), "ledger", "show", dir + "/ledger.jsonl"});
   EXPECT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_NE(shown.out.find("failed"), std::string::npos);
+}
+
+// Rung 1 runs one request at a time and holds at most one more waiting for
+// admission (--max-running 1 --max-queue 1); the candidate holds 64 waiting. At the trace's own load (constant arrivals half a
+// second apart, each request done long before the next) both serve every
+// request: no gain, rejected. At 2000x the arrivals are 0.25 ms apart, so
+// rung 1 turns most of them away with HTTP 429 and the candidate serves them:
+// promoted there. Both decisions land in the ledger, each with its load.
+TEST(ClimbE2E, EachLoadIsDecidedOnItsOwn) {
+  const std::string dir = ladder::testing::temp_dir() + "/loads";
+  std::filesystem::create_directories(dir);
+  const std::string policy = dir + "/policy.toml";
+  std::ofstream(policy) << "repeats = 2\nbootstrap_samples = 1000\nwarmup_requests = 1\nloads = [2000, 1]\n"
+                           "[slo]\ne2e_ms = 4000\n[quality]\nverify = \"exact\"\nmargin = 0.5\n"
+                           "[[workload]]\nname = \"mooncake\"\npath = \""
+                        << ladder::testing::shared_path("traces/mooncake_conversation_trace.jsonl")
+                        << "\"\nargs = [\"--requests\", \"8\", \"--length-scale\", \"0.004\", "
+                           "\"--max-input-tokens\", \"24\", \"--max-output-tokens\", \"8\", \"--rate\", \"2\", "
+                           "\"--arrival\", \"constant\"]\n"
+                           "[[rung]]\nname = \"queue1\"\nargs = [\"--max-running\", \"1\", \"--max-queue\", \"1\"]\n"
+                           "[[rung]]\nname = \"queue64\"\nargs = [\"--max-queue\", \"64\"]\n";
+  const std::string ledger = dir + "/ledger.jsonl";
+  auto r = run_command({ladder::testing::ladder_bin(), "climb", "--policy", policy, "--model", stories(), "--out",
+                        dir + "/out", "--ledger", ledger});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.out.rfind("verdict: at load 1x serving rung 1 'queue1'", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("; at load 2000x serving rung 2 'queue64' (promoted: goodput +"), std::string::npos)
+      << r.out << r.err;
+  // One reference, then 2 loads x 2 repeats x 2 sides.
+  EXPECT_NE(r.err.find("[9/9]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at load 2000x, rung 2 'queue64' vs rung 1 'queue1'"), std::string::npos) << r.err;
+  const auto entries = read_jsonl(ledger);
+  ASSERT_EQ(entries.size(), 4u);
+  EXPECT_EQ(entries[0]["load"], 1.0);
+  EXPECT_EQ(entries[0]["decision"], "baseline");
+  EXPECT_EQ(entries[1]["load"], 1.0);
+  EXPECT_EQ(entries[1]["decision"], "rejected") << entries[1]["reason"];
+  EXPECT_EQ(entries[1]["goodput"]["gain"], 0.0) << entries[1]["goodput"];
+  EXPECT_EQ(entries[2]["load"], 2000.0);
+  EXPECT_EQ(entries[3]["load"], 2000.0);
+  EXPECT_EQ(entries[3]["decision"], "promoted") << entries[3]["reason"];
+  EXPECT_GT(entries[3]["goodput"]["ci_low"].get<double>(), 0.0);
+  for (const auto& e : entries) EXPECT_EQ(e["policy"]["loads"], json::array({1.0, 2000.0}));
+  // The records at 2000x replayed at 2000 x 2 = 4000 requests per second.
+  const json record = json::parse(ladder::testing::read_file(entries[3]["records"][0]["path"].get<std::string>()));
+  ASSERT_TRUE(record.contains("runs")) << record.dump(1).substr(0, 2000);
+  EXPECT_EQ(record["runs"][0]["offered_rate"], 4000.0);
+  const std::string html = ladder::testing::read_file(dir + "/out/climb.html");
+  EXPECT_NE(html.find("Goodput by load"), std::string::npos);
+  EXPECT_NE(html.find("At load 2000x"), std::string::npos);
+  auto shown = run_command({ladder::testing::ladder_bin(), "ledger", "show", ledger});
+  EXPECT_NE(shown.out.find("serving after this climb at load 2000x: rung 2 'queue64'"), std::string::npos)
+      << shown.out;
+  // serve --ledger: rung 1's settings match; the load picks.
+  {
+    ladder::testing::ServerProcess s(
+        {"-m", stories(), "--max-running", "1", "--max-queue", "1", "--ledger", ledger, "--load", "1500"});
+    ASSERT_TRUE(s.ok()) << s.log();
+    EXPECT_NE(s.log().find("serving rung 2 'queue64'"), std::string::npos) << s.log();
+    EXPECT_NE(s.log().find("at load 2000x"), std::string::npos) << s.log();
+    EXPECT_EQ(served_config(s.port())["max_queue"], 64);
+  }
+  {
+    ladder::testing::ServerProcess s({"-m", stories(), "--max-running", "1", "--max-queue", "1", "--ledger", ledger});
+    ASSERT_TRUE(s.ok()) << s.log();
+    EXPECT_NE(s.log().find("promoted nothing above rung 1 at load 1x"), std::string::npos) << s.log();
+    EXPECT_EQ(served_config(s.port())["max_queue"], 1);
+  }
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 using nlohmann::json;
 
 json entry(const std::string& climb, int rung, const std::string& name, const std::string& decision,
-           std::vector<std::string> args, const std::string& model_digest = "m1") {
+           std::vector<std::string> args, const std::string& model_digest = "m1", double load = 1.0) {
   json id = {{"model_digest", "m1"}, {"tokenizer_digest", "t1"}, {"engine_revision", "r1"}};
   json fp = {{"model_digest", model_digest}, {"tokenizer_digest", "t1"}, {"engine_revision", "r1"}};
   return {{"kind", "ladder.ledger"},
@@ -22,6 +22,7 @@ json entry(const std::string& climb, int rung, const std::string& name, const st
           {"climb_id", climb},
           {"timestamp", "2026-12-01T00:00:00Z"},
           {"rung", rung},
+          {"load", load},
           {"name", name},
           {"decision", decision},
           {"reason", decision + ": because"},
@@ -94,6 +95,79 @@ Result<std::string> digest_m2(const std::string&) {
 }
 
 const ServedIdentity kRunning{"m1", "t1", "r1"};
+
+TEST(Ledger, VersionOneLinesReadAsLoadOneAndVersionTwoNeedsALoad) {
+  json v1 = entry("c1", 1, "dense", "baseline", {});
+  v1["schema_version"] = 1;
+  v1.erase("load");
+  json v2 = entry("c1", 2, "spec", "rejected", {"--spec", "ngram"}, "m1", 4.0);
+  auto r = load_ledger(write_ledger({v1, v2}));
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ((*r)[0].load, 1.0);
+  EXPECT_EQ((*r)[1].load, 4.0);
+  json no_load = v2;
+  no_load.erase("load");
+  r = load_ledger(write_ledger({no_load}));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("line 1: 'load' must be a positive number"), std::string::npos)
+      << r.status().message();
+  no_load["load"] = -2;
+  EXPECT_FALSE(load_ledger(write_ledger({no_load})).is_ok());
+}
+
+// A climb over two loads: the candidate rejected at 1x and promoted at 4x.
+std::vector<json> two_load_climb(const std::string& id) {
+  return {entry(id, 1, "dense", "baseline", {}, "m1", 1.0),
+          entry(id, 2, "spec", "rejected", {"--spec", "ngram"}, "m1", 1.0),
+          entry(id, 1, "dense", "baseline", {}, "m1", 4.0),
+          entry(id, 2, "spec", "promoted", {"--spec", "ngram"}, "m1", 4.0)};
+}
+
+TEST(Ledger, ShowListsEachLoadsDecisionAndWhatServesAtEachLoad) {
+  auto entries = load_ledger(write_ledger(two_load_climb("c1")));
+  ASSERT_TRUE(entries.is_ok());
+  const std::string shown = format_ledger(*entries);
+  EXPECT_NE(shown.find("serving after this climb at load 1x: rung 1 'dense'"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("serving after this climb at load 4x: rung 2 'spec' (--spec ngram)"), std::string::npos)
+      << shown;
+  EXPECT_NE(shown.find("4x     spec           promoted"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("1x     spec           rejected"), std::string::npos) << shown;
+}
+
+TEST(ServingChoice, EachLoadServesTheDecisionMadeAtTheNearestMeasuredLoad) {
+  auto entries = load_ledger(write_ledger(two_load_climb("c1")));
+  ASSERT_TRUE(entries.is_ok());
+  // Load 1 (the default): rejected there, so rung 1.
+  ServingChoice c = choose_serving(*entries, kRunning, {}, pairs, digest_m2);
+  EXPECT_EQ(c.entry, nullptr) << c.summary;
+  EXPECT_NE(c.summary.find("promoted nothing above rung 1 at load 1x"), std::string::npos) << c.summary;
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("measured loads 1x, 4x; load 1x takes the decisions made at 1x"),
+            std::string::npos)
+      << c.notes[0];
+  // Load 4, and loads nearer 4 than 1 by ratio (3 is; 2 is exactly between: the higher wins).
+  for (double load : {4.0, 8.0, 3.0, 2.0}) {
+    c = choose_serving(*entries, kRunning, {}, pairs, digest_m2, load);
+    ASSERT_NE(c.entry, nullptr) << load << ": " << c.summary;
+    EXPECT_EQ(c.entry->name, "spec");
+    EXPECT_EQ(c.entry->load, 4.0);
+    EXPECT_NE(c.summary.find("at load 4x"), std::string::npos) << c.summary;
+  }
+  for (double load : {1.9, 0.5}) {
+    c = choose_serving(*entries, kRunning, {}, pairs, digest_m2, load);
+    EXPECT_EQ(c.entry, nullptr) << load << ": " << c.summary;
+  }
+}
+
+TEST(ServingChoice, NearestLoadIsByRatioAndTiesGoUp) {
+  EXPECT_EQ(nearest_load({1.0}, 7.0), 1.0);
+  EXPECT_EQ(nearest_load({0.5, 1.0, 2.0}, 1.0), 1.0);
+  EXPECT_EQ(nearest_load({0.5, 2.0}, 1.0), 2.0);   // equally near by ratio
+  EXPECT_EQ(nearest_load({0.5, 2.0}, 0.9), 0.5);   // 0.9/0.5 = 1.8 < 2/0.9 = 2.22
+  EXPECT_EQ(nearest_load({1.0, 10.0}, 3.0), 1.0);  // 3 < 10/3
+  EXPECT_EQ(nearest_load({1.0, 10.0}, 3.5), 10.0);
+}
+
 
 TEST(ServingChoice, ServesTheLastPromotedConfigurationOfAMatchingClimb) {
   auto entries =

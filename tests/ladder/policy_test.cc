@@ -24,6 +24,8 @@ Result<ClimbPolicy> parse(const std::string& text) {
   return parse_climb_policy(text, "p.toml", dir_with_files());
 }
 
+void expect_error(const std::string& text, const std::vector<std::string>& fragments);
+
 const char* kRungs = R"(
 [[workload]]
 path = "w.jsonl"
@@ -114,6 +116,44 @@ TEST(Policy, AllExactSlicesReplayExactly) {
   EXPECT_EQ(p->margin_for("any").margin, 1.0);
   EXPECT_EQ(p->repeats, 2);
   EXPECT_EQ(p->workloads[0].name, "w");  // the file's stem
+  EXPECT_EQ(p->loads, (std::vector<double>{1.0}));
+}
+
+TEST(Policy, LoadsAreReadSortedAndChecked) {
+  auto p = parse(std::string("loads = [4, 0.5, 1]\n") + kRungs);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->loads, (std::vector<double>{0.5, 1.0, 4.0}));
+  expect_error(std::string("loads = []\n") + kRungs, {"'loads' must be a non-empty array"});
+  expect_error(std::string("loads = [1, 0]\n") + kRungs, {"'loads'", "load 0 is outside (0, 1e6]"});
+  expect_error(std::string("loads = [2, 2.0]\n") + kRungs, {"'loads' lists a load twice"});
+  expect_error(std::string("loads = [\"2\"]\n") + kRungs, {"'loads' (each load) must be a number"});
+  // A workload's rate must be readable to be scaled.
+  expect_error(std::string("loads = [2]\n[[workload]]\npath = \"w.jsonl\"\nargs = [\"--rate\", \"fast\"]\n") +
+                   "[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\n",
+               {"[[workload]] 'w' 'args'", "--rate fast is not a positive number"});
+}
+
+TEST(Policy, AWorkloadAtALoadScalesItsRateOrCompressesItsArrivals) {
+  using Args = std::vector<std::string>;
+  auto at = [](const Args& a, double load) {
+    auto r = workload_args_at_load(a, load);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    return r.is_ok() ? *r : Args{};
+  };
+  const Args rated{"--requests", "8", "--rate", "4"};
+  EXPECT_EQ(at(rated, 1.0), rated);
+  EXPECT_EQ(at(rated, 2.5), (Args{"--requests", "8", "--rate", "10"}));
+  EXPECT_EQ(at({"--rate=3", "--arrival", "constant"}, 0.5), (Args{"--rate=1.5", "--arrival", "constant"}));
+  // The trace's own arrival times: compressed by the load.
+  EXPECT_EQ(at({"--requests", "8"}, 4.0), (Args{"--requests", "8", "--time-scale", "0.25"}));
+  EXPECT_EQ(at({"--time-scale", "0.5"}, 2.0), (Args{"--time-scale", "0.25"}));
+  EXPECT_EQ(at({"--time-scale=3"}, 0.5), (Args{"--time-scale=6"}));
+  // Replay refuses both together (--rate re-draws the arrivals --time-scale would scale).
+  EXPECT_FALSE(workload_args_at_load({"--time-scale", "2", "--rate", "1"}, 3.0).is_ok());
+  EXPECT_FALSE(workload_args_at_load({"--rate"}, 2.0).is_ok());
+  EXPECT_FALSE(workload_args_at_load({"--time-scale", "-1"}, 2.0).is_ok());
+  EXPECT_EQ(load_label(0.5), "0.5x");
+  EXPECT_EQ(load_label(2), "2x");
 }
 
 void expect_error(const std::string& text, const std::vector<std::string>& fragments) {
