@@ -15,6 +15,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2 python3-numpy curl
   python3-jsonschema
+  # bench scripts read records and ledgers
+  jq
   # report rendering test (headless browser)
   chromium
   # the replay's HTTPS test makes a self-signed certificate
