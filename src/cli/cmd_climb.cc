@@ -22,7 +22,7 @@ int run_climb_command(climb::ClimbOptions o) {
   }
   std::printf("%s\n", climb::verdict_line(*r).c_str());
   for (const auto& lc : r->loads) {
-    const std::string at = r->loads.size() > 1 ? "load " + climb::load_label(lc.load) + " " : "";
+    const std::string at = r->policy.loads_named() ? "load " + climb::load_label(lc.load) + " " : "";
     for (const auto& g : lc.rungs) {
       std::printf("%srung %d '%s': %s\n", at.c_str(), g.rung, g.spec.name.c_str(), g.reason.c_str());
     }

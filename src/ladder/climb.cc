@@ -85,14 +85,13 @@ class Climber {
     return (fs::path(o_.out_dir) / fmt::format("rung{}-{}", rung, slug(policy().rungs[rung - 1].name)))
         .string();
   }
-  bool several_loads() const { return policy().loads.size() > 1 || policy().loads.front() != 1.0; }
   // A load's folder under a rung's ("load2/"), empty for a climb at the workloads' own load.
   std::string load_dir(double load) const {
-    return several_loads() ? fmt::format("load{:g}/", load) : std::string();
+    return policy().loads_named() ? fmt::format("load{:g}/", load) : std::string();
   }
   // "at load 2x, " in progress lines of a climb over several loads.
   std::string load_prefix(double load) const {
-    return several_loads() ? "at load " + load_label(load) + ", " : std::string();
+    return policy().loads_named() ? "at load " + load_label(load) + ", " : std::string();
   }
   std::string reference_path(const WorkloadSpec& w) const {
     return (fs::path(o_.out_dir) / "reference" / (slug(w.name) + ".json")).string();
@@ -366,7 +365,7 @@ Result<LoadClimb> Climber::climb_at(double load) {
   rung1.own = reference_;
   rung1.fingerprint = fingerprint_of(rung1.own);
   lc.rungs.push_back(std::move(rung1));
-  if (several_loads()) progress("load " + load_label(load) + ": climbing from rung 1");
+  if (policy().loads_named()) progress("load " + load_label(load) + ": climbing from rung 1");
   LADDER_ASSIGN_OR_RETURN(ServeProcess current_server, start_rung(1, rung_dir(1) + "/" + load_dir(load)));
   int current = 1;
 
@@ -450,7 +449,7 @@ std::string verdict_line(const ClimbResult& r) {
   std::vector<std::string> clauses;
   for (const LoadClimb& lc : r.loads) {
     const RungOutcome& s = lc.rungs[static_cast<size_t>(lc.serving - 1)];
-    const std::string at = r.loads.size() > 1 ? "at load " + load_label(lc.load) + " " : "";
+    const std::string at = r.policy.loads_named() ? "at load " + load_label(lc.load) + " " : "";
     if (lc.serving == 1) {
       clauses.push_back(fmt::format("{}serving rung 1 '{}': no candidate was promoted ({} tested)", at,
                                     s.spec.name, lc.rungs.size() - 1));

@@ -257,9 +257,9 @@ std::string make_climb_report(const ClimbResult& r) {
       100 * r.policy.confidence, r.policy.bootstrap_samples, signed_percent(r.policy.min_gain),
       esc(slo_argument(r.policy.slo).empty() ? "the workloads' own" : slo_argument(r.policy.slo)),
       esc(r.machine.value("cpu_model", std::string("?"))), r.machine.value("cores", 0));
-  if (r.loads.size() > 1) s += by_load_table(r);
+  if (r.policy.loads_named()) s += by_load_table(r);
   for (const auto& lc : r.loads) {
-    s += r.loads.size() > 1 ? "<h2>At load " + esc(load_label(lc.load)) + "</h2>" : "<h2>Rungs</h2>";
+    s += r.policy.loads_named() ? "<h2>At load " + esc(load_label(lc.load)) + "</h2>" : "<h2>Rungs</h2>";
     s += decisions_table(lc) + "<h3>Goodput</h3>" + goodput_charts(lc, r.policy) + quality_table(lc, r.policy) +
          latency_table(lc);
   }
@@ -277,7 +277,7 @@ std::string make_climb_report(const ClimbResult& r) {
           const std::string path = (std::filesystem::path(m.dir) / "record.json").string();
           if (!listed.insert(path).second) continue;
           s += fmt::format("<li>{}rung {} {} {} repeat {}: <code>{}</code> (good {}/{})</li>",
-                           r.loads.size() > 1 && m.side != "reference" ? "load " + load_label(lc.load) + " " : "",
+                           r.policy.loads_named() && m.side != "reference" ? "load " + load_label(lc.load) + " " : "",
                            m.rung, esc(m.side), esc(m.workload), m.repeat, esc(path), m.good(),
                            m.requests.size());
         }

@@ -92,6 +92,9 @@ struct ClimbPolicy {
   std::vector<double> loads{1.0};
 
   SliceMargin margin_for(const std::string& slice) const;
+  // Whether progress, verdicts and reports name the load: several loads, or
+  // one other than the workloads' own.
+  bool loads_named() const { return loads.size() > 1 || loads.front() != 1.0; }
   // exact when every slice is verified exactly, else approx.
   harness::VerifyMode replay_mode() const;
   // The harness verify policy file for `ladder replay --policy` (approx mode).
