@@ -20,10 +20,15 @@ struct BenchKvOffloadArgs {
 
 void print_run(const char* name, const perf::KvOffloadRun& r) {
   const double hit = r.prompt_tokens > 0 ? static_cast<double>(r.prefix_hit_tokens) / r.prompt_tokens : 0;
-  std::printf("| %s | %.3f | %lld | %lld | %.2f | %lld | %lld | %lld | %lld |\n", name, hit,
-              static_cast<long long>(r.prefix_hit_tokens), static_cast<long long>(r.computed_tokens), r.seconds,
-              static_cast<long long>(r.host.offloaded_blocks), static_cast<long long>(r.host.prefetched_blocks),
-              static_cast<long long>(r.host.prefetched_late_blocks), static_cast<long long>(r.host.recomputed_blocks));
+  std::printf("| %s | %.3f | %lld | %lld | %.2f |", name, hit, static_cast<long long>(r.prefix_hit_tokens),
+              static_cast<long long>(r.computed_tokens), r.seconds);
+  if (r.host.bytes_capacity == 0) {
+    std::printf(" - | - | - | - |\n");
+    return;
+  }
+  std::printf(" %lld | %lld | %lld | %lld |\n", static_cast<long long>(r.host.offloaded_blocks),
+              static_cast<long long>(r.host.prefetched_blocks), static_cast<long long>(r.host.prefetched_late_blocks),
+              static_cast<long long>(r.host.recomputed_blocks));
 }
 
 int run_bench_kv_offload(BenchKvOffloadArgs& a) {
