@@ -401,7 +401,7 @@ void Engine::loop() {
     apply_cancels(cancels);
     if (scheduler_->has_work()) {
       step();
-      if (kv_->has_host_tier()) prefetch_upcoming();
+      if (kv_->has_host_tier() && kv_->host_tier()->n_blocks() > 0) prefetch_upcoming();
     } else {
       publish_metrics();
     }

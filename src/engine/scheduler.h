@@ -133,10 +133,10 @@ class Scheduler {
   bool set_draft(RequestId id, std::vector<int32_t> draft);
 
   // With a host KV tier, between steps: copies offloaded prefix blocks back
-  // into the pool for the sequences that run next -- this scheduler's waiting
-  // ones in scheduling order, then `upcoming` in order, as many in all as
-  // there are free running slots, at least one -- so that their admission finds them as prefix hits
-  // (KvCacheManager::prefetch). It uses only the free blocks the running
+  // into the pool for the sequences that run next -- this scheduler's
+  // waiting ones in scheduling order, then `upcoming` in order, as many in
+  // all as there are free running slots, at least one -- so that their
+  // admission finds them as prefix hits (KvCacheManager::prefetch). It uses only the free blocks the running
   // sequences will not need to finish their prompts and take one more token
   // each. Returns the blocks the candidates' chains now hold in the pool.
   int64_t prefetch(std::span<const PrefetchCandidate> upcoming = {});

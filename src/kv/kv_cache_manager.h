@@ -37,13 +37,13 @@
 // through the host tier and the pool in turn, copying each host-tier block
 // into a free pool block published like a computed one; the first key
 // neither holds ends the chain and prefill computes the rest (recomputed).
-// prefetch does the same copies ahead of time for a sequence still waiting,
+// prefetch does the same copies ahead of time for a request about to run,
 // leaving the blocks cached and unreferenced in the pool, so that its
 // admission finds them as ordinary prefix hits; blocks acquire_prefix must
 // copy itself were prefetched late. Only published blocks reach the tier,
-// so a gapped sequence's later blocks and a sequence's unpublished tail
-// (the last, partly filled block; a preempted sequence's whole unpublished
-// part) never do: they are recomputed.
+// so what a gapped sequence computed after its first gap and a sequence's
+// unpublished tail (its last, partly filled block, e.g. a preempted
+// sequence's) never do: they are recomputed.
 //
 // Invariants: a block is referenced once per sequence table holding it; a
 // published block is full, written, computed over its whole prefix and never
@@ -82,14 +82,15 @@ struct KvCacheStats {
   int64_t imported_blocks = 0;  // staged blocks taken into the pool
   int64_t refused_blocks = 0;   // staged blocks whose key or format did not match
   int64_t evicted_blocks = 0;   // table entries freed by the eviction policy
-  // Host tier (zero without one). Per acquire_prefix (like the prefix
-  // queries and hits): of its queried blocks, those copied back from the
-  // host tier then (prefetched late) and those no tier held (recomputed, a
-  // first-time prompt's included); the rest are pool hits, prefetched ones
-  // among them.
+  // Host tier (zero without one). Of the blocks an admission that ran
+  // queried (acquire_prefix, then allocate): those it copied back from the
+  // tier itself (prefetched late) and those no tier held (recomputed, a
+  // first-time prompt's included); the rest were pool hits, prefetched ones
+  // among them. Copies for an admission that did not run count as
+  // prefetched (they wait in the pool for the next attempt).
   int64_t host_offloaded_blocks = 0;        // copied from the pool into the tier
-  int64_t host_prefetched_blocks = 0;       // copied back by prefetch(), ahead of admission
-  int64_t host_prefetched_late_blocks = 0;  // copied back by acquire_prefix, on the critical path
+  int64_t host_prefetched_blocks = 0;       // copied back ahead of the admitting step
+  int64_t host_prefetched_late_blocks = 0;  // copied back by the admitting step, on the critical path
   int64_t host_recomputed_blocks = 0;
   int64_t host_dropped_blocks = 0;  // dropped by the tier to make room (LRU)
   int64_t host_blocks = 0;          // held now
