@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/kv_evict_options.h"
+#include "cli/kv_host_options.h"
 #include "cli/spec_options.h"
 #include "common/sha256.h"
 #include "model/dense_kv.h"
@@ -39,6 +40,7 @@ struct GenerateArgs {
   int parallel = 1;
   TensorType kv_dtype = TensorType::kF16;
   KvEvictCliOptions kv_evict;
+  double kv_host_mib = 0;
   SpecCliOptions spec;
 };
 
@@ -85,6 +87,12 @@ int run_generate(const GenerateArgs& a) {
     return 2;
   }
   ec.kv_eviction = *eviction;
+  auto host_bytes = kv_host_bytes(a.kv_host_mib, ec.prefix_caching);
+  if (!host_bytes.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", host_bytes.status().message().c_str());
+    return 2;
+  }
+  ec.kv_host_bytes = *host_bytes;
   ec.model_digest = loaded->file->digest();
   ec.tokenizer_digest = tok.digest();
   // Room for every parallel sequence's full context.
@@ -246,6 +254,7 @@ CommandRegistrar reg{"generate", 45, [](CLI::App& app) -> CommandRun {
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
   add_kv_dtype_option(cmd, &a->kv_dtype);
   add_kv_evict_options(cmd, &a->kv_evict);
+  add_kv_host_option(cmd, &a->kv_host_mib);
   add_spec_options(cmd, &a->spec);
   cmd->add_option("--parallel", a->parallel, "Run N copies of the prompt through the engine at once")
       ->capture_default_str()

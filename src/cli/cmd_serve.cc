@@ -17,6 +17,7 @@
 
 #include "cli/command.h"
 #include "cli/kv_evict_options.h"
+#include "cli/kv_host_options.h"
 #include "cli/spec_options.h"
 #include "common/build_info.h"
 #include "gguf/gguf_file.h"
@@ -44,6 +45,7 @@ struct ServeOptions {
   bool kv_dtype_given = false;
   double kv_memory_mib = 256;
   KvEvictCliOptions kv_evict;
+  double kv_host_mib = 0;
   SpecCliOptions spec;
   std::string role = "both";
   int kv_port = 0;
@@ -101,6 +103,12 @@ int run_serve(ServeOptions& o) {
     return 2;
   }
   o.config.engine.kv_eviction = *eviction;
+  auto host_bytes = kv_host_bytes(o.kv_host_mib, o.config.engine.prefix_caching);
+  if (!host_bytes.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", host_bytes.status().message().c_str());
+    return 2;
+  }
+  o.config.engine.kv_host_bytes = *host_bytes;
   if (o.rung == 1 && eviction->enabled()) {
     std::fprintf(stderr, "error: --rung 1 keeps every token's KV: --kv-evict must be none\n");
     return 1;
@@ -205,6 +213,7 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
       ->check(CLI::NonNegativeNumber);
   add_kv_dtype_option(cmd, &e.kv_dtype);
   add_kv_evict_options(cmd, &o->kv_evict);
+  add_kv_host_option(cmd, &o->kv_host_mib);
   cmd->add_option("--kv-memory-mib", o->kv_memory_mib,
                   "KV cache memory when --kv-blocks is 0, counted in the format's bytes "
                   "(q4 fits the most blocks)")

@@ -119,7 +119,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   e->config_.block_size = shape.block_size;
   e->config_.kv_dtype = shape.dtype;
   if (Status st = kv::check_eviction_policy(config.kv_eviction, shape.block_size); !st.is_ok()) return st;
-  e->kv_ = std::make_unique<kv::KvCacheManager>(std::move(storage), config.prefix_caching, config.kv_eviction);
+  LADDER_RETURN_IF_ERROR(kv::check_host_tier(config.kv_host_bytes, shape, config.prefix_caching));
+  e->kv_ = std::make_unique<kv::KvCacheManager>(std::move(storage), config.prefix_caching, config.kv_eviction,
+                                                config.kv_host_bytes);
 
   SchedulerConfig sc = config.scheduler;
   if (sc.context_length <= 0 || sc.context_length > mc.context_length) sc.context_length = mc.context_length;
@@ -339,6 +341,14 @@ void Engine::publish_metrics() {
   m.kv_imported_blocks = kv.imported_blocks;
   m.kv_refused_blocks = kv.refused_blocks;
   m.kv_evicted_blocks = kv.evicted_blocks;
+  m.kv_host = {.offloaded_blocks = kv.host_offloaded_blocks,
+               .prefetched_blocks = kv.host_prefetched_blocks,
+               .prefetched_late_blocks = kv.host_prefetched_late_blocks,
+               .recomputed_blocks = kv.host_recomputed_blocks,
+               .dropped_blocks = kv.host_dropped_blocks,
+               .blocks = kv.host_blocks,
+               .bytes_used = kv.host_bytes_used,
+               .bytes_capacity = kv.host_bytes_capacity};
   m.preemptions = scheduler_->n_preemptions();
   if (spec_) spec_->publish(m);
   std::lock_guard<std::mutex> lock(mu_);
@@ -391,6 +401,7 @@ void Engine::loop() {
     apply_cancels(cancels);
     if (scheduler_->has_work()) {
       step();
+      if (kv_->has_host_tier() && kv_->host_tier()->n_blocks() > 0) prefetch_upcoming();
     } else {
       publish_metrics();
     }
@@ -419,10 +430,37 @@ void Engine::loop() {
   publish_metrics();
 }
 
+kv::BlockKey Engine::namespace_of(const Request& request) const {
+  return kv::namespace_digest({request.cache_scope, config_.model_digest, config_.tokenizer_digest, kv_->format_name()});
+}
+
+void Engine::prefetch_upcoming() {
+  // Prompts are copied out under the lock; the copies run without it.
+  std::vector<std::pair<kv::BlockKey, std::vector<int32_t>>> next;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<const Pending*> queued;
+    for (const auto& [id, p] : queued_) queued.push_back(&p);
+    std::sort(queued.begin(), queued.end(), [](const Pending* a, const Pending* b) {
+      return a->arrival != b->arrival ? a->arrival < b->arrival : a->id < b->id;
+    });
+    const auto most = static_cast<size_t>(scheduler_->config().max_running);
+    for (const Pending& p : inbox_) {
+      if (next.size() < most) next.emplace_back(namespace_of(p.request), p.request.prompt);
+    }
+    for (const Pending* p : queued) {
+      if (next.size() < most) next.emplace_back(namespace_of(p->request), p->request.prompt);
+    }
+  }
+  std::vector<PrefetchCandidate> upcoming;
+  upcoming.reserve(next.size());
+  for (const auto& [ns, prompt] : next) upcoming.push_back({ns, prompt});
+  scheduler_->prefetch(upcoming);
+}
+
 void Engine::admit(std::vector<Pending>& pending) {
   for (Pending& p : pending) {
-    const kv::BlockKey ns = kv::namespace_digest(
-        {p.request.cache_scope, config_.model_digest, config_.tokenizer_digest, kv_->format_name()});
+    const kv::BlockKey ns = namespace_of(p.request);
     auto active =
         std::make_unique<Active>(Active{p.stream, Sampler(p.request.sampling, p.seed), {}, {}, 0, {}, {}});
     // A constrained request decodes plainly: drafts are not held to its grammar.

@@ -65,6 +65,10 @@ struct EngineConfig {
   // KV eviction (kv/kv_eviction.h): a per-sequence token budget past which a
   // sequence keeps only its sink and recent blocks. Off by default.
   kv::EvictionPolicy kv_eviction;
+  // Host KV tier (kv/host_tier.h): bytes for blocks the pool gives up, which
+  // come back by prefetch instead of being recomputed. 0 = none. Needs
+  // prefix_caching and room for one block.
+  size_t kv_host_bytes = 0;
   // Step budget, running sequences (also admission's capacity), chunking;
   // context_length 0 (or beyond the model's) means the model's. Its tenant
   // token shares are set from `tenants`.
@@ -170,6 +174,12 @@ class Engine {
   static void end_unstarted(Pending& p, FinishReason reason, Status status);
   void finish(RequestId id, FinishReason reason, Status status);
   void publish_metrics();
+  // The prefix-cache namespace of a request's blocks.
+  kv::BlockKey namespace_of(const Request& request) const;
+  // Host KV tier: between steps, prefetch for the requests that run next
+  // (Scheduler::prefetch): admitted ones not yet in the scheduler, then the
+  // admission queue by arrival.
+  void prefetch_upcoming();
   // Request::export_kv: the KV of a computed prompt's full blocks before its
   // last token.
   std::shared_ptr<const kv::KvBlockSet> export_prompt_blocks(RequestId id, const Sequence& seq,

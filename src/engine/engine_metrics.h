@@ -21,6 +21,21 @@ struct SpecMetrics {
   double predicted_gain = 1.0;
 };
 
+// The host KV tier (kv/host_tier.h; zero without one): blocks copied out of
+// the pool, copied back ahead of admission (prefetched) or by the admitting
+// step itself (prefetched late), prompt blocks neither tier held
+// (recomputed), blocks the tier dropped for room; what it holds now.
+struct KvHostMetrics {
+  int64_t offloaded_blocks = 0;
+  int64_t prefetched_blocks = 0;
+  int64_t prefetched_late_blocks = 0;
+  int64_t recomputed_blocks = 0;
+  int64_t dropped_blocks = 0;
+  int64_t blocks = 0;
+  int64_t bytes_used = 0;
+  int64_t bytes_capacity = 0;
+};
+
 struct EngineMetrics {
   int64_t admission_queued = 0;  // waiting in admission for a running slot
   int64_t queue_depth = 0;       // admitted, not yet running (incl. preempted)
@@ -37,6 +52,7 @@ struct EngineMetrics {
   int64_t kv_imported_blocks = 0;
   int64_t kv_refused_blocks = 0;
   int64_t kv_evicted_blocks = 0;  // freed by the KV eviction policy
+  KvHostMetrics kv_host;
   int64_t prompt_tokens = 0;    // prompt tokens admitted (hits included)
   int64_t computed_tokens = 0;  // tokens evaluated by the model (recompute included)
   int64_t generated_tokens = 0;

@@ -175,6 +175,30 @@ SchedulerOutput Scheduler::schedule() {
   return out;
 }
 
+int64_t Scheduler::prefetch(std::span<const PrefetchCandidate> upcoming) {
+  if (!kv_.has_host_tier() || kv_.host_tier()->n_blocks() == 0) return 0;
+  int64_t blocks = kv_.n_free_blocks();
+  for (const Sequence* s : running_) blocks -= kv_.blocks_needed(s->id, static_cast<int64_t>(s->tokens.size()) + 1);
+  int64_t held = 0;
+  // As many as the free running slots (at least the head of the line: a slot
+  // frees as soon as a running sequence finishes).
+  int64_t candidates = std::max<int64_t>(1, int64_t{config_.max_running} - static_cast<int64_t>(running_.size()));
+  sort_in_order(waiting_);
+  for (const Sequence* s : waiting_) {
+    if (blocks <= 0 || candidates-- <= 0) return held;
+    const int64_t n = kv_.prefetch(s->id, s->tokens, blocks);
+    blocks -= n;
+    held += n;
+  }
+  for (const PrefetchCandidate& c : upcoming) {
+    if (blocks <= 0 || candidates-- <= 0) return held;
+    const int64_t n = kv_.prefetch(c.ns_digest, c.prompt, blocks);
+    blocks -= n;
+    held += n;
+  }
+  return held;
+}
+
 bool Scheduler::set_draft(RequestId id, std::vector<int32_t> draft) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return false;

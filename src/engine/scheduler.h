@@ -76,6 +76,13 @@ struct SchedulerOutput {
   int64_t n_sampling() const;
 };
 
+// A request that will reach the scheduler soon (admitted, or next in the
+// admission queue), for the host tier's prefetch.
+struct PrefetchCandidate {
+  kv::BlockKey ns_digest;
+  std::span<const int32_t> prompt;
+};
+
 struct SequenceUpdate {
   RequestId id = 0;
   int32_t token = 0;
@@ -124,6 +131,15 @@ class Scheduler {
   // and free blocks allow (never preempting for them) and drops the rest.
   // False, and nothing kept, for any other sequence.
   bool set_draft(RequestId id, std::vector<int32_t> draft);
+
+  // With a host KV tier, between steps: copies offloaded prefix blocks back
+  // into the pool for the sequences that run next -- this scheduler's
+  // waiting ones in scheduling order, then `upcoming` in order, as many in
+  // all as there are free running slots, at least one -- so that their
+  // admission finds them as prefix hits (KvCacheManager::prefetch). It uses only the free blocks the running
+  // sequences will not need to finish their prompts and take one more token
+  // each. Returns the blocks the candidates' chains now hold in the pool.
+  int64_t prefetch(std::span<const PrefetchCandidate> upcoming = {});
 
   // Removes a sequence and releases its blocks now. False when unknown.
   bool cancel(RequestId id);

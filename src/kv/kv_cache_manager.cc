@@ -15,13 +15,19 @@ int64_t blocks_for(int64_t n_tokens, int block_size) { return (n_tokens + block_
 }  // namespace
 
 KvCacheManager::KvCacheManager(std::unique_ptr<KvStorage> storage, bool prefix_caching,
-                               const EvictionPolicy& eviction)
+                               const EvictionPolicy& eviction, size_t host_tier_bytes)
     : storage_(std::move(storage)),
       pool_(storage_->shape().n_blocks, storage_->shape().block_size),
       eviction_(eviction) {
   const Status st = check_eviction_policy(eviction_, pool_.block_size());
   LADDER_CHECK(st.is_ok(), st.message());
   if (prefix_caching) cache_ = std::make_unique<PrefixCache>(pool_);
+  if (host_tier_bytes > 0) {
+    const Status host = check_host_tier(host_tier_bytes, storage_->shape(), prefix_caching);
+    LADDER_CHECK(host.is_ok(), host.message());
+    host_ = std::make_unique<HostTier>(host_tier_bytes, storage_->block_bytes());
+    cache_->set_eviction_observer([this](BlockId block, const BlockKey& key) { offload(block, key); });
+  }
 }
 
 KvCacheManager::~KvCacheManager() {
@@ -52,6 +58,7 @@ void KvCacheManager::unstage_from(SeqKv& s, size_t from) {
 }
 
 void KvCacheManager::remove(SeqId id) {
+  settle_host_counts(at(id), false);
   unstage_from(at(id), 0);
   at(id).table.release_all(pool_);
   seqs_.erase(id);
@@ -69,7 +76,9 @@ int64_t KvCacheManager::acquire_prefix(SeqId id, std::span<const int32_t> tokens
   if (cache_ != nullptr) {
     for (BlockId b : cache_->acquire(s.keys, max_blocks)) s.table.append(b);
   }
+  if (host_ != nullptr) s.pending_late = continue_from_host(s, max_blocks);
   if (staged != nullptr) adopt_staged(s, *staged, max_blocks);
+  if (host_ != nullptr) s.pending_recomputed = static_cast<int64_t>(max_blocks - std::min(max_blocks, s.table.size()));
   s.n_published = static_cast<int64_t>(s.table.size());
   s.staged_from = s.table.size();  // full, sealed blocks
   return static_cast<int64_t>(s.table.size()) * bs;
@@ -81,10 +90,10 @@ int64_t KvCacheManager::blocks_needed(SeqId id, int64_t n_tokens) const {
 }
 
 bool KvCacheManager::allocate(SeqId id, int64_t n_tokens) {
-  const int64_t need = blocks_needed(id, n_tokens);
-  if (need == 0) return true;
-  if (need > pool_.n_free() || need > storage_->n_free_staging()) return false;
   SeqKv& s = at(id);
+  const int64_t need = blocks_needed(id, n_tokens);
+  if (need > pool_.n_free() || need > storage_->n_free_staging()) return false;
+  settle_host_counts(s, true);
   for (int64_t i = 0; i < need; ++i) {
     auto b = pool_.allocate();
     LADDER_CHECK(b.has_value(), "the pool ran dry below its free count");
@@ -138,6 +147,7 @@ void KvCacheManager::adopt_staged(SeqKv& s, const KvBlockSet& staged, size_t max
 
 void KvCacheManager::release(SeqId id) {
   SeqKv& s = at(id);
+  settle_host_counts(s, false);
   unstage_from(s, 0);
   s.staged.reset();
   s.table.release_all(pool_);
@@ -252,6 +262,16 @@ KvCacheStats KvCacheManager::stats() const {
   st.imported_blocks = imported_blocks_;
   st.refused_blocks = refused_blocks_;
   st.evicted_blocks = evicted_blocks_;
+  if (host_ != nullptr) {
+    st.host_offloaded_blocks = offloaded_blocks_;
+    st.host_prefetched_blocks = prefetched_blocks_;
+    st.host_prefetched_late_blocks = prefetched_late_blocks_;
+    st.host_recomputed_blocks = recomputed_blocks_;
+    st.host_dropped_blocks = host_->dropped_blocks();
+    st.host_blocks = static_cast<int64_t>(host_->n_blocks());
+    st.host_bytes_used = static_cast<int64_t>(host_->used_bytes());
+    st.host_bytes_capacity = static_cast<int64_t>(host_->capacity_bytes());
+  }
   return st;
 }
 

@@ -15,6 +15,8 @@
 //     acquire_prefix where their keys match the sequence's own chain;
 //   evict: under an eviction policy (kv_eviction.h), free the blocks a
 //     sequence no longer keeps, leaving gaps in its table;
+//   prefetch: with a host tier, copy a waiting sequence's offloaded blocks
+//     back into the pool before the step that admits it;
 //   capacity in blocks and tokens; the model's paged view of the storage.
 //
 // Staged formats (q4): every block a sequence allocates gets a staging slot
@@ -29,6 +31,20 @@
 // published before the first gap stay valid; dropping its reference to one
 // never changes the block's bytes).
 //
+// Host tier (host_tier.h, optional): a cached block the pool hands out for
+// new content is copied to the host tier first (offloaded) instead of being
+// dropped. acquire_prefix continues a prompt's chain past the pool's hits
+// through the host tier and the pool in turn, copying each host-tier block
+// into a free pool block published like a computed one; the first key
+// neither holds ends the chain and prefill computes the rest (recomputed).
+// prefetch does the same copies ahead of time for a request about to run,
+// leaving the blocks cached and unreferenced in the pool, so that its
+// admission finds them as ordinary prefix hits; blocks acquire_prefix must
+// copy itself were prefetched late. Only published blocks reach the tier,
+// so what a gapped sequence computed after its first gap and a sequence's
+// unpublished tail (its last, partly filled block, e.g. a preempted
+// sequence's) never do: they are recomputed.
+//
 // Invariants: a block is referenced once per sequence table holding it; a
 // published block is full, written, computed over its whole prefix and never
 // written again (truncate and fork copy rather than overwrite one); every
@@ -37,6 +53,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -45,6 +62,7 @@
 #include "kv/block_key.h"
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
+#include "kv/host_tier.h"
 #include "kv/kv_eviction.h"
 #include "kv/kv_storage.h"
 #include "kv/kv_transfer.h"
@@ -64,6 +82,20 @@ struct KvCacheStats {
   int64_t imported_blocks = 0;  // staged blocks taken into the pool
   int64_t refused_blocks = 0;   // staged blocks whose key or format did not match
   int64_t evicted_blocks = 0;   // table entries freed by the eviction policy
+  // Host tier (zero without one). Of the blocks an admission that ran
+  // queried (acquire_prefix, then allocate): those it copied back from the
+  // tier itself (prefetched late) and those no tier held (recomputed, a
+  // first-time prompt's included); the rest were pool hits, prefetched ones
+  // among them. Copies for an admission that did not run count as
+  // prefetched (they wait in the pool for the next attempt).
+  int64_t host_offloaded_blocks = 0;        // copied from the pool into the tier
+  int64_t host_prefetched_blocks = 0;       // copied back ahead of the admitting step
+  int64_t host_prefetched_late_blocks = 0;  // copied back by the admitting step, on the critical path
+  int64_t host_recomputed_blocks = 0;
+  int64_t host_dropped_blocks = 0;  // dropped by the tier to make room (LRU)
+  int64_t host_blocks = 0;          // held now
+  int64_t host_bytes_used = 0;
+  int64_t host_bytes_capacity = 0;
 };
 
 class KvCacheManager {
@@ -71,7 +103,10 @@ class KvCacheManager {
   // The storage's shape fixes the block count and size. prefix_caching off:
   // acquire_prefix never hits and publish keeps nothing. eviction must pass
   // check_eviction_policy for the storage's block size (checked).
-  KvCacheManager(std::unique_ptr<KvStorage> storage, bool prefix_caching, const EvictionPolicy& eviction = {});
+  // host_tier_bytes > 0: a host tier of that many bytes (at least one block,
+  // and prefix caching on: checked; check_host_tier says so as a Status).
+  KvCacheManager(std::unique_ptr<KvStorage> storage, bool prefix_caching, const EvictionPolicy& eviction = {},
+                 size_t host_tier_bytes = 0);
   ~KvCacheManager();
   KvCacheManager(const KvCacheManager&) = delete;
   KvCacheManager& operator=(const KvCacheManager&) = delete;
@@ -117,6 +152,19 @@ class KvCacheManager {
   // written (after publish): frees the blocks blocks_to_evict() lists and
   // returns how many. Nothing without a policy.
   int64_t evict(SeqId id, int64_t n_computed);
+  // Host tier: for a request about to run (a waiting sequence, or one not
+  // yet queued, named by its namespace digest), copies its leading full
+  // blocks (leaving the last token, as acquire_prefix does) from the host
+  // tier into free pool blocks where the chain has no pool block, and leaves
+  // them published and unreferenced, with the chain's pool blocks before
+  // them, as the most recently used cached blocks. Stops at the first key
+  // neither the pool nor the tier holds, or once the chain holds max_blocks
+  // free pool blocks. Returns how many it holds (found free or copied); 0
+  // without a host tier.
+  int64_t prefetch(const BlockKey& ns_digest, std::span<const int32_t> tokens, int64_t max_blocks);
+  int64_t prefetch(SeqId id, std::span<const int32_t> tokens, int64_t max_blocks);
+  bool has_host_tier() const { return host_ != nullptr; }
+  const HostTier* host_tier() const { return host_.get(); }
   // Snap eviction's evidence: adds mass[i] (the attention the keys of table
   // entry i received in a step, model::BatchSequence::key_mass) to what the
   // sequence's entries have received since its blocks were allocated.
@@ -159,22 +207,53 @@ class KvCacheManager {
     // Per table entry: attention received (snap eviction); may be shorter
     // than the table.
     std::vector<float> attention;
+    // Host tier: what the last acquire_prefix copied back and left to
+    // compute, counted once the sequence runs (its next allocate); a
+    // sequence released before that leaves its copies in the pool as a
+    // prefetch.
+    int64_t pending_late = 0;
+    int64_t pending_recomputed = 0;
   };
+  // Counts a sequence's pending host-tier figures: as an admission that ran,
+  // or (ran false) as a prefetch for the attempt that will.
+  void settle_host_counts(SeqKv& s, bool ran);
   // Returns the staging slots of table entries [from, size) that s holds.
   void unstage_from(SeqKv& s, size_t from);
   SeqKv& at(SeqId id);
   const SeqKv& at(SeqId id) const;
   // acquire_prefix's import of s.staged past its hits, up to max_blocks.
   void adopt_staged(SeqKv& s, const KvBlockSet& staged, size_t max_blocks);
+  // Host tier (kv_cache_manager_host.cc). The pool is taking `block` for new
+  // content: its bytes go to the tier.
+  void offload(BlockId block, const BlockKey& key);
+  // The tier's block `key` copied into a free pool block published under
+  // key, referenced once; nullopt when the tier does not hold it (or lost it
+  // to the pool's own eviction on the way) or no block is free.
+  std::optional<BlockId> restore(const BlockKey& key);
+  // acquire_prefix past the pool's hits: host-tier blocks and pool hits in
+  // turn, up to max_blocks. Returns the blocks copied.
+  int64_t continue_from_host(SeqKv& s, size_t max_blocks);
+  // prefetch over a chain of keys.
+  int64_t prefetch_chain(std::span<const BlockKey> keys, int64_t max_blocks);
 
   std::unique_ptr<KvStorage> storage_;
   BlockPool pool_;
+  std::unique_ptr<HostTier> host_;      // null: no host tier (outlives cache_'s observer)
   std::unique_ptr<PrefixCache> cache_;  // null: prefix caching off
   EvictionPolicy eviction_;
   std::unordered_map<SeqId, SeqKv> seqs_;
   int64_t imported_blocks_ = 0;
   int64_t refused_blocks_ = 0;
   int64_t evicted_blocks_ = 0;
+  int64_t offloaded_blocks_ = 0;
+  int64_t prefetched_blocks_ = 0;
+  int64_t prefetched_late_blocks_ = 0;
+  int64_t recomputed_blocks_ = 0;
 };
+
+// Whether a host tier of host_tier_bytes fits next to a pool of this shape:
+// kInvalidArgument when it holds not one block, or prefix caching is off
+// (only published blocks go to the tier).
+Status check_host_tier(size_t host_tier_bytes, const KvShape& shape, bool prefix_caching);
 
 }  // namespace ladder::kv

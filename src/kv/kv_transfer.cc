@@ -10,7 +10,8 @@
 namespace ladder::kv {
 namespace {
 
-// Calls fn(pointer to the block in that layer side, bytes) for every layer, K then V.
+// Calls fn(pointer to the block in that layer side, its bytes) for every
+// layer, K then V. The two sides' blocks differ in size in some formats (q4).
 template <typename Fn>
 void for_each_layer_block(const KvStorage& storage, BlockId id, Fn&& fn) {
   const KvShape& shape = storage.shape();
@@ -18,15 +19,9 @@ void for_each_layer_block(const KvStorage& storage, BlockId id, Fn&& fn) {
   const ops::PagedKv& kv = storage.layers();
   for (size_t l = 0; l < kv.k.size(); ++l) {
     for (const ops::PagedKvLayer* layer : {&kv.k[l], &kv.v[l]}) {
-      fn(layer->base + static_cast<size_t>(id) * layer->block_stride_bytes);
+      fn(layer->base + static_cast<size_t>(id) * layer->block_stride_bytes, layer->block_stride_bytes);
     }
   }
-}
-
-size_t layer_block_bytes(const KvStorage& storage) {
-  auto b = kv_layer_block_bytes(storage.shape());
-  LADDER_CHECK(b.is_ok(), "a storage's shape was validated when it was made");
-  return *b;
 }
 
 }  // namespace
@@ -37,23 +32,23 @@ std::span<const uint8_t> KvBlockSet::block(size_t i) const {
 }
 
 void read_block(const KvStorage& storage, BlockId id, std::span<uint8_t> out) {
-  const size_t n = layer_block_bytes(storage);
   LADDER_CHECK(out.size() == storage.block_bytes(), "read_block needs exactly one block of room");
   size_t at = 0;
-  for_each_layer_block(storage, id, [&](const uint8_t* p) {
+  for_each_layer_block(storage, id, [&](const uint8_t* p, size_t n) {
     std::memcpy(out.data() + at, p, n);
     at += n;
   });
+  LADDER_CHECK(at == out.size(), "a block's layers add up to other than its bytes");
 }
 
 void write_block(const KvStorage& storage, BlockId id, std::span<const uint8_t> in) {
-  const size_t n = layer_block_bytes(storage);
   LADDER_CHECK(in.size() == storage.block_bytes(), "write_block needs exactly one block of bytes");
   size_t at = 0;
-  for_each_layer_block(storage, id, [&](uint8_t* p) {
+  for_each_layer_block(storage, id, [&](uint8_t* p, size_t n) {
     std::memcpy(p, in.data() + at, n);
     at += n;
   });
+  LADDER_CHECK(at == in.size(), "a block's layers add up to other than its bytes");
 }
 
 KvBlockSet export_blocks(const KvStorage& storage, std::span<const BlockId> table, const BlockKey& ns_digest,

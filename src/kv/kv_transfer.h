@@ -7,9 +7,10 @@
 // invariant 2 holds in transfer too). The bytes of a block are described by
 // its KvShape and format alone, so any format the storage holds transfers.
 //
-// A block's bytes, as exported: for each layer in order, its K block then its
-// V block, each kv_layer_block_bytes(shape) long, exactly as the storage
-// keeps them (no conversion; the receiver must use the same format).
+// A block's bytes, as exported: for each layer in order, its K block
+// (kv_layer_block_bytes(shape) long) then its V block
+// (kv_layer_block_bytes_v(shape): the same but in q4), exactly as the
+// storage keeps them (no conversion; the receiver must use the same format).
 #pragma once
 
 #include <cstddef>

@@ -9,7 +9,9 @@ namespace ladder::kv {
 PrefixCache::PrefixCache(BlockPool& pool) : pool_(pool) {
   pool_.set_eviction_listener([this](BlockId block, const BlockKey& key) {
     auto it = map_.find(key);
-    if (it != map_.end() && it->second == block) map_.erase(it);
+    if (it == map_.end() || it->second != block) return;
+    if (on_evict_) on_evict_(block, key);
+    map_.erase(it);
   });
 }
 
@@ -40,6 +42,20 @@ std::vector<BlockId> PrefixCache::acquire(std::span<const BlockKey> keys, size_t
   }
   hit_blocks_ += static_cast<int64_t>(blocks.size());
   return blocks;
+}
+
+std::optional<BlockId> PrefixCache::lookup(const BlockKey& key) const {
+  auto it = map_.find(key);
+  if (it == map_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<BlockId> PrefixCache::take(const BlockKey& key) {
+  auto b = lookup(key);
+  if (!b) return std::nullopt;
+  pool_.ref(*b);
+  ++hit_blocks_;
+  return b;
 }
 
 bool PrefixCache::insert(const BlockKey& key, BlockId block) {

@@ -564,6 +564,7 @@ json ApiServer::State::effective_config() const {
            {{"policy", std::string(kv::eviction_kind_name(ev.kind))},
             {"budget_tokens", ev.enabled() ? ev.budget_tokens : 0},
             {"sink_tokens", ev.enabled() ? ev.sink_tokens : 0}}},
+          {"kv_host_bytes", ec.kv_host_bytes},
           {"kv_block_size", ec.block_size},
           {"kv_blocks", e.n_kv_blocks()},
           {"prefix_caching", ec.prefix_caching},
@@ -595,6 +596,7 @@ HttpResponse ApiServer::State::models() const {
                       {"tokenizer_digest", ec.tokenizer_digest},
                       {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
                       {"kv_evict", std::string(kv::eviction_kind_name(ec.kv_eviction.kind))},
+                      {"kv_host_bytes", ec.kv_host_bytes},
                       {"kv_block_size", ec.block_size},
                       {"kv_blocks", s->engine->n_kv_blocks()},
                       {"embedding_width", s->embedder->width()},
@@ -621,6 +623,7 @@ HttpResponse ApiServer::State::metrics_page(bool per_tenant) const {
     g.kv_blocks_used = m.kv_blocks_used;
     g.kv_blocks_free = m.kv_blocks_free;
     g.prefix_hit_tokens = m.prefix_hit_tokens;
+    g.kv_host = m.kv_host;
     g.speculative = s->engine->config().speculative.draft != nullptr;
     g.spec = m.spec;
   }

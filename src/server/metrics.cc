@@ -156,6 +156,27 @@ std::string ServerMetrics::render(const GaugeSnapshot& g, bool per_tenant) const
                      "cache, all tenants.\n# TYPE ladder_engine_prefix_cache_hit_tokens_total counter\n"
                      "ladder_engine_prefix_cache_hit_tokens_total {}\n",
                      g.prefix_hit_tokens);
+  if (g.kv_host.bytes_capacity > 0) {
+    auto counter = [&](const char* name, const char* help, int64_t v) {
+      out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n", name, help, v);
+    };
+    const engine::KvHostMetrics& h = g.kv_host;
+    counter("ladder_kv_host_offloaded_blocks_total", "KV blocks copied from the pool into the host tier.",
+            h.offloaded_blocks);
+    counter("ladder_kv_host_prefetched_blocks_total",
+            "KV blocks copied back from the host tier ahead of the step that admitted their request.",
+            h.prefetched_blocks);
+    counter("ladder_kv_host_prefetched_late_blocks_total",
+            "KV blocks copied back from the host tier by the step that admitted their request.",
+            h.prefetched_late_blocks);
+    counter("ladder_kv_host_recomputed_blocks_total",
+            "Prompt KV blocks neither the pool nor the host tier held, computed by prefill.", h.recomputed_blocks);
+    counter("ladder_kv_host_dropped_blocks_total", "KV blocks the host tier dropped to make room (LRU).",
+            h.dropped_blocks);
+    gauge("ladder_kv_host_blocks", "KV blocks held in the host tier.", h.blocks);
+    gauge("ladder_kv_host_bytes_used", "Bytes of KV blocks held in the host tier.", h.bytes_used);
+    gauge("ladder_kv_host_bytes_capacity", "Bytes the host tier may hold.", h.bytes_capacity);
+  }
   if (g.speculative) {
     auto counter = [&](const char* name, const char* help, const std::string& v) {
       out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n", name, help, v);

@@ -39,6 +39,7 @@ struct GaugeSnapshot {
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_free = 0;
   int64_t prefix_hit_tokens = 0; // engine-wide, all tenants
+  engine::KvHostMetrics kv_host;  // rendered when the host tier has capacity
   int64_t open_connections = 0;
   int64_t live_requests = 0;     // accepted generation requests not yet settled
   bool speculative = false;  // the engine has a draft: render `spec`
