@@ -62,6 +62,35 @@ json fingerprint_of(const std::vector<Measurement>& runs) {
           {"record_fingerprints", records}};
 }
 
+// The processes serving one rung: one `ladder serve`, or a disagg rung's
+// prefill worker, decode worker and the router in front (the endpoint).
+// Stopped front first, so no request reaches a stopped worker.
+class RungServer {
+ public:
+  RungServer() = default;
+  RungServer(RungServer&&) noexcept = default;
+  RungServer& operator=(RungServer&& other) noexcept {
+    stop();
+    procs_ = std::move(other.procs_);
+    return *this;
+  }
+  ~RungServer() { stop(); }
+  void add(ServeProcess p) { procs_.push_back(std::move(p)); }
+  const std::string& url() const { return procs_.back().url(); }
+  std::string pids() const {
+    std::vector<std::string> out;
+    for (const auto& p : procs_) out.push_back(std::to_string(p.pid()));
+    return fmt::format("{}", fmt::join(out, ", "));
+  }
+  void stop() {
+    for (auto it = procs_.rbegin(); it != procs_.rend(); ++it) it->stop();
+    procs_.clear();
+  }
+
+ private:
+  std::vector<ServeProcess> procs_;
+};
+
 class Climber {
  public:
   Climber(const ClimbOptions& o, ClimbPolicy policy) : o_(o) {
@@ -96,8 +125,14 @@ class Climber {
   std::string reference_path(const WorkloadSpec& w) const {
     return (fs::path(o_.out_dir) / "reference" / (slug(w.name) + ".json")).string();
   }
+  std::string model_of(const RungSpec& r) const { return r.model.empty() ? o_.model : r.model; }
   std::vector<std::string> serve_args(const RungSpec& r) const;
-  Result<ServeProcess> start_rung(int rung, const std::string& log_dir);
+  // A disagg rung's worker ("prefill" | "decode") and router command lines.
+  std::vector<std::string> worker_args(const RungSpec& r, const std::string& role) const;
+  std::vector<std::string> route_args(const RungSpec& r, const std::string& prefill_url,
+                                      const std::string& decode_url) const;
+  Result<ServeProcess> start_process(const std::vector<std::string>& args, const std::string& log_prefix);
+  Result<RungServer> start_rung(int rung, const std::string& log_dir);
   Status warm_up(const std::string& url) const;
   Result<Measurement> replay(const std::string& url, const WorkloadSpec& w, double load, const std::string& dir,
                              bool save_reference);
@@ -120,25 +155,57 @@ class Climber {
 };
 
 std::vector<std::string> Climber::serve_args(const RungSpec& r) const {
-  std::vector<std::string> a{"--log-level", "warn",      "serve",
-                             "--host",      "127.0.0.1", "--port",
-                             "0",           "--model",   r.model.empty() ? o_.model : r.model};
+  std::vector<std::string> a{"--log-level", "warn", "serve", "--host", "127.0.0.1", "--port", "0", "--model",
+                             model_of(r)};
   a.insert(a.end(), r.args.begin(), r.args.end());
   return a;
 }
 
-Result<ServeProcess> Climber::start_rung(int rung, const std::string& log_dir) {
+std::vector<std::string> Climber::worker_args(const RungSpec& r, const std::string& role) const {
+  std::vector<std::string> a = serve_args(r);
+  a.insert(a.end(), {"--role", role});
+  if (role == "decode") a.insert(a.end(), {"--kv-host", "127.0.0.1"});
+  const auto& own = role == "prefill" ? r.prefill_args : r.decode_args;
+  a.insert(a.end(), own.begin(), own.end());
+  return a;
+}
+
+std::vector<std::string> Climber::route_args(const RungSpec& r, const std::string& prefill_url,
+                                             const std::string& decode_url) const {
+  std::vector<std::string> a{"--log-level", "warn", "route",     "--host",    "127.0.0.1", "--port",
+                             "0",           "--model", model_of(r), "--prefill", prefill_url, "--decode",
+                             decode_url};
+  a.insert(a.end(), r.route_args.begin(), r.route_args.end());
+  return a;
+}
+
+Result<ServeProcess> Climber::start_process(const std::vector<std::string>& args, const std::string& log_prefix) {
+  progress(fmt::format("  ladder {}", fmt::join(args, " ")));
+  return ServeProcess::start(o_.binary, args, log_prefix, o_.ready_timeout_s);
+}
+
+Result<RungServer> Climber::start_rung(int rung, const std::string& log_dir) {
   const RungSpec& r = policy().rungs[rung - 1];
   fs::create_directories(log_dir);
-  progress(fmt::format("starting rung {} '{}': ladder {}", rung, r.name, fmt::join(serve_args(r), " ")));
-  LADDER_ASSIGN_OR_RETURN(ServeProcess s,
-                          ServeProcess::start(o_.binary, serve_args(r), log_dir + "/serve", o_.ready_timeout_s));
-  if (Status st = warm_up(s.url()); !st.is_ok()) {
-    s.stop();
-    return st;
+  progress(fmt::format("starting rung {} '{}' ({})", rung, r.name, topology_name(r.topology)));
+  RungServer s;
+  if (r.topology == Topology::kSingle) {
+    LADDER_ASSIGN_OR_RETURN(ServeProcess p, start_process(serve_args(r), log_dir + "/serve"));
+    s.add(std::move(p));
+  } else {
+    LADDER_ASSIGN_OR_RETURN(ServeProcess prefill, start_process(worker_args(r, "prefill"), log_dir + "/prefill"));
+    const std::string prefill_url = prefill.url();
+    s.add(std::move(prefill));
+    LADDER_ASSIGN_OR_RETURN(ServeProcess decode, start_process(worker_args(r, "decode"), log_dir + "/decode"));
+    const std::string decode_url = decode.url();
+    s.add(std::move(decode));
+    LADDER_ASSIGN_OR_RETURN(ServeProcess router,
+                            start_process(route_args(r, prefill_url, decode_url), log_dir + "/route"));
+    s.add(std::move(router));
   }
-  progress(fmt::format("rung {} '{}' is ready at {} (pid {}), warmed up with {} requests", rung, r.name,
-                       s.url(), s.pid(), policy().warmup_requests));
+  LADDER_RETURN_IF_ERROR(warm_up(s.url()));
+  progress(fmt::format("rung {} '{}' is ready at {} (pid {}), warmed up with {} requests", rung, r.name, s.url(),
+                       s.pids(), policy().warmup_requests));
   return s;
 }
 
@@ -321,6 +388,7 @@ Status Climber::record(const LoadClimb& lc, const RungOutcome& r) {
                                                    {"name", policy().rungs[r.compared_with - 1].name}}
                                             : json(nullptr)},
       {"serve_args", r.spec.args},
+      {"topology", topology_name(r.spec.topology)},
       {"model", fs::absolute(r.model).lexically_normal().string()},
       {"model_override", !r.spec.model.empty()},
       {"rung1_args", policy().rungs.front().args},
@@ -347,6 +415,11 @@ Status Climber::record(const LoadClimb& lc, const RungOutcome& r) {
       {"records", records},
       {"report", result_.report_path},
       {"machine", result_.machine}};
+  if (r.spec.topology == Topology::kDisagg) {
+    e["prefill_args"] = r.spec.prefill_args;
+    e["decode_args"] = r.spec.decode_args;
+    e["route_args"] = r.spec.route_args;
+  }
   if (r.decision == "failed") e["fingerprint"] = nullptr;
   return append_ledger_entry(result_.ledger_path, e);
 }
@@ -366,7 +439,7 @@ Result<LoadClimb> Climber::climb_at(double load) {
   rung1.fingerprint = fingerprint_of(rung1.own);
   lc.rungs.push_back(std::move(rung1));
   if (policy().loads_named()) progress("load " + load_label(load) + ": climbing from rung 1");
-  LADDER_ASSIGN_OR_RETURN(ServeProcess current_server, start_rung(1, rung_dir(1) + "/" + load_dir(load)));
+  LADDER_ASSIGN_OR_RETURN(RungServer current_server, start_rung(1, rung_dir(1) + "/" + load_dir(load)));
   int current = 1;
 
   for (int k = 2; k <= static_cast<int>(p.rungs.size()); ++k) {
@@ -376,7 +449,7 @@ Result<LoadClimb> Climber::climb_at(double load) {
     cand.spec = p.rungs[k - 1];
     cand.model = cand.spec.model.empty() ? o_.model : cand.spec.model;
     cand.compared_with = current;
-    Result<ServeProcess> server = start_rung(k, rung_dir(k) + "/" + load_dir(load));
+    Result<RungServer> server = start_rung(k, rung_dir(k) + "/" + load_dir(load));
     if (!server.is_ok()) {
       cand.decision = "failed";
       const std::string msg = server.status().message();
@@ -431,7 +504,7 @@ Result<ClimbResult> Climber::run() {
                        result_.climb_id, p.rungs.size(), p.workloads.size(), p.repeats,
                        loads.size() > 1 ? "s" : "", fmt::join(loads, " "), replays_total_, result_.ledger_path));
   {
-    LADDER_ASSIGN_OR_RETURN(ServeProcess reference_server, start_rung(1, rung_dir(1) + "/reference"));
+    LADDER_ASSIGN_OR_RETURN(RungServer reference_server, start_rung(1, rung_dir(1) + "/reference"));
     LADDER_RETURN_IF_ERROR(make_references(reference_server.url(), p.rungs.front().name));
   }
   for (double load : p.loads) {

@@ -105,6 +105,10 @@ Result<std::vector<LedgerEntry>> load_ledger(const std::string& path) {
     }
     LADDER_ASSIGN_OR_RETURN(e.reason, string_field(j, "reason", where));
     LADDER_ASSIGN_OR_RETURN(e.serve_args, args_field(j, "serve_args", where));
+    e.topology = j.value("topology", std::string("single"));
+    if (e.topology != "single" && e.topology != "disagg") {
+      return invalid_argument(where + ": 'topology' is single or disagg (got '" + e.topology + "')");
+    }
     LADDER_ASSIGN_OR_RETURN(e.rung1_args, args_field(j, "rung1_args", where));
     LADDER_ASSIGN_OR_RETURN(e.model, string_field(j, "model", where));
     e.model_override = j.value("model_override", false);
@@ -176,6 +180,7 @@ std::string format_ledger(const std::vector<LedgerEntry>& entries) {
       cost = fmt::format("{:.4f}", c["core_s_per_verified_request"].get<double>());
     }
     std::string args = join_args(e.serve_args);
+    if (e.topology == "disagg") args += " [prefill/decode split]";
     if (e.model_override) args += " [model " + e.model + "]";
     out += fmt::format("  {:<4} {:<6} {:<14} {:<9} {:>9} {:>24} {:>12} {:>10}  {}\n", e.rung,
                        load_label(e.load), e.name, e.decision, gain, ci, worst, cost, args);

@@ -7,6 +7,7 @@
 //    "serving_after": {"rung", "name"},          what serves once this decision is made
 //    "compared_with": {"rung", "name"},          the configuration it was paired with
 //    "serve_args": [..], "model": "path", "model_override": bool,
+//    "topology": "single|disagg", ("prefill_args", "decode_args", "route_args": disagg only),
 //    "rung1_args": [..],                          the climb's rung 1, which serve --ledger must match
 //    "identity": {"model_digest", "tokenizer_digest", "engine_revision"},   rung 1's, as served
 //    "fingerprint": {"model_digest", "tokenizer_digest", "engine_revision", "kv_dtype",
@@ -44,6 +45,7 @@ struct LedgerEntry {
   std::string decision;  // baseline | promoted | rejected | failed
   std::string reason;
   std::vector<std::string> serve_args;
+  std::string topology = "single";  // "single" | "disagg" (rung 2's workers and router)
   std::string model;  // the model file this configuration served
   bool model_override = false;
   std::vector<std::string> rung1_args;

@@ -24,6 +24,11 @@ const std::set<std::string> kReplayOwned = {
     "--endpoint",    "--workload", "--out",   "--reference", "--save-reference", "--verify",
     "--policy",      "--slo",      "--seed",  "--quiet",     "--min-match",      "--min-divergence",
     "--max-mean-kl", "--max-kl",   "--sweep", "--api-key",   "--tenant-key"};
+// A disagg rung's workers: their roles and the decode worker's KV listener too.
+const std::set<std::string> kWorkerOwned = {"--port", "--host",  "-m",      "--model", "--ledger",
+                                            "--load", "--api-key", "--tenants", "--role", "--kv-host"};
+const std::set<std::string> kRouteOwned = {"--port",   "--host",      "-m",        "--model",
+                                           "--prefill", "--decode", "--api-key", "--tenants"};
 const std::set<std::string> kServeOwned = {"--port",   "--host",    "-m",       "--model",
                                            "--ledger", "--load", "--api-key", "--tenants"};
 
@@ -189,6 +194,7 @@ Result<WorkloadSpec> read_workload(const toml::table& t, const std::string& wher
 
 Result<RungSpec> read_rung(const toml::table& t, const std::string& where, const std::string& base_dir) {
   RungSpec r;
+  bool split_keys = false;  // prefill_args, decode_args or route_args given
   for (const auto& [k, node] : t) {
     const std::string key(k.str());
     if (key == "name") {
@@ -199,11 +205,41 @@ Result<RungSpec> read_rung(const toml::table& t, const std::string& where, const
     } else if (key == "model") {
       LADDER_ASSIGN_OR_RETURN(r.model, read_string(node, where + " 'model'"));
       r.model = resolve(r.model, base_dir);
+    } else if (key == "topology") {
+      LADDER_ASSIGN_OR_RETURN(std::string topo, read_string(node, where + " 'topology'"));
+      if (topo == "single") {
+        r.topology = Topology::kSingle;
+      } else if (topo == "disagg") {
+        r.topology = Topology::kDisagg;
+      } else {
+        return invalid_argument(where + " 'topology' is \"single\" or \"disagg\" (got \"" + topo + "\")");
+      }
+    } else if (key == "prefill_args" || key == "decode_args") {
+      split_keys = true;
+      LADDER_ASSIGN_OR_RETURN(key == "prefill_args" ? r.prefill_args : r.decode_args,
+                              read_args(node, where + " '" + key + "'", kWorkerOwned, "a worker's options"));
+    } else if (key == "route_args") {
+      split_keys = true;
+      LADDER_ASSIGN_OR_RETURN(r.route_args, read_args(node, where + " 'route_args'", kRouteOwned,
+                                                      "`ladder route` options"));
     } else {
-      return invalid_argument(fmt::format("{}: unknown key '{}' (name, args, model)", where, key));
+      return invalid_argument(fmt::format(
+          "{}: unknown key '{}' (name, args, model, topology, prefill_args, decode_args, route_args)", where,
+          key));
     }
   }
   if (r.name.empty()) return invalid_argument(where + ": 'name' is required");
+  if (r.topology == Topology::kSingle && split_keys) {
+    return invalid_argument(where + ": prefill_args, decode_args and route_args need topology = \"disagg\"");
+  }
+  if (r.topology == Topology::kDisagg) {
+    for (const auto& a : r.args) {
+      if (kWorkerOwned.count(option_name(a)) > 0) {
+        return invalid_argument(
+            fmt::format("{} 'args': {} is set by the climb itself (a worker's options)", where, option_name(a)));
+      }
+    }
+  }
   return r;
 }
 
@@ -244,6 +280,10 @@ Status read_array_of_tables(const toml::node& node, const std::string& source, c
 }
 
 }  // namespace
+
+const char* topology_name(Topology t) {
+  return t == Topology::kDisagg ? "disagg" : "single";
+}
 
 SliceMargin ClimbPolicy::margin_for(const std::string& slice) const {
   auto it = slice_margins.find(slice);
@@ -297,7 +337,15 @@ nlohmann::json ClimbPolicy::to_json() const {
     j["workloads"].push_back({{"name", w.name}, {"path", w.path}, {"args", w.args}});
   j["loads"] = loads;
   j["rungs"] = json::array();
-  for (const auto& r : rungs) j["rungs"].push_back({{"name", r.name}, {"args", r.args}, {"model", r.model}});
+  for (const auto& r : rungs) {
+    json rj = {{"name", r.name}, {"args", r.args}, {"model", r.model}, {"topology", topology_name(r.topology)}};
+    if (r.topology == Topology::kDisagg) {
+      rj["prefill_args"] = r.prefill_args;
+      rj["decode_args"] = r.decode_args;
+      rj["route_args"] = r.route_args;
+    }
+    j["rungs"].push_back(std::move(rj));
+  }
   return j;
 }
 
@@ -434,6 +482,9 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
   if (p.rungs.size() < 2) {
     return invalid_argument(source +
                             ": [[rung]] needs rung 1 (the floor) and at least one candidate after it");
+  }
+  if (p.rungs.front().topology != Topology::kSingle) {
+    return invalid_argument(source + " [[rung]] #1: rung 1 is the dense server: its topology is \"single\"");
   }
   std::set<std::string> names;
   for (size_t i = 0; i < p.rungs.size(); ++i) {

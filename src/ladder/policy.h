@@ -34,6 +34,13 @@
 //   name = "chunked"
 //   args = ["--max-chunk-tokens", "16"]
 //   model = "other.gguf"      # optional: serve another model file (a requantized one, say)
+//   [[rung]]
+//   name = "split"
+//   topology = "disagg"       # rung 2: `serve --role prefill`, `serve --role decode`
+//   args = ["-t", "1"]        # and `ladder route` in front; args go to both workers,
+//   prefill_args = []         # these to one of them or to the router
+//   decode_args = []
+//   route_args = []
 //
 // Relative paths are taken from the policy file's folder. The approx
 // thresholds are parsed by the harness's own verify policy reader
@@ -67,10 +74,20 @@ struct WorkloadSpec {
   std::vector<std::string> args;  // `ladder replay` options
 };
 
+// How a rung is served: one `ladder serve` process, or rung 2's split of a
+// prefill worker, a decode worker and the router in front of them.
+enum class Topology { kSingle, kDisagg };
+const char* topology_name(Topology t);  // "single" | "disagg"
+
 struct RungSpec {
   std::string name;
-  std::vector<std::string> args;  // `ladder serve` options
+  std::vector<std::string> args;  // `ladder serve` options (disagg: both workers')
   std::string model;              // empty: the climb's --model
+  Topology topology = Topology::kSingle;
+  // disagg only: the prefill worker's, the decode worker's and the router's own options.
+  std::vector<std::string> prefill_args;
+  std::vector<std::string> decode_args;
+  std::vector<std::string> route_args;
 };
 
 struct ClimbPolicy {

@@ -92,10 +92,26 @@ ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const Serv
     // The decisions made at the measured load nearest the one asked for.
     const std::vector<double> loads(load_set.begin(), load_set.end());
     const double at = nearest_load(loads, load);
+    // What the climb left serving at that load; a split topology (rung 2)
+    // needs its workers and router started, which one `ladder serve` cannot
+    // do, so the last one-process configuration promoted before it serves.
     const LedgerEntry* serving = nullptr;
+    const LedgerEntry* split = nullptr;
     for (const auto& e : entries) {
-      if (e.climb_id == id && e.load == at && (e.decision == "baseline" || e.decision == "promoted"))
+      if (e.climb_id != id || e.load != at || (e.decision != "baseline" && e.decision != "promoted")) continue;
+      if (e.topology == "disagg") {
+        split = &e;
+      } else {
         serving = &e;
+        split = nullptr;
+      }
+    }
+    if (split != nullptr) {
+      choice.notes.push_back(fmt::format(
+          "climb {}: rung {} '{}' is a prefill/decode split, which one `ladder serve` cannot start: run `ladder "
+          "serve --role prefill`, `ladder serve --role decode --kv-host HOST` (each with {}) and `ladder route` "
+          "in front; serving the configuration promoted before it",
+          id, split->rung, split->name, split->serve_args.empty() ? "no further options" : fmt::format("{}", fmt::join(split->serve_args, " "))));
     }
     std::string at_load;
     if (loads.size() > 1 || at != load) {

@@ -278,6 +278,37 @@ TEST(ClimbE2E, BadPoliciesAndSyntheticOnlyWorkloadsAreErrors) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/l.jsonl"));
 }
 
+// Rung 2's topology as a candidate: the climb starts a prefill worker, a
+// decode worker and the router, replays against the router, and stops all
+// three. The split is exact, so every slice verifies.
+TEST(ClimbE2E, ADisaggRungStartsItsWorkersAndRouter) {
+  const std::string dir = ladder::testing::temp_dir() + "/disagg";
+  std::filesystem::create_directories(dir);
+  const std::string policy = write_policy(dir,
+                                          "[[rung]]\nname = \"dense\"\n[[rung]]\nname = \"split\"\n"
+                                          "topology = \"disagg\"\nargs = [\"-t\", \"1\"]\n");
+  auto r = climb(policy, dir + "/out", dir + "/ledger.jsonl", stories());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto entries = read_jsonl(dir + "/ledger.jsonl");
+  ASSERT_EQ(entries.size(), 2u);
+  const json& split = entries[1];
+  EXPECT_EQ(split["topology"], "disagg");
+  EXPECT_NE(split["decision"], "failed") << split["reason"];
+  EXPECT_EQ(split["fingerprint"]["server_config"]["role"], "router") << split["fingerprint"].dump();
+  ASSERT_FALSE(split["quality"].empty());
+  for (const auto& q : split["quality"]) {
+    EXPECT_GT(q["compared"].get<int>(), 0) << q;
+    EXPECT_EQ(q["fraction"], 1.0) << q;
+  }
+  for (const char* log : {"prefill.log", "decode.log", "route.log"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir + "/out/rung2-split/" + log)) << log;
+  }
+  EXPECT_NE(r.err.find("--role decode --kv-host 127.0.0.1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" route --host 127.0.0.1"), std::string::npos) << r.err;
+  auto shown = run_command({ladder::testing::ladder_bin(), "ledger", "show", dir + "/ledger.jsonl"});
+  EXPECT_NE(shown.out.find("[prefill/decode split]"), std::string::npos) << shown.out;
+}
+
 TEST(ClimbE2E, ACandidateThatDoesNotStartFailsAndServingStaysLower) {
   const std::string dir = ladder::testing::temp_dir() + "/broken";
   std::filesystem::create_directories(dir);

@@ -159,6 +159,31 @@ TEST(ServingChoice, EachLoadServesTheDecisionMadeAtTheNearestMeasuredLoad) {
   }
 }
 
+TEST(ServingChoice, APromotedSplitTopologyServesTheConfigurationPromotedBeforeIt) {
+  json split = entry("c1", 3, "split", "promoted", {"-t", "1"});
+  split["topology"] = "disagg";
+  auto entries =
+      load_ledger(write_ledger({entry("c1", 1, "dense", "baseline", {}),
+                                entry("c1", 2, "chunked", "promoted", {"--max-chunk-tokens", "16"}), split}));
+  ASSERT_TRUE(entries.is_ok()) << entries.status().message();
+  EXPECT_EQ((*entries)[2].topology, "disagg");
+  const ServingChoice c = choose_serving(*entries, kRunning, {}, pairs, digest_m2);
+  ASSERT_NE(c.entry, nullptr) << c.summary;
+  EXPECT_EQ(c.entry->name, "chunked");
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("rung 3 'split' is a prefill/decode split"), std::string::npos) << c.notes[0];
+  EXPECT_NE(c.notes[0].find("`ladder route`"), std::string::npos) << c.notes[0];
+  EXPECT_NE(format_ledger(*entries).find("[prefill/decode split]"), std::string::npos);
+  // A later one-process promotion serves again.
+  entries = load_ledger(write_ledger({entry("c1", 1, "dense", "baseline", {}), split,
+                                      entry("c1", 4, "f32", "promoted", {"--kv-dtype", "f32"})}));
+  ASSERT_TRUE(entries.is_ok());
+  EXPECT_EQ(choose_serving(*entries, kRunning, {}, pairs, digest_m2).entry->name, "f32");
+  json bad = split;
+  bad["topology"] = "mesh";
+  EXPECT_FALSE(load_ledger(write_ledger({bad})).is_ok());
+}
+
 TEST(ServingChoice, NearestLoadIsByRatioAndTiesGoUp) {
   EXPECT_EQ(nearest_load({1.0}, 7.0), 1.0);
   EXPECT_EQ(nearest_load({0.5, 1.0, 2.0}, 1.0), 1.0);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "test_support.h"
 
@@ -131,6 +132,40 @@ TEST(Policy, LoadsAreReadSortedAndChecked) {
   expect_error(std::string("loads = [2]\n[[workload]]\npath = \"w.jsonl\"\nargs = [\"--rate\", \"fast\"]\n") +
                    "[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\n",
                {"[[workload]] 'w' 'args'", "--rate fast is not a positive number"});
+}
+
+TEST(Policy, ADisaggRungNamesItsWorkersAndRoutersOptions) {
+  auto p = parse(R"(
+[[workload]]
+path = "w.jsonl"
+[[rung]]
+name = "dense"
+[[rung]]
+name = "split"
+topology = "disagg"
+args = ["-t", "1"]
+decode_args = ["--max-running", "8"]
+route_args = ["--max-queue", "32"]
+)");
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ(p->rungs[0].topology, Topology::kSingle);
+  EXPECT_EQ(p->rungs[1].topology, Topology::kDisagg);
+  EXPECT_EQ(p->rungs[1].args, (std::vector<std::string>{"-t", "1"}));
+  EXPECT_TRUE(p->rungs[1].prefill_args.empty());
+  EXPECT_EQ(p->rungs[1].decode_args, (std::vector<std::string>{"--max-running", "8"}));
+  EXPECT_EQ(p->rungs[1].route_args, (std::vector<std::string>{"--max-queue", "32"}));
+  EXPECT_EQ(p->to_json()["rungs"][1]["topology"], "disagg");
+  const std::string head = "[[workload]]\npath = \"w.jsonl\"\n[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\n";
+  expect_error(head + "topology = \"ring\"\n", {"[[rung]] #2 'topology' is \"single\" or \"disagg\""});
+  expect_error(head + "decode_args = []\n", {"[[rung]] #2", "need topology = \"disagg\""});
+  expect_error(head + "topology = \"disagg\"\nargs = [\"--role\", \"both\"]\n",
+               {"[[rung]] #2 'args'", "--role is set by the climb"});
+  expect_error(head + "topology = \"disagg\"\ndecode_args = [\"--kv-host\", \"0.0.0.0\"]\n",
+               {"'decode_args'", "--kv-host is set by the climb"});
+  expect_error(head + "topology = \"disagg\"\nroute_args = [\"--decode\", \"http://x\"]\n",
+               {"'route_args'", "--decode is set by the climb"});
+  expect_error("[[workload]]\npath = \"w.jsonl\"\n[[rung]]\nname = \"a\"\ntopology = \"disagg\"\n[[rung]]\nname = \"b\"\n",
+               {"[[rung]] #1: rung 1 is the dense server"});
 }
 
 TEST(Policy, AWorkloadAtALoadScalesItsRateOrCompressesItsArrivals) {
