@@ -112,7 +112,9 @@ const SharedClimb& shared_climb() {
         s.dir,
         "[[rung]]\nname = \"dense\"\n[[rung]]\nname = \"dense-again\"\n[[rung]]\nname = \"dense-third\"\n"
         "[[rung]]\nname = \"q4\"\nmodel = \"" +
-            q4_model() + "\"\n");
+            q4_model() +
+            "\"\n[[rung]]\nname = \"spec\"\nargs = [\"--spec\", \"self-q4\", \"--spec-k\", \"4\", "
+            "\"--spec-fixed\"]\n");
     s.result = climb(policy, s.dir + "/out", s.ledger, stories());
     s.entries = read_jsonl(s.ledger);
     return s;
@@ -125,13 +127,13 @@ TEST(ClimbE2E, RunsEveryRungAndWritesTheLedgerAndReport) {
   ASSERT_EQ(c.result.exit_code, 0) << c.result.err << c.result.out;
   // The verdict opens the output.
   EXPECT_EQ(c.result.out.rfind("verdict: serving rung 1 'dense'", 0), 0u) << c.result.out;
-  // One progress line per replay: 2 references + 3 candidates x 2 workloads x 2 repeats x 2 sides.
+  // One progress line per replay: 2 references + 4 candidates x 2 workloads x 2 repeats x 2 sides.
   size_t replay_lines = 0;
   for (size_t at = 0; (at = c.result.err.find("] rung ", at)) != std::string::npos; ++at) ++replay_lines;
-  EXPECT_EQ(replay_lines, 24u) << c.result.err;
-  EXPECT_NE(c.result.err.find("[26/26]"), std::string::npos) << c.result.err;
+  EXPECT_EQ(replay_lines, 32u) << c.result.err;
+  EXPECT_NE(c.result.err.find("[34/34]"), std::string::npos) << c.result.err;
   EXPECT_EQ(c.result.err.find('\r'), std::string::npos);
-  ASSERT_EQ(c.entries.size(), 4u);
+  ASSERT_EQ(c.entries.size(), 5u);
   for (const auto& e : c.entries) {
     EXPECT_EQ(e["schema_version"], kLedgerSchemaVersion);
     EXPECT_EQ(e["machine"]["cores"].get<int>() > 0, true);
@@ -158,7 +160,7 @@ TEST(ClimbE2E, RunsEveryRungAndWritesTheLedgerAndReport) {
 
 TEST(ClimbE2E, TheSameConfigurationIsNeverPromoted) {
   const SharedClimb& c = shared_climb();
-  ASSERT_EQ(c.entries.size(), 4u) << c.result.err;
+  ASSERT_EQ(c.entries.size(), 5u) << c.result.err;
   for (int i : {1, 2}) {
     EXPECT_EQ(c.entries[i]["decision"], "rejected") << c.entries[i]["reason"];
     EXPECT_NE(c.entries[i]["reason"].get<std::string>().find("goodput"), std::string::npos);
@@ -179,7 +181,7 @@ TEST(ClimbE2E, TheSameConfigurationIsNeverPromoted) {
 
 TEST(ClimbE2E, ACandidateThatChangesOneSliceIsRejectedNamingIt) {
   const SharedClimb& c = shared_climb();
-  ASSERT_EQ(c.entries.size(), 4u) << c.result.err;
+  ASSERT_EQ(c.entries.size(), 5u) << c.result.err;
   const json& q4 = c.entries[3];
   EXPECT_EQ(q4["decision"], "rejected");
   EXPECT_TRUE(q4["model_override"].get<bool>());
@@ -207,6 +209,26 @@ TEST(ClimbE2E, ACandidateThatChangesOneSliceIsRejectedNamingIt) {
   EXPECT_NE(c.result.out.find("rung 4 'q4': rejected: slice long"), std::string::npos) << c.result.out;
 }
 
+// The seed's speculative example: a draft right about three times in four
+// (the model's Q4_0 copy, k = 4: 3-4.5 tokens per verify cycle) forced on.
+// Greedy speculation keeps the target's tokens, so every slice verifies;
+// on this model verification costs more than it saves, so it does not pay
+// in goodput: rejected, with its cycle figures in the ledger.
+TEST(ClimbE2E, ASpeculativeCandidateThatDoesNotPayIsRejected) {
+  const SharedClimb& c = shared_climb();
+  ASSERT_EQ(c.entries.size(), 5u) << c.result.err;
+  const json& spec = c.entries[4];
+  EXPECT_EQ(spec["decision"], "rejected") << spec["reason"];
+  EXPECT_NE(spec["reason"].get<std::string>().find("goodput"), std::string::npos) << spec["reason"];
+  EXPECT_LE(spec["goodput"]["ci_low"].get<double>(), 0.0);
+  for (const auto& q : spec["quality"]) EXPECT_EQ(q["fraction"], 1.0) << q;
+  const json& tpc = spec["figures"]["speculative_tokens_per_cycle"];
+  ASSERT_TRUE(tpc.is_number()) << spec["figures"].dump();
+  EXPECT_GT(tpc.get<double>(), 2.5);
+  EXPECT_LT(tpc.get<double>(), 5.0);
+  EXPECT_GT(spec["figures"]["speculative_accepted_rate"].get<double>(), 0.5);
+}
+
 // /v1/models' ladder.config of a started server.
 json served_config(int port) {
   auto ep = harness::parse_endpoint("http://127.0.0.1:" + std::to_string(port));
@@ -218,7 +240,7 @@ json served_config(int port) {
 
 TEST(ClimbE2E, ServeLedgerServesAMatchingPromotionAndFallsBackOtherwise) {
   const SharedClimb& c = shared_climb();
-  ASSERT_EQ(c.entries.size(), 4u) << c.result.err;
+  ASSERT_EQ(c.entries.size(), 5u) << c.result.err;
   {
     ladder::testing::ServerProcess s({"-m", stories(), "--ledger", c.ledger});
     ASSERT_TRUE(s.ok()) << s.log();
