@@ -228,7 +228,7 @@ HttpReply read_reply(int fd, Ms timeout) {
 }
 
 HttpReply http_request(int port, const std::string& method, const std::string& path, const std::string& body,
-                       const std::map<std::string, std::string>& headers) {
+                       const std::map<std::string, std::string>& headers, std::chrono::milliseconds timeout) {
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   bool has_type = false;
   for (const auto& [k, v] : headers) {
@@ -238,7 +238,7 @@ HttpReply http_request(int port, const std::string& method, const std::string& p
   if (!body.empty() && !has_type) req += "Content-Type: application/json\r\n";
   if (!body.empty() || method == "POST") req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
   req += "\r\n" + body;
-  return http_raw(port, req);
+  return http_raw(port, req, timeout);
 }
 
 HttpReply http_raw(int port, const std::string& bytes, Ms timeout) {

@@ -61,7 +61,8 @@ HttpReply read_reply(int fd, std::chrono::milliseconds timeout = std::chrono::mi
 
 // One request on a fresh connection (Connection: close).
 HttpReply http_request(int port, const std::string& method, const std::string& path, const std::string& body = "",
-                       const std::map<std::string, std::string>& headers = {});
+                       const std::map<std::string, std::string>& headers = {},
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
 // Sends raw bytes on a fresh connection and reads whatever response comes.
 HttpReply http_raw(int port, const std::string& bytes,
                    std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
