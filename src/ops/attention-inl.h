@@ -124,15 +124,27 @@ void weighted_values_n(int nv, const PagedKvLayer& v, const int32_t* block_table
   }
 }
 
-// Scores of Q queries against the first n keys of one dim-major K block (kb:
-// [head_dim][bs] of KV head kvh), lane l of a vector being key l. Every lane
-// of every query runs the same chain, four partial sums over the dims i = m
-// (mod 4) in increasing i, then ((c0 + c1) + (c2 + c3)) * scale: a key's
-// score depends on the query and the key alone. Writes whole vectors (up to
-// the block's end, past n), so each s[q] must have room for them.
-template <bool kF16, int Q, class D>
-HWY_INLINE void block_scores(D d, const float* const* q, const uint8_t* kb, int64_t bs, int64_t hd, int64_t n,
-                             float scale, float* const* s) {
+// A float format's dim-major keys of one KV head, in place ([head_dim][bs]).
+template <bool kF16>
+struct StoredKeys {
+  const uint8_t* p;
+  int64_t bs;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i, int64_t l0) const {
+    return load_kv<kF16>(d, p, i * bs + l0);
+  }
+};
+
+// Scores of Q queries against the first n keys of one dim-major K block of
+// one KV head, lane l of a vector being key l (key(d, i, l0): dim i of keys
+// l0 .. l0 + Lanes(d), kv_decode-inl.h). Every lane of every query runs the
+// same chain, four partial sums over the dims i = m (mod 4) in increasing
+// i, then ((c0 + c1) + (c2 + c3)) * scale: a key's score depends on the
+// query and the key alone. Writes whole vectors (up to the block's end, past
+// n), so each s[q] must have room for them.
+template <int Q, class D, class Keys>
+HWY_INLINE void block_scores(D d, const float* const* q, const Keys& key, int64_t hd, int64_t n, float scale,
+                             float* const* s) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   for (int64_t l0 = 0; l0 < n; l0 += N) {
     hn::Vec<D> c[Q][4];
@@ -141,12 +153,12 @@ HWY_INLINE void block_scores(D d, const float* const* q, const uint8_t* kb, int6
     int64_t i = 0;
     for (; i + 4 <= hd; i += 4) {
       for (int m = 0; m < 4; ++m) {
-        const auto kv = load_kv<kF16>(d, kb, (i + m) * bs + l0);
+        const auto kv = key(d, i + m, l0);
         for (int qi = 0; qi < Q; ++qi) c[qi][m] = hn::MulAdd(hn::Set(d, q[qi][i + m]), kv, c[qi][m]);
       }
     }
     for (int m = 0; i + m < hd; ++m) {  // head_dim % 4 dims, each into its own chain
-      const auto kv = load_kv<kF16>(d, kb, (i + m) * bs + l0);
+      const auto kv = key(d, i + m, l0);
       for (int qi = 0; qi < Q; ++qi) c[qi][m] = hn::MulAdd(hn::Set(d, q[qi][i + m]), kv, c[qi][m]);
     }
     for (int qi = 0; qi < Q; ++qi) {
@@ -173,7 +185,7 @@ HWY_INLINE void query_scores(D d, const float* const* q, int64_t n_keys, int kvh
     const uint8_t* kb = k.base + static_cast<size_t>(block_table[b]) * k.block_stride_bytes + head_offset;
     float* sb[Q];
     for (int qi = 0; qi < Q; ++qi) sb[qi] = s[qi] + j0;
-    block_scores<kF16, Q>(d, q, kb, bs, hd, std::min(bs, n_keys - j0), scale, sb);
+    block_scores<Q>(d, q, StoredKeys<kF16>{kb, bs}, hd, std::min(bs, n_keys - j0), scale, sb);
   }
 }
 
@@ -224,14 +236,19 @@ HWY_INLINE float exponentials(float* scores, int64_t n_keys) {
   return sum;
 }
 
-// Per-thread buffers of one tile: its queries' scores, and one decoded
-// block of a quantized format's K ([head_dim][block_size]) or V
-// ([block_size][head_dim]).
+// Per-thread buffers of one tile: its queries' scores, and the per-block
+// parts of a quantized format that the readers of kv_decode-inl.h widen once
+// per block: a staged K block widened to floats ([head_dim][block_size],
+// through an f16 transpose), Q4 key codes one per byte, and scales and mins.
 struct TileScratch {
   std::vector<float> scores[kQueryTile];
   std::vector<std::vector<float>> quant_scores;  // [queries of a quantized-format tile]
   std::vector<float> k_block;
-  std::vector<float> v_block;
+  std::vector<uint16_t> k_staged;
+  std::vector<uint8_t> k_codes;
+  std::vector<float> k_params;
+  std::vector<float> v_params;
+  std::vector<float> v_block;  // a Q4 V block of a shape whose vectors straddle groups
 };
 
 // out[q][head_dim] = softmax(scale * q.K^T) V over positions [0, n_keys[q])
@@ -286,21 +303,23 @@ void attend_tile(const float* const* q, const int64_t* n_keys, int kvh, const Pa
 }
 
 // For Q queries, continues out[q][i] += sum over rows r < n of p[q][r] *
-// rows[r][i] (or starts from zero), rows being one decoded V block. Each lane
-// of each query is the chain acc = fma(p_r, v_r, acc) in key order (the
-// scalar tail lanes acc += p_r * v_r), whatever the tiling and however many
-// rows a call gets.
-template <int Q, int NV>
-HWY_INLINE void accumulate_rows(const float* rows, int64_t n, int64_t hd, const float* const* p, int64_t i0,
-                                float* const* out, bool start) {
+// V[r][i] for NV vectors of dims from i0 (or starts from zero), the rows
+// being one V block read by `rows` (kv_decode-inl.h). Each lane of each
+// query is the chain acc = fma(p_r, v_r, acc) in key order, whatever the
+// tiling, however many rows a call gets and whichever dims share a pass.
+template <int Q, int NV, class Rows>
+HWY_INLINE void accumulate_rows(const Rows& rows, int64_t n, const float* const* p, int64_t i0, float* const* out,
+                                bool start) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   hn::Vec<DF> acc[Q][NV];
   for (int qi = 0; qi < Q; ++qi)
     for (int a = 0; a < NV; ++a) acc[qi][a] = start ? hn::Zero(d) : hn::LoadU(d, out[qi] + i0 + a * N);
+  decltype(rows.col(0)) col[NV];
+  for (int a = 0; a < NV; ++a) col[a] = rows.col(i0 + a * N);
   for (int64_t r = 0; r < n; ++r) {
     hn::Vec<DF> vv[NV];
-    for (int a = 0; a < NV; ++a) vv[a] = hn::LoadU(d, rows + r * hd + i0 + a * N);
+    for (int a = 0; a < NV; ++a) vv[a] = rows.load(d, r, col[a]);
     for (int qi = 0; qi < Q; ++qi) {
       const auto pj = hn::Set(d, p[qi][r]);
       for (int a = 0; a < NV; ++a) acc[qi][a] = hn::MulAdd(pj, vv[a], acc[qi][a]);
@@ -310,38 +329,56 @@ HWY_INLINE void accumulate_rows(const float* rows, int64_t n, int64_t hd, const 
     for (int a = 0; a < NV; ++a) hn::StoreU(acc[qi][a], d, out[qi] + i0 + a * N);
 }
 
-template <int Q>
-void accumulate_block(const float* rows, int64_t n, int64_t hd, const float* const* p, float* const* out,
-                      bool start) {
+// accumulate_rows over dims [begin, end) in passes of up to kAccRegs / Q
+// vectors; the dims past the last whole vector as scalar chains acc += p_r *
+// v_r.
+template <int Q, class Rows>
+void accumulate_block(const Rows& rows, int64_t begin, int64_t end, int64_t n, const float* const* p,
+                      float* const* out, bool start) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   constexpr int kMaxNv = std::min(8, kAccRegs / Q);
-  int64_t i = 0;
-  while (i + N <= hd) {
+  int64_t i = begin;
+  while (i + N <= end) {
     int nv = 1;
-    while (nv * 2 <= kMaxNv && i + nv * 2 * N <= hd) nv *= 2;
+    while (nv * 2 <= kMaxNv && i + nv * 2 * N <= end) nv *= 2;
     switch (nv) {
-      case 1: accumulate_rows<Q, 1>(rows, n, hd, p, i, out, start); break;
-      case 2: accumulate_rows<Q, 2>(rows, n, hd, p, i, out, start); break;
-      case 4: accumulate_rows<Q, 4>(rows, n, hd, p, i, out, start); break;
-      default: accumulate_rows<Q, 8>(rows, n, hd, p, i, out, start); break;
+      case 1: accumulate_rows<Q, 1>(rows, n, p, i, out, start); break;
+      case 2: accumulate_rows<Q, 2>(rows, n, p, i, out, start); break;
+      case 4: accumulate_rows<Q, 4>(rows, n, p, i, out, start); break;
+      default: accumulate_rows<Q, 8>(rows, n, p, i, out, start); break;
     }
     i += nv * N;
   }
   for (int qi = 0; qi < Q; ++qi) {
-    for (int64_t e = i; e < hd; ++e) {
+    for (int64_t e = i; e < end; ++e) {
       float acc = start ? 0.0f : out[qi][e];
-      for (int64_t r = 0; r < n; ++r) acc += p[qi][r] * rows[r * hd + e];
+      for (int64_t r = 0; r < n; ++r) acc += p[qi][r] * rows.elem(r, e);
       out[qi][e] = acc;
     }
   }
 }
 
+// Runs fn(key) with the reader of the keys of KV head kvh in a quantized
+// block (kv_decode-inl.h); staged: from the block's F16 staging slot.
+template <class Fn>
+HWY_INLINE void with_quant_keys(const PagedKvLayer& k, int32_t block_id, int kvh, bool staged,
+                                TileScratch& scratch, Fn&& fn) {
+  if (staged) {
+    widen_staged_keys(k, block_id, kvh, scratch.k_staged.data(), scratch.k_block.data());
+    fn(FloatKeys{scratch.k_block.data(), k.block_size});
+  } else if (k.dtype == TensorType::kQ8_0) {
+    fn(q8_keys(k, block_id, kvh, scratch.k_params.data()));
+  } else {
+    fn(q4_keys(k, block_id, kvh, scratch.k_codes.data(), scratch.k_params.data()));
+  }
+}
+
 // Attention for the quantized formats (Q8, Q4) over nq <= kQuantTileQueries
-// queries of one sequence and KV head: block by block, each K and V block is
-// decoded once into scratch for all of them and read by the same score and
-// weighted-sum chains as the float formats, kQueryTile queries at a time. A
-// Q4 block that holds positions past a query is read from its F16 staging
+// queries of one sequence and KV head: block by block, each K and V block's
+// scales (and Q4 key codes) are widened once for all of them, and the same
+// score and weighted-sum chains as the float formats read the codes in
+// place, kQueryTile queries at a time. A Q4 block that holds positions past a query is read from its F16 staging
 // slot instead; queries that see a block only in part take it one at a
 // time. Evicted blocks (table entry < 0) are skipped. Each query's
 // arithmetic is fixed by its key positions alone.
@@ -360,9 +397,15 @@ void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh,
     scratch.quant_scores[static_cast<size_t>(qi)].resize(static_cast<size_t>(n_blocks * bs));
     s[qi] = scratch.quant_scores[static_cast<size_t>(qi)].data();
   }
-  scratch.k_block.resize(static_cast<size_t>(hd * bs));
-  scratch.v_block.resize(static_cast<size_t>(hd * bs));
-  const auto* kb = reinterpret_cast<const uint8_t*>(scratch.k_block.data());
+  const auto block_elems = static_cast<size_t>(hd * bs);
+  if (staged_format) {
+    scratch.k_block.resize(block_elems);
+    scratch.k_staged.resize(block_elems);
+    scratch.k_codes.resize(block_elems);
+    scratch.v_block.resize(block_elems);
+  }
+  scratch.k_params.resize(static_cast<size_t>(std::max(bs, 2 * hd)));
+  scratch.v_params.resize(static_cast<size_t>(bs * std::max<int64_t>(k.n_kv_heads, hd)));
   // Runs fn(staged, whole, partial, n_whole, n_partial) for each way of
   // reading block b: the queries that see all of its positions and those
   // that see only some.
@@ -394,25 +437,27 @@ void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh,
       continue;
     }
     if (b_first < 0) b_first = b;
+    if (b + 1 < n_blocks && block_table[b + 1] >= 0) prefetch_quant_block(k, block_table[b + 1], kvh);
     for_each_mode(b, [&](bool staged, const int* whole, const int* partial, int n_whole, int n_partial) {
-      decode_k_block(k, block_table[b], kvh, staged, scratch.k_block.data());
-      with_lanes_dividing(bs, [&](auto d) {
-        int w = 0;
-        for (; w + kQueryTile <= n_whole; w += kQueryTile) {
-          const float* qs[kQueryTile];
-          float* sb[kQueryTile];
-          for (int t = 0; t < kQueryTile; ++t) {
-            qs[t] = q[whole[w + t]];
-            sb[t] = s[whole[w + t]] + j0;
+      with_quant_keys(k, block_table[b], kvh, staged, scratch, [&](const auto& key) {
+        with_lanes_dividing(bs, [&](auto d) {
+          int w = 0;
+          for (; w + kQueryTile <= n_whole; w += kQueryTile) {
+            const float* qs[kQueryTile];
+            float* sb[kQueryTile];
+            for (int t = 0; t < kQueryTile; ++t) {
+              qs[t] = q[whole[w + t]];
+              sb[t] = s[whole[w + t]] + j0;
+            }
+            block_scores<kQueryTile>(d, qs, key, hd, bs, scale, sb);
           }
-          block_scores<false, kQueryTile>(d, qs, kb, bs, hd, bs, scale, sb);
-        }
-        auto one = [&](int qi) {
-          float* sb = s[qi] + j0;
-          block_scores<false, 1>(d, &q[qi], kb, bs, hd, std::min(bs, n_keys[qi] - j0), scale, &sb);
-        };
-        for (; w < n_whole; ++w) one(whole[w]);
-        for (int m = 0; m < n_partial; ++m) one(partial[m]);
+          auto one = [&](int qi) {
+            float* sb = s[qi] + j0;
+            block_scores<1>(d, &q[qi], key, hd, std::min(bs, n_keys[qi] - j0), scale, &sb);
+          };
+          for (; w < n_whole; ++w) one(whole[w]);
+          for (int m = 0; m < n_partial; ++m) one(partial[m]);
+        });
       });
     });
   }
@@ -421,27 +466,30 @@ void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh,
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t j0 = b * bs;
     if (block_table[b] < 0) continue;
+    if (b + 1 < n_blocks && block_table[b + 1] >= 0) prefetch_quant_block(v, block_table[b + 1], kvh);
     for_each_mode(b, [&](bool staged, const int* whole, const int* partial, int n_whole, int n_partial) {
       int64_t rows = n_whole > 0 ? bs : 0;
       for (int m = 0; m < n_partial; ++m) rows = std::max(rows, n_keys[partial[m]] - j0);
-      decode_v_block(v, block_table[b], kvh, rows, staged, scratch.v_block.data());
-      int w = 0;
-      for (; w + kQueryTile <= n_whole; w += kQueryTile) {
-        const float* p[kQueryTile];
-        float* o[kQueryTile];
-        for (int t = 0; t < kQueryTile; ++t) {
-          p[t] = s[whole[w + t]] + j0;
-          o[t] = out[whole[w + t]];
-        }
-        accumulate_block<kQueryTile>(scratch.v_block.data(), bs, hd, p, o, b == b_first);
-      }
-      auto one = [&](int qi) {
-        const float* p = s[qi] + j0;
-        accumulate_block<1>(scratch.v_block.data(), std::min(bs, n_keys[qi] - j0), hd, &p, &out[qi],
-                            b == b_first);
-      };
-      for (; w < n_whole; ++w) one(whole[w]);
-      for (int m = 0; m < n_partial; ++m) one(partial[m]);
+      with_value_rows(v, block_table[b], kvh, rows, staged, scratch.v_params.data(), scratch.v_block.data(),
+                      [&](const auto& vr, int64_t begin, int64_t end) {
+                        int w = 0;
+                        for (; w + kQueryTile <= n_whole; w += kQueryTile) {
+                          const float* p[kQueryTile];
+                          float* o[kQueryTile];
+                          for (int t = 0; t < kQueryTile; ++t) {
+                            p[t] = s[whole[w + t]] + j0;
+                            o[t] = out[whole[w + t]];
+                          }
+                          accumulate_block<kQueryTile>(vr, begin, end, bs, p, o, b == b_first);
+                        }
+                        auto one = [&](int qi) {
+                          const float* p = s[qi] + j0;
+                          accumulate_block<1>(vr, begin, end, std::min(bs, n_keys[qi] - j0), &p, &out[qi],
+                                              b == b_first);
+                        };
+                        for (; w < n_whole; ++w) one(whole[w]);
+                        for (int m = 0; m < n_partial; ++m) one(partial[m]);
+                      });
     });
   }
   for (int qi = 0; qi < nq; ++qi) {

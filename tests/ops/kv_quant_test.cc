@@ -219,7 +219,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{TensorType::kQ8_0, 8, 4, 8, 16, 41}, Case{TensorType::kQ4_0, 8, 4, 8, 16, 41},
                       // Narrow blocks, head dims off the vector width, GQA of 3.
                       Case{TensorType::kQ8_0, 6, 2, 24, 6, 29}, Case{TensorType::kQ4_0, 6, 2, 24, 6, 29},
-                      Case{TensorType::kQ4_0, 6, 1, 20, 8, 19}, Case{TensorType::kQ8_0, 2, 1, 7, 4, 23}));
+                      Case{TensorType::kQ4_0, 6, 1, 20, 8, 19}, Case{TensorType::kQ8_0, 2, 1, 7, 4, 23},
+                      // Llama-3-8B's heads (128 dims, GQA of 4) in 16-token blocks.
+                      Case{TensorType::kQ8_0, 8, 2, 128, 16, 45}, Case{TensorType::kQ4_0, 8, 2, 128, 16, 45},
+                      // 16-token blocks whose key codes do not fill whole vectors.
+                      Case{TensorType::kQ4_0, 4, 1, 20, 16, 40}));
 
 // A partly filled q4 block is read from staging by the queries inside it and
 // sealed by the queries past it: a query's output is the same whether the
