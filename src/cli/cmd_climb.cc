@@ -43,6 +43,8 @@ constexpr const char* kClimbHelp =
     "to OUT/climb.html. With `loads = [...]` in the policy (multipliers of the workloads'\n"
     "offered load) the rungs are climbed once per load, each from rung 1, and decided per load;\n"
     "`ladder serve --ledger L --load X` serves the decision made at the nearest measured load.\n"
+    "A [[rung]] with topology = \"disagg\" is started as rung 2: a prefill worker, a decode\n"
+    "worker and `ladder route` in front of them.\n"
     "The policy file is described in docs/CLIMB.md.\n"
     "Exit status: 0 climbed (whatever was decided); 1 a bad policy, workloads without a real\n"
     "trace, a rung 1 that did not start, or a replay that could not run; 2 no model.";
