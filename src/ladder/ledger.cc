@@ -139,9 +139,9 @@ std::string format_ledger(const std::vector<LedgerEntry>& entries) {
   std::map<double, const LedgerEntry*> serving;
   auto close_climb = [&] {
     for (const auto& [load, e] : serving) {
-      out += fmt::format("  serving after this climb{}: rung {} '{}' ({})\n",
+      out += fmt::format("  serving after this climb{}: rung {} '{}' {}\n",
                          serving.size() > 1 ? " at load " + load_label(load) : std::string(), e->rung,
-                         e->name, join_args(e->serve_args));
+                         e->name, e->serve_args.empty() ? "(defaults)" : "(" + join_args(e->serve_args) + ")");
     }
   };
   for (const auto& e : entries) {
