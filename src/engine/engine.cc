@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include "common/check.h"
@@ -435,8 +436,10 @@ kv::BlockKey Engine::namespace_of(const Request& request) const {
 }
 
 void Engine::prefetch_upcoming() {
-  // Prompts are copied out under the lock; the copies run without it.
-  std::vector<std::pair<kv::BlockKey, std::vector<int32_t>>> next;
+  // Under the lock: which requests come next, and the prompts of those not
+  // seen before (copied); hashing and block copies run without it.
+  std::vector<RequestId> next;
+  std::vector<std::tuple<RequestId, kv::BlockKey, std::vector<int32_t>>> fresh;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<const Pending*> queued;
@@ -445,16 +448,23 @@ void Engine::prefetch_upcoming() {
       return a->arrival != b->arrival ? a->arrival < b->arrival : a->id < b->id;
     });
     const auto most = static_cast<size_t>(scheduler_->config().max_running);
-    for (const Pending& p : inbox_) {
-      if (next.size() < most) next.emplace_back(namespace_of(p.request), p.request.prompt);
-    }
-    for (const Pending* p : queued) {
-      if (next.size() < most) next.emplace_back(namespace_of(p->request), p->request.prompt);
-    }
+    auto take = [&](const Pending& p) {
+      if (next.size() >= most) return;
+      next.push_back(p.id);
+      if (upcoming_keys_.count(p.id) == 0) fresh.emplace_back(p.id, namespace_of(p.request), p.request.prompt);
+    };
+    for (const Pending& p : inbox_) take(p);
+    for (const Pending* p : queued) take(*p);
   }
+  std::unordered_map<RequestId, std::vector<kv::BlockKey>> keys;
+  for (RequestId id : next) {
+    if (auto it = upcoming_keys_.find(id); it != upcoming_keys_.end()) keys.emplace(id, std::move(it->second));
+  }
+  for (auto& [id, ns, prompt] : fresh) keys.emplace(id, kv_->prefetch_keys(ns, prompt));
+  upcoming_keys_ = std::move(keys);  // requests no longer among the next are forgotten
   std::vector<PrefetchCandidate> upcoming;
   upcoming.reserve(next.size());
-  for (const auto& [ns, prompt] : next) upcoming.push_back({ns, prompt});
+  for (RequestId id : next) upcoming.push_back({upcoming_keys_.at(id)});
   scheduler_->prefetch(upcoming);
 }
 

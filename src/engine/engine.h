@@ -178,7 +178,8 @@ class Engine {
   kv::BlockKey namespace_of(const Request& request) const;
   // Host KV tier: between steps, prefetch for the requests that run next
   // (Scheduler::prefetch): admitted ones not yet in the scheduler, then the
-  // admission queue by arrival.
+  // admission queue by arrival. A request's chain keys are hashed once and
+  // kept in upcoming_keys_ while it stays among them.
   void prefetch_upcoming();
   // Request::export_kv: the KV of a computed prompt's full blocks before its
   // last token.
@@ -196,6 +197,7 @@ class Engine {
 
   // Loop-thread state.
   std::unordered_map<RequestId, std::unique_ptr<Active>> active_;
+  std::unordered_map<RequestId, std::vector<kv::BlockKey>> upcoming_keys_;  // prefetch_upcoming's
   std::vector<float> logits_;  // [n_sampling][n_vocab]
   EngineMetrics counters_;
 

@@ -192,7 +192,7 @@ int64_t Scheduler::prefetch(std::span<const PrefetchCandidate> upcoming) {
   }
   for (const PrefetchCandidate& c : upcoming) {
     if (blocks <= 0 || candidates-- <= 0) return held;
-    const int64_t n = kv_.prefetch(c.ns_digest, c.prompt, blocks);
+    const int64_t n = kv_.prefetch_chain(c.keys, blocks);
     blocks -= n;
     held += n;
   }

@@ -77,10 +77,10 @@ struct SchedulerOutput {
 };
 
 // A request that will reach the scheduler soon (admitted, or next in the
-// admission queue), for the host tier's prefetch.
+// admission queue), for the host tier's prefetch: the keys of its prompt's
+// leading full blocks (KvCacheManager::prefetch_keys).
 struct PrefetchCandidate {
-  kv::BlockKey ns_digest;
-  std::span<const int32_t> prompt;
+  std::span<const kv::BlockKey> keys;
 };
 
 struct SequenceUpdate {

@@ -163,6 +163,12 @@ class KvCacheManager {
   // without a host tier.
   int64_t prefetch(const BlockKey& ns_digest, std::span<const int32_t> tokens, int64_t max_blocks);
   int64_t prefetch(SeqId id, std::span<const int32_t> tokens, int64_t max_blocks);
+  // The same for a chain of keys made by prefetch_keys (a caller that
+  // prefetches one request step after step hashes its prompt once).
+  int64_t prefetch_chain(std::span<const BlockKey> keys, int64_t max_blocks);
+  // The keys prefetch looks up for a prompt: its leading full blocks, less
+  // the last token.
+  std::vector<BlockKey> prefetch_keys(const BlockKey& ns_digest, std::span<const int32_t> tokens) const;
   bool has_host_tier() const { return host_ != nullptr; }
   const HostTier* host_tier() const { return host_.get(); }
   // Snap eviction's evidence: adds mass[i] (the attention the keys of table
@@ -233,8 +239,6 @@ class KvCacheManager {
   // acquire_prefix past the pool's hits: host-tier blocks and pool hits in
   // turn, up to max_blocks. Returns the blocks copied.
   int64_t continue_from_host(SeqKv& s, size_t max_blocks);
-  // prefetch over a chain of keys.
-  int64_t prefetch_chain(std::span<const BlockKey> keys, int64_t max_blocks);
 
   std::unique_ptr<KvStorage> storage_;
   BlockPool pool_;

@@ -74,6 +74,7 @@ void KvCacheManager::settle_host_counts(SeqKv& s, bool ran) {
 }
 
 int64_t KvCacheManager::prefetch_chain(std::span<const BlockKey> keys, int64_t max_blocks) {
+  if (host_ == nullptr || max_blocks <= 0) return 0;
   // The chain's blocks are held while later ones are copied, so that no
   // copy evicts an earlier block of the same chain.
   std::vector<BlockId> held;
@@ -96,12 +97,17 @@ int64_t KvCacheManager::prefetch_chain(std::span<const BlockKey> keys, int64_t m
   return n_free_held;
 }
 
+std::vector<BlockKey> KvCacheManager::prefetch_keys(const BlockKey& ns_digest, std::span<const int32_t> tokens) const {
+  std::vector<BlockKey> keys;
+  if (tokens.empty()) return keys;
+  const int bs = block_size();
+  PrefixCache::extend_keys(ns_digest, tokens.first((tokens.size() - 1) / static_cast<size_t>(bs) * bs), bs, keys);
+  return keys;
+}
+
 int64_t KvCacheManager::prefetch(const BlockKey& ns_digest, std::span<const int32_t> tokens, int64_t max_blocks) {
   if (host_ == nullptr || tokens.empty() || max_blocks <= 0) return 0;
-  const int bs = block_size();
-  std::vector<BlockKey> keys;
-  PrefixCache::extend_keys(ns_digest, tokens.first((tokens.size() - 1) / static_cast<size_t>(bs) * bs), bs, keys);
-  return prefetch_chain(keys, max_blocks);
+  return prefetch_chain(prefetch_keys(ns_digest, tokens), max_blocks);
 }
 
 int64_t KvCacheManager::prefetch(SeqId id, std::span<const int32_t> tokens, int64_t max_blocks) {
