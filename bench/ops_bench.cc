@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/tensor_type.h"
+#include "ops/amx.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/thread_pool.h"
@@ -59,6 +60,39 @@ LADDER_MATMUL_BENCH(Q4_0);
 LADDER_MATMUL_BENCH(Q4_K);
 LADDER_MATMUL_BENCH(Q6_K);
 LADDER_MATMUL_BENCH(Q5_K);
+
+// A 512-row prefill matmul on packed weights (hot in cache), the int8
+// kernels on vectors (arg 0) and on AMX tiles where usable (arg 1), 1
+// thread: the pair is the tiles' speedup, taken moments apart.
+void BM_PrefillPacked(benchmark::State& state, TensorType type, int64_t n_in, int64_t n_out) {
+  const bool amx = state.range(0) != 0;
+  if (amx && !amx_int8_active()) {
+    state.SkipWithError("AMX-INT8 is not usable on this machine (ladder info says why)");
+    return;
+  }
+  ThreadPool pool(1);
+  set_amx_enabled(amx);
+  double secs = 0;
+  for (auto _ : state) {
+    secs = perf::time_matmul(pool, type, n_in, n_out, 512, 0.3, 0, /*packed=*/true);
+    state.SetIterationTime(secs);
+  }
+  set_amx_enabled(true);
+  state.counters["GMAC/s"] = static_cast<double>(512 * n_in * n_out) / secs / 1e9;
+}
+
+#define LADDER_PREFILL_BENCH(T)                                                          \
+  BENCHMARK_CAPTURE(BM_PrefillPacked, T##_768x2048, TensorType::k##T, 768, 2048)        \
+      ->Arg(0)                                                                           \
+      ->Arg(1)                                                                           \
+      ->UseManualTime()                                                                  \
+      ->Iterations(1)                                                                    \
+      ->Unit(benchmark::kMillisecond)
+
+LADDER_PREFILL_BENCH(Q8_0);
+LADDER_PREFILL_BENCH(Q4_0);
+LADDER_PREFILL_BENCH(Q4_K);
+LADDER_PREFILL_BENCH(Q6_K);
 
 void BM_RmsNorm(benchmark::State& state) {
   const int64_t n = state.range(0);

@@ -45,7 +45,9 @@ struct ActScratch {
   std::vector<float> xsum;
   std::vector<int32_t> xq_sums32;  // [rows][n_in / 32], only for packed Q4_0
   std::vector<int32_t> xq_sums16;  // [rows][n_in / 16], only for packed Q6_K
-  std::vector<int8_t> xq_tiles;    // AMX-INT8 products: MatmulTask::xq_tiles
+  std::vector<int8_t> xq_tiles;    // AMX-INT8 products: MatmulTask::xq_tiles,
+  std::vector<float> xd_tiles;     // xd_tiles and xsum_tiles
+  std::vector<float> xsum_tiles;
   // AMX-BF16 products: x as bf16 hi and lo parts, [rows padded to 16][n_in
   // padded to 32].
   std::vector<uint16_t> xh, xl;
@@ -129,7 +131,7 @@ bool use_packed(const WeightMatrix& w, const PackedWeights* packed) {
 // vector kernel for the rest (bit-identical, so the split is free).
 void run_packed_cols(const Product& p, int64_t o_begin, int64_t o_end) {
   const int64_t amx_rows = p.amx_row_tiles * detail::kAmxTileRows;
-  if (amx_rows > 0) detail::matmul_amx_cols(p.t, p.packed, p.xq_sums, o_begin, o_end, p.amx_row_tiles);
+  if (amx_rows > 0) detail::matmul_amx_cols(p.t, p.packed, o_begin, o_end, p.amx_row_tiles);
   if (amx_rows == p.t.rows) return;
   detail::MatmulTask rest = p.t;
   const int64_t nb = rest.n_in / detail::kActBlock;
@@ -250,13 +252,19 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     bool amx = false;
     for (const Product& p : products) amx |= p.amx_row_tiles > 0;
     if (amx) {
-      s.xq_tiles.resize(static_cast<size_t>(amx_row_tiles * detail::kAmxTileRows * n_in));
+      const int64_t tiled_rows = amx_row_tiles * detail::kAmxTileRows;
+      s.xq_tiles.resize(static_cast<size_t>(tiled_rows * n_in));
+      s.xd_tiles.resize(static_cast<size_t>(tiled_rows * nb));
+      s.xsum_tiles.resize(static_cast<size_t>(tiled_rows * nb));
+      const detail::ActTiles tiles{s.xq_tiles.data(), s.xd_tiles.data(), s.xsum_tiles.data()};
       pool.parallel_for(amx_row_tiles, 1, [&](int64_t b, int64_t e) {
-        detail::tile_activations(s.xq.data(), n_in, b, e, s.xq_tiles.data());
+        detail::tile_activations(s.xq.data(), s.xd.data(), s.xsum.data(), n_in, b, e, tiles);
       });
     }
     for (Product& p : products) {
       p.t.xq_tiles = s.xq_tiles.data();
+      p.t.xd_tiles = s.xd_tiles.data();
+      p.t.xsum_tiles = s.xsum_tiles.data();
       p.t.xq = s.xq.data();
       p.t.xu = s.xu.data();
       p.t.xd = s.xd.data();

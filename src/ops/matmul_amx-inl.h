@@ -74,58 +74,85 @@ struct AmxScratch {
 };
 
 // One tile product: C (tile c) = A (tile ta: K bytes of 16 rows at a, row
-// stride `stride`) x B (tile tb: K/4 rows of 64 bytes at w). Tile numbers
-// must be literals (the instructions name them).
-#define LADDER_AMX_PRODUCT(c, ta, tb, a, stride, w) \
-  do {                                              \
-    _tile_zero(c);                                  \
-    LADDER_TILE_LOAD(ta, a, stride);                \
-    LADDER_TILE_LOAD(tb, w, 64);                    \
-    _tile_dpbsud(c, ta, tb);                        \
+// stride 32) x B (tile tb: K/4 rows of 64 bytes at w), signed weights
+// (tdpbssd) or unsigned (tdpbsud) as the format keeps them in the scratch.
+// Tile numbers must be literals (the instructions name them).
+#define LADDER_AMX_PRODUCT(kSigned, c, ta, tb, a, w) \
+  do {                                               \
+    _tile_zero(c);                                   \
+    LADDER_TILE_LOAD(ta, a, 32);                     \
+    LADDER_TILE_LOAD(tb, w, 64);                     \
+    if constexpr (kSigned) {                         \
+      _tile_dpbssd(c, ta, tb);                       \
+    } else {                                         \
+      _tile_dpbsud(c, ta, tb);                       \
+    }                                                \
   } while (0)
 
 // kAmxRows rows starting at r0 against one group's unpacked blocks: the
 // valid lanes of row r0 + i's 16 outputs go to y + (r0 + i) * y_stride.
-// Each row still runs Fmt::finish over the blocks in order. The
-// accumulators are locals whose address never escapes, so the tile
-// instructions' memory barriers cannot force them out of registers.
+// Each row still runs the format's float epilogue over the blocks in order.
+// Software pipelined: the tile products of the next run of blocks are
+// issued before the epilogue of this run reads its sums (stored one step
+// earlier, into the other half of `sums`), and stored after it, so the
+// tiles work while the vectors do. The accumulators are locals whose
+// address never escapes, so the tile instructions' memory barriers cannot
+// force them out of registers.
 template <class Fmt>
-HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blocks, int64_t nb,
-                             const PackedRow* rows, int64_t r0, float* y, __mmask16 valid) {
+HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blocks, int64_t nb, int64_t r0,
+                             float* y, __mmask16 valid) {
   __m512 acc[kAmxRows];
   constexpr bool kHalves = Fmt::kType == TensorType::kQ6_K;
+  constexpr bool kSigned = Fmt::kAmxSigned;
   constexpr int kPer = kHalves ? 2 : 1;  // products per block
   constexpr int kK = 32 / kPer;
   constexpr int kRun = 4;  // products per run
-  alignas(64) int32_t sums[kRun][kAmxRows * 16];
+  alignas(64) int32_t sums[2][kRun][kAmxRows * 16];
   const int8_t* a = t.xq_tiles + r0 * t.n_in;  // this row tile's blocks, 512 bytes each
-  constexpr long stride = 32;
+  const float* xd_tile = t.xd_tiles + r0 * nb;  // [block][16 rows]
+  const float* xsum_tile = t.xsum_tiles + r0 * nb;
   const int64_t products = nb * kPer;
   // Product p: block p / kPer, part p % kPer (K elements each).
   const auto a_at = [&](int64_t p) { return a + (p / kPer) * 512 + (p % kPer) * kK; };
   const auto w_at = [&](int64_t p) { return blocks[p / kPer].w + 4 * (p % kPer); };
+  const auto run_size = [&](int64_t p0) { return static_cast<int>(std::min<int64_t>(kRun, products - p0)); };
+  const auto multiply = [&](int64_t p0, int n) {
+    LADDER_AMX_PRODUCT(kSigned, 0, 4, 6, a_at(p0), w_at(p0));
+    if (n > 1) LADDER_AMX_PRODUCT(kSigned, 1, 5, 7, a_at(p0 + 1), w_at(p0 + 1));
+    if (n > 2) LADDER_AMX_PRODUCT(kSigned, 2, 4, 6, a_at(p0 + 2), w_at(p0 + 2));
+    if (n > 3) LADDER_AMX_PRODUCT(kSigned, 3, 5, 7, a_at(p0 + 3), w_at(p0 + 3));
+  };
+  const auto store = [&](int n, int32_t (*to)[kAmxRows * 16]) {
+    LADDER_TILE_STORE(0, to[0], 64);
+    if (n > 1) LADDER_TILE_STORE(1, to[1], 64);
+    if (n > 2) LADDER_TILE_STORE(2, to[2], 64);
+    if (n > 3) LADDER_TILE_STORE(3, to[3], 64);
+  };
   for (int i = 0; i < kAmxRows; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t p0 = 0; p0 < products; p0 += kRun) {
-    const int n = static_cast<int>(std::min<int64_t>(kRun, products - p0));
-    LADDER_AMX_PRODUCT(0, 4, 6, a_at(p0), stride, w_at(p0));
-    if (n > 1) LADDER_AMX_PRODUCT(1, 5, 7, a_at(p0 + 1), stride, w_at(p0 + 1));
-    if (n > 2) LADDER_AMX_PRODUCT(2, 4, 6, a_at(p0 + 2), stride, w_at(p0 + 2));
-    if (n > 3) LADDER_AMX_PRODUCT(3, 5, 7, a_at(p0 + 3), stride, w_at(p0 + 3));
-    LADDER_TILE_STORE(0, sums[0], 64);
-    if (n > 1) LADDER_TILE_STORE(1, sums[1], 64);
-    if (n > 2) LADDER_TILE_STORE(2, sums[2], 64);
-    if (n > 3) LADDER_TILE_STORE(3, sums[3], 64);
+  multiply(0, run_size(0));
+  store(run_size(0), sums[0]);
+  for (int64_t p0 = 0, run = 0; p0 < products; p0 += kRun, ++run) {
+    const int n = run_size(p0);
+    const int64_t p1 = p0 + kRun;
+    const int n1 = p1 < products ? run_size(p1) : 0;
+    if (n1 > 0) {
+      multiply(p1, n1);
+      store(n1, sums[(run + 1) % 2]);
+    }
+    int32_t(*const from)[kAmxRows * 16] = sums[run % 2];
     // Blocks in order for every row; the rows unrolled so that the
     // accumulators stay in registers.
     for (int k = 0; k < n; k += kPer) {
       const int64_t b = (p0 + k) / kPer;
       const PackedBlock& blk = blocks[b];
+      const float* xd = xd_tile + b * kAmxRows;
+      const float* xsum = xsum_tile + b * kAmxRows;
 #pragma GCC unroll 16
       for (int i = 0; i < kAmxRows; ++i) {
         __m512i dot[2];
-        dot[0] = _mm512_load_si512(sums[k] + 16 * i);
-        if constexpr (kHalves) dot[1] = _mm512_load_si512(sums[k + 1] + 16 * i);
-        acc[i] = Fmt::finish(blk, rows[i], b, dot, acc[i]);
+        dot[0] = _mm512_load_si512(from[k] + 16 * i);
+        if constexpr (kHalves) dot[1] = _mm512_load_si512(from[k + 1] + 16 * i);
+        acc[i] = Fmt::finish_tile(blk, xd[i], xsum[i], dot, acc[i]);
       }
     }
   }
@@ -136,11 +163,10 @@ HWY_INLINE void amx_row_tile(const detail::MatmulTask& t, const PackedBlock* blo
 // Rows [0, row_tiles * 16) of columns [o_begin, o_end) (o_begin a multiple
 // of 16) from packed weights; the caller runs the remaining rows on vectors.
 template <class Fmt>
-void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums,
+void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed,
                      int64_t o_begin, int64_t o_end, int64_t row_tiles) {
   const int64_t nb = t.n_in / 32;
   const int64_t group_bytes = packed_group_bytes<Fmt>(nb);
-  const int64_t sums_per_row = t.n_in / std::max(Fmt::kSumGroup, 1);
   thread_local AmxScratch scratch;
   PackedBlock* blocks = scratch.reserve(nb);
   amx_configure<Fmt>();
@@ -149,19 +175,14 @@ void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const i
     const __mmask16 valid = static_cast<__mmask16>((1u << take) - 1);
     const uint8_t* unit = packed + (o / 16) * group_bytes;
     for (int64_t b0 = 0; b0 < nb; b0 += Fmt::kBlocks, unit += Fmt::kUnitBytes) {
-      for (int j = 0; j < Fmt::kBlocks && b0 + j < nb; ++j) Fmt::load(unit, j, blocks[b0 + j]);
+      for (int j = 0; j < Fmt::kBlocks && b0 + j < nb; ++j) {
+        Fmt::load(unit, j, blocks[b0 + j]);
+        if constexpr (Fmt::kAmxSigned) Fmt::to_signed(blocks[b0 + j]);
+      }
     }
     for (int64_t rt = 0; rt < row_tiles; ++rt) {
       const int64_t r0 = rt * kAmxRows;
-      PackedRow rows[kAmxRows];
-      for (int i = 0; i < kAmxRows; ++i) {
-        const int64_t r = r0 + i;
-        rows[i].x = nullptr;  // the tiles read t.xq
-        rows[i].xd = t.xd + r * nb;
-        rows[i].xs = Fmt::kSumGroup > 0 ? xq_sums + r * sums_per_row : nullptr;
-        rows[i].xsum = t.xsum + r * nb;
-      }
-      amx_row_tile<Fmt>(t, blocks, nb, rows, r0, t.y + o, valid);
+      amx_row_tile<Fmt>(t, blocks, nb, r0, t.y + o, valid);
     }
   }
   _tile_release();
@@ -169,15 +190,19 @@ void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed, const i
 
 // Exported: rows [0, 16 * row_tiles) of xq ([rows][n_in]) as MatmulTask::
 // xq_tiles wants them, row tiles [rt_begin, rt_end).
-void TileActivations(const int8_t* xq, int64_t n_in, int64_t rt_begin, int64_t rt_end, int8_t* out) {
+void TileActivations(const int8_t* xq, const float* xd, const float* xsum, int64_t n_in, int64_t rt_begin,
+                     int64_t rt_end, const detail::ActTiles& out) {
   const int64_t nb = n_in / 32;
   for (int64_t rt = rt_begin; rt < rt_end; ++rt) {
     for (int64_t i = 0; i < kAmxRows; ++i) {
-      const int8_t* row = xq + (rt * kAmxRows + i) * n_in;
-      int8_t* dst = out + rt * kAmxRows * n_in + i * 32;
+      const int64_t r = rt * kAmxRows + i;
+      const int8_t* row = xq + r * n_in;
+      int8_t* dst = out.xq + rt * kAmxRows * n_in + i * 32;
       for (int64_t b = 0; b < nb; ++b) {
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * 512),
                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + b * 32)));
+        out.xd[(rt * nb + b) * kAmxRows + i] = xd[r * nb + b];
+        out.xsum[(rt * nb + b) * kAmxRows + i] = xsum[r * nb + b];
       }
     }
   }
@@ -189,10 +214,10 @@ bool HasAmxKernels() {
   return true;
 }
 
-void MatmulAmxCols(const detail::MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums,
+void MatmulAmxCols(const detail::MatmulTask& t, const uint8_t* packed,
                    int64_t o_begin, int64_t o_end, int64_t row_tiles) {
   with_packed_format(
-      t.type, [&]<class Fmt>() { amx_packed_cols<Fmt>(t, packed, xq_sums, o_begin, o_end, row_tiles); });
+      t.type, [&]<class Fmt>() { amx_packed_cols<Fmt>(t, packed, o_begin, o_end, row_tiles); });
 }
 
 }  // namespace ladder::ops::HWY_NAMESPACE
@@ -206,8 +231,8 @@ namespace ladder::ops::HWY_NAMESPACE {
 bool HasAmxKernels() {
   return false;
 }
-void MatmulAmxCols(const detail::MatmulTask&, const uint8_t*, const int32_t*, int64_t, int64_t, int64_t) {}
-void TileActivations(const int8_t*, int64_t, int64_t, int64_t, int8_t*) {}
+void MatmulAmxCols(const detail::MatmulTask&, const uint8_t*, int64_t, int64_t, int64_t) {}
+void TileActivations(const int8_t*, const float*, const float*, int64_t, int64_t, int64_t, const detail::ActTiles&) {}
 }  // namespace ladder::ops::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -33,6 +33,10 @@ struct MatmulTask {
   // bytes], so a tile load reads 512 contiguous bytes (rows n_in apart would
   // fall in one L1 set when n_in is a multiple of 4 KiB).
   const int8_t* xq_tiles = nullptr;
+  // ... and xd, xsum as [row tile][block][16 rows], so a tile's epilogue
+  // reads its 16 rows' factors of a block from one line.
+  const float* xd_tiles = nullptr;
+  const float* xsum_tiles = nullptr;
   float* y = nullptr;
   int64_t y_stride = 0;
   // How a one-row (decode) call streams the weights (ops/kernel_choice.h).

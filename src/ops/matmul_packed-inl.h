@@ -131,6 +131,10 @@ struct UnsignedWeights {
   static HWY_INLINE __m512i dot(__m512i acc, __m512i w, int32_t x4) {
     return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4));
   }
+
+  // AMX tiles (matmul_amx-inl.h) multiply these unsigned weights too
+  // (tdpbsud) unless a format offers them signed (kAmxSigned).
+  static constexpr bool kAmxSigned = false;
 };
 
 // Every format's step splits in two: the exact integer dot products of a
@@ -141,12 +145,16 @@ struct UnsignedWeights {
 
 // acc + float(isum) * (dw * dx) for block b of Q8_0 or Q4_0; isum is the
 // exact dot product plus Q4_0's offset (Fmt::exact_sum).
+// acc + float(isum) * (dw * dx) for the exact integer dot product isum.
+HWY_INLINE __m512 q32_scale_add(const PackedBlock& blk, float dx, __m512i isum, __m512 acc) {
+  const __m512 scale = _mm512_mul_ps(blk.dw, _mm512_set1_ps(dx));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), scale, acc);
+}
+
 template <class Fmt>
 HWY_INLINE __m512 q32_finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
                              __m512 acc) {
-  const __m512i s = Fmt::exact_sum(dot[0], row, b);
-  const __m512 scale = _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b]));
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, acc);
+  return q32_scale_add(blk, row.xd[b], Fmt::exact_sum(dot[0], row, b), acc);
 }
 
 template <class Fmt, int kChains>
@@ -241,6 +249,18 @@ struct PackedQ8_0 : UnsignedWeights {
     return q32_finish<PackedQ8_0>(blk, row, b, dot, acc);
   }
 
+  // For AMX: the weights back to signed w (tdpbssd), whose tile product is
+  // the exact dot product itself, and the epilogue of q32_finish without
+  // the offset (same integer, same float operations, same bits), given the
+  // row's block scale dx.
+  static constexpr bool kAmxSigned = true;
+  static HWY_INLINE void to_signed(PackedBlock& blk) {
+    for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_xor_si512(blk.w[k], _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  static HWY_INLINE __m512 finish_tile(const PackedBlock& blk, float dx, float, const __m512i* exact, __m512 acc) {
+    return q32_scale_add(blk, dx, exact[0], acc);
+  }
+
   template <int kChains>
   static HWY_INLINE __m512 step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
     return q32_step<PackedQ8_0, kChains>(blk, row, b, acc);
@@ -287,6 +307,15 @@ struct PackedQ4_0 : UnsignedWeights {
     return q32_finish<PackedQ4_0>(blk, row, b, dot, acc);
   }
 
+  // For AMX, as Q8_0's: signed w = q - 8.
+  static constexpr bool kAmxSigned = true;
+  static HWY_INLINE void to_signed(PackedBlock& blk) {
+    for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_sub_epi8(blk.w[k], _mm512_set1_epi8(8));
+  }
+  static HWY_INLINE __m512 finish_tile(const PackedBlock& blk, float dx, float, const __m512i* exact, __m512 acc) {
+    return q32_scale_add(blk, dx, exact[0], acc);
+  }
+
   template <int kChains>
   static HWY_INLINE __m512 step(const PackedBlock& blk, const PackedRow& row, int64_t b, __m512 acc) {
     return q32_step<PackedQ4_0, kChains>(blk, row, b, acc);
@@ -320,11 +349,16 @@ HWY_INLINE void load_k4_factors(const uint8_t* unit, int j, PackedBlock& blk) {
   blk.negmin = _mm512_mul_ps(negdmin, u8x16_to_ps(unit + kMin + 16 * j));
 }
 
-// Q4_K and Q5_K sub-block b: the chain at the top.
+// Q4_K and Q5_K sub-block b: the chain at the top, given the row's dx and
+// dx * sum(xq) of the block.
+HWY_INLINE __m512 k4_scale_add(const PackedBlock& blk, float dx, float xsum, __m512i dot, __m512 acc) {
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(blk.dw, _mm512_set1_ps(dx)), acc);
+  return _mm512_fmadd_ps(blk.negmin, _mm512_set1_ps(xsum), acc);
+}
+
 HWY_INLINE __m512 k4_finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
                             __m512 acc) {
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]), _mm512_mul_ps(blk.dw, _mm512_set1_ps(row.xd[b])), acc);
-  return _mm512_fmadd_ps(blk.negmin, _mm512_set1_ps(row.xsum[b]), acc);
+  return k4_scale_add(blk, row.xd[b], row.xsum[b], dot[0], acc);
 }
 
 template <class Fmt, int kChains>
@@ -371,6 +405,10 @@ struct PackedQ4_K : UnsignedWeights {
   static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
                                   __m512 acc) {
     return k4_finish(blk, row, b, dot, acc);
+  }
+  static HWY_INLINE __m512 finish_tile(const PackedBlock& blk, float dx, float xsum, const __m512i* dot,
+                                       __m512 acc) {
+    return k4_scale_add(blk, dx, xsum, dot[0], acc);
   }
 
   template <int kChains>
@@ -444,6 +482,10 @@ struct PackedQ5_K : UnsignedWeights {
   static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
                                   __m512 acc) {
     return k4_finish(blk, row, b, dot, acc);
+  }
+  static HWY_INLINE __m512 finish_tile(const PackedBlock& blk, float dx, float xsum, const __m512i* dot,
+                                       __m512 acc) {
+    return k4_scale_add(blk, dx, xsum, dot[0], acc);
   }
 
   template <int kChains>
@@ -526,15 +568,29 @@ struct PackedQ6_K : UnsignedWeights {
     blk.dw_hi = _mm512_mul_ps(d, i8x16_to_ps(unit + kScales + 32 * j + 16));
   }
 
-  // dot[h]: the exact dot product of half h (16 elements, one scale each).
+  // exact[h]: the exact dot product of half h with signed weights q - 32
+  // (16 elements, one scale each).
+  static HWY_INLINE __m512 finish_tile(const PackedBlock& blk, float dx, float, const __m512i* exact, __m512 acc) {
+    const __m512 vdx = _mm512_set1_ps(dx);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact[0]), _mm512_mul_ps(blk.dw, vdx), acc);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact[1]), _mm512_mul_ps(blk.dw_hi, vdx), acc);
+  }
+
+  // dot[h]: sum(q * xq) of half h, q in 0..63; minus 32 * sum(xq) it is the
+  // exact dot product.
   static HWY_INLINE __m512 finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
                                   __m512 acc) {
     const int32_t* xs = row.xs + 2 * b;
-    const __m512i lo = _mm512_add_epi32(dot[0], _mm512_set1_epi32(-32 * xs[0]));
-    const __m512i hi = _mm512_add_epi32(dot[1], _mm512_set1_epi32(-32 * xs[1]));
-    const __m512 dx = _mm512_set1_ps(row.xd[b]);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), _mm512_mul_ps(blk.dw, dx), acc);
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), _mm512_mul_ps(blk.dw_hi, dx), acc);
+    const __m512i exact[2] = {_mm512_add_epi32(dot[0], _mm512_set1_epi32(-32 * xs[0])),
+                              _mm512_add_epi32(dot[1], _mm512_set1_epi32(-32 * xs[1]))};
+    return finish_tile(blk, row.xd[b], 0.0f, exact, acc);
+  }
+
+  // For AMX: signed weights q - 32 (tdpbssd), whose tile products are the
+  // exact dot products of finish.
+  static constexpr bool kAmxSigned = true;
+  static HWY_INLINE void to_signed(PackedBlock& blk) {
+    for (int k = 0; k < 8; ++k) blk.w[k] = _mm512_sub_epi8(blk.w[k], _mm512_set1_epi8(32));
   }
 
   template <int kChains>

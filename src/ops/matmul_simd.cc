@@ -62,13 +62,14 @@ void matmul_packed_cols(const MatmulTask& t, const uint8_t* packed, const int32_
 bool has_amx_kernels() {
   return HWY_DYNAMIC_DISPATCH(HasAmxKernels)();
 }
-void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
-                     int64_t o_end, int64_t row_tiles) {
-  HWY_DYNAMIC_DISPATCH(MatmulAmxCols)(t, packed, xq_sums, o_begin, o_end, row_tiles);
+void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, int64_t o_begin, int64_t o_end,
+                     int64_t row_tiles) {
+  HWY_DYNAMIC_DISPATCH(MatmulAmxCols)(t, packed, o_begin, o_end, row_tiles);
 }
 
-void tile_activations(const int8_t* xq, int64_t n_in, int64_t rt_begin, int64_t rt_end, int8_t* out) {
-  HWY_DYNAMIC_DISPATCH(TileActivations)(xq, n_in, rt_begin, rt_end, out);
+void tile_activations(const int8_t* xq, const float* xd, const float* xsum, int64_t n_in, int64_t rt_begin,
+                      int64_t rt_end, const ActTiles& out) {
+  HWY_DYNAMIC_DISPATCH(TileActivations)(xq, xd, xsum, n_in, rt_begin, rt_end, out);
 }
 bool has_amx_bf16_kernels() {
   return HWY_DYNAMIC_DISPATCH(HasAmxBf16Kernels)();

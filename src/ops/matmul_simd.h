@@ -81,10 +81,18 @@ void matmul_packed_cols(const MatmulTask& t, const uint8_t* packed, const int32_
 // weights, bit-identical to matmul_packed_cols().
 inline constexpr int64_t kAmxTileRows = 16;
 bool has_amx_kernels();
-// xq [rows][n_in] regrouped for MatmulTask::xq_tiles, row tiles [rt_begin, rt_end).
-void tile_activations(const int8_t* xq, int64_t n_in, int64_t rt_begin, int64_t rt_end, int8_t* out);
-void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, const int32_t* xq_sums, int64_t o_begin,
-                     int64_t o_end, int64_t row_tiles);
+// Quantized activations regrouped for the tiles, row tiles [rt_begin,
+// rt_end): xq [rows][n_in] to MatmulTask::xq_tiles, xd and xsum [rows][n_in
+// / 32] to xd_tiles and xsum_tiles.
+struct ActTiles {
+  int8_t* xq;
+  float* xd;
+  float* xsum;
+};
+void tile_activations(const int8_t* xq, const float* xd, const float* xsum, int64_t n_in, int64_t rt_begin,
+                      int64_t rt_end, const ActTiles& out);
+void matmul_amx_cols(const MatmulTask& t, const uint8_t* packed, int64_t o_begin, int64_t o_end,
+                     int64_t row_tiles);
 
 // AMX-BF16 tiles for F16/BF16 weights (matmul_amx_bf16-inl.h; AVX3_DL only,
 // and only where amx_bf16_active()): the packed layout is 1 KiB per 16
