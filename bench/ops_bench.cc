@@ -61,9 +61,12 @@ LADDER_MATMUL_BENCH(Q4_K);
 LADDER_MATMUL_BENCH(Q6_K);
 LADDER_MATMUL_BENCH(Q5_K);
 
-// A 512-row prefill matmul on packed weights (hot in cache), the int8
-// kernels on vectors (arg 0) and on AMX tiles where usable (arg 1), 1
-// thread: the pair is the tiles' speedup, taken moments apart.
+// A 512-row prefill matmul on packed weights, the int8 kernels on vectors
+// (first arg 0) and on AMX tiles where usable (1), 1 thread, with the
+// weights hot in cache (second arg 0) or cycled through copies totalling
+// that many MiB (from memory, as a model's layers are). Compare a pair
+// taken moments apart, or run with --benchmark_repetitions=9
+// --benchmark_enable_random_interleaving=true on a shared machine.
 void BM_PrefillPacked(benchmark::State& state, TensorType type, int64_t n_in, int64_t n_out) {
   const bool amx = state.range(0) != 0;
   if (amx && !amx_int8_active()) {
@@ -74,20 +77,22 @@ void BM_PrefillPacked(benchmark::State& state, TensorType type, int64_t n_in, in
   set_amx_enabled(amx);
   double secs = 0;
   for (auto _ : state) {
-    secs = perf::time_matmul(pool, type, n_in, n_out, 512, 0.3, 0, /*packed=*/true);
+    secs = perf::time_matmul(pool, type, n_in, n_out, 512, 0.3, state.range(1) << 20, /*packed=*/true);
     state.SetIterationTime(secs);
   }
   set_amx_enabled(true);
   state.counters["GMAC/s"] = static_cast<double>(512 * n_in * n_out) / secs / 1e9;
 }
 
-#define LADDER_PREFILL_BENCH(T)                                                          \
-  BENCHMARK_CAPTURE(BM_PrefillPacked, T##_768x2048, TensorType::k##T, 768, 2048)        \
-      ->Arg(0)                                                                           \
-      ->Arg(1)                                                                           \
-      ->UseManualTime()                                                                  \
-      ->Iterations(1)                                                                    \
-      ->Unit(benchmark::kMillisecond)
+void prefill_args(benchmark::internal::Benchmark* b) {
+  for (int64_t cycle_mib : {0, 256}) b->Args({0, cycle_mib})->Args({1, cycle_mib});
+  b->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+}
+
+// A 110m-class model's products: the FFN's up projection and its down one.
+#define LADDER_PREFILL_BENCH(T)                                                                             \
+  BENCHMARK_CAPTURE(BM_PrefillPacked, T##_768x2048, TensorType::k##T, 768, 2048)->Apply(prefill_args); \
+  BENCHMARK_CAPTURE(BM_PrefillPacked, T##_2048x768, TensorType::k##T, 2048, 768)->Apply(prefill_args)
 
 LADDER_PREFILL_BENCH(Q8_0);
 LADDER_PREFILL_BENCH(Q4_0);

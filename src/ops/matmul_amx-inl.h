@@ -6,17 +6,29 @@
 // columns x 4 bytes] gives, per row and column, the exact integer dot
 // product of K activation bytes with K weights. B's layout, 4 consecutive
 // elements of each of 16 columns per 64-byte row, is the packed layout's
-// "dword k" vectors (unsigned weights against signed activations:
-// tdpbsud), as they are (Q8_0) or once unpacked from nibbles (the others). K is one 32-element block (16 for
-// Q6_K, one per scale), so C holds exactly the integer sums that vpdpbusd
-// forms in the vector kernels, and each row then runs the format's own float
-// epilogue (Fmt::finish) over the blocks in order. Same integers, same float
-// operations: the results are bit-identical to the vector kernels, so a row
-// gets the same bits alone (vectors) or in a batch of 512 (tiles).
+// "dword k" vectors, once unpacked. K is one 32-element block (16 for Q6_K,
+// one per scale), so C holds exactly the integer block sums of the vector
+// kernels, and each row then runs the format's float epilogue over the
+// blocks in order. Where the vector kernels need an offset (Q8_0 w + 128,
+// Q4_0 q = w + 8, Q6_K q = w + 32, the unsigned side of vpdpbusd), the
+// tiles multiply the signed weights (tdpbssd) and get the exact sum
+// directly; the K-quants' q (0..31) are used as they are (tdpbsud). Same
+// integers, same float operations (Fmt::finish_tile, shared with the vector
+// kernels' Fmt::finish): the results are bit-identical to the vector
+// kernels, so a row gets the same bits alone (vectors) or in a batch of 512
+// (tiles).
 //
 // Per group of 16 columns the blocks are unpacked once into a per-thread
 // scratch (PackedBlock: the B rows and the epilogue's factors), then every
-// row tile of the call reads them from L1/L2.
+// row tile of the call reads them from L1/L2, while the next group streams
+// into L2.
+//
+// Cost, measured on a Xeon (family 6, model 207; docs/BENCHMARKS.md): a
+// product with its tile store takes about as long as 16 rows of the float
+// epilogue, and the two did not overlap in any order tried, so the tiles
+// run 1.4-1.7x the vector kernels on a 512-row matmul, not the 8x their
+// peak suggests; K = 32 per product (one scale per block) is what the bit
+// identity costs.
 
 #if defined(LADDER_OPS_MATMUL_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LADDER_OPS_MATMUL_AMX_INL_H_
@@ -47,8 +59,8 @@ inline constexpr int64_t kAmxRows = 16;
 
 // Tiles: 0-3 integer sums C, 4-5 activations A, 6-7 weights B. Products
 // go in runs of four (four blocks with K = 32, or two Q6_K blocks as
-// 16-element halves, K = 16: one product per scale) before their sums are
-// read back.
+// 16-element halves, K = 16: one product per scale), stored together and
+// read back by the epilogue while the next run multiplies.
 template <class Fmt>
 HWY_INLINE void amx_configure() {
   constexpr int kK = Fmt::kType == TensorType::kQ6_K ? 16 : 32;
@@ -180,9 +192,18 @@ void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed,
         if constexpr (Fmt::kAmxSigned) Fmt::to_signed(blocks[b0 + j]);
       }
     }
+    // The next group streams into L2 a share per row tile (weights come
+    // from memory: a model's matrices are read once per forward pass).
+    const uint8_t* next = o + 16 < o_end ? unit : nullptr;
+    const int64_t lines = group_bytes / 64;
+    const int64_t per_tile = (lines + row_tiles - 1) / row_tiles;
     for (int64_t rt = 0; rt < row_tiles; ++rt) {
-      const int64_t r0 = rt * kAmxRows;
-      amx_row_tile<Fmt>(t, blocks, nb, r0, t.y + o, valid);
+      if (next != nullptr) {
+        for (int64_t l = rt * per_tile; l < std::min(lines, (rt + 1) * per_tile); ++l) {
+          _mm_prefetch(reinterpret_cast<const char*>(next + 64 * l), _MM_HINT_T1);
+        }
+      }
+      amx_row_tile<Fmt>(t, blocks, nb, rt * kAmxRows, t.y + o, valid);
     }
   }
   _tile_release();
