@@ -105,9 +105,9 @@ struct AmxScratch {
 // valid lanes of row r0 + i's 16 outputs go to y + (r0 + i) * y_stride.
 // Each row still runs the format's float epilogue over the blocks in order.
 // Software pipelined: the tile products of the next run of blocks are
-// issued before the epilogue of this run reads its sums (stored one step
-// earlier, into the other half of `sums`), and stored after it, so the
-// tiles work while the vectors do. The accumulators are locals whose
+// issued and stored (into the other half of `sums`) before this run's
+// epilogue reads its own sums, so that the tiles could work while the
+// vectors do (on the Xeon measured they do not overlap much; see above). The accumulators are locals whose
 // address never escapes, so the tile instructions' memory barriers cannot
 // force them out of registers.
 template <class Fmt>

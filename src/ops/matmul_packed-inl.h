@@ -143,14 +143,14 @@ struct UnsignedWeights {
 // integers either way), then Fmt::finish, the float epilogue, which alone
 // decides the bits of the result.
 
-// acc + float(isum) * (dw * dx) for block b of Q8_0 or Q4_0; isum is the
-// exact dot product plus Q4_0's offset (Fmt::exact_sum).
 // acc + float(isum) * (dw * dx) for the exact integer dot product isum.
 HWY_INLINE __m512 q32_scale_add(const PackedBlock& blk, float dx, __m512i isum, __m512 acc) {
   const __m512 scale = _mm512_mul_ps(blk.dw, _mm512_set1_ps(dx));
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), scale, acc);
 }
 
+// The same for block b of Q8_0 or Q4_0 from the vpdpbusd sum, whose offset
+// Fmt::exact_sum removes.
 template <class Fmt>
 HWY_INLINE __m512 q32_finish(const PackedBlock& blk, const PackedRow& row, int64_t b, const __m512i* dot,
                              __m512 acc) {
