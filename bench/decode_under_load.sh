@@ -3,9 +3,9 @@
 # script controls: none, a CPU spinner, or a memory-bandwidth hog (dd from
 # /dev/zero, writing a 256 MiB buffer over and over), pinned to the last CPU
 # while both engines run on the CPUs given (at 2 threads on a 2-CPU machine
-# one engine thread shares its CPU with the load). On a shared machine the neighbours' load changes
-# between two back-to-back runs; a load of our own does not, so the ratios
-# say how each engine copes with a busy neighbour.
+# one engine thread shares its CPU with the load). On a shared machine the
+# neighbours' load changes between two back-to-back runs; a load of our own
+# does not, so the ratios say how each engine copes with a busy neighbour.
 #
 # Usage: bench/decode_under_load.sh LLAMA_CPP_BUILD_DIR [LADDER_BUILD_DIR]
 #   LLAMA_CPP_BUILD_DIR holds bin/llama-bench of a llama.cpp you built
@@ -15,7 +15,7 @@
 #   threads: "0" and "0-1"), LADDER_BENCH_MODELS (scripts/bench.sh's cache).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,/^set /p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
   exit 2
 fi
 LLAMA=$1

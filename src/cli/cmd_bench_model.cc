@@ -153,8 +153,7 @@ int run_bench_model(const BenchModelArgs& a) {
     // of the tiles (the median of the per-round ratios, so that a machine
     // whose speed drifts between rounds does not decide it), and a check
     // that they change no bit of the logits.
-    perf::ForwardMeasurement p, v;
-    p.tokens_per_s = v.tokens_per_s = 0;
+    perf::ForwardMeasurement p, v;  // the fastest round of each
     std::vector<double> ratios;
     for (int r = 0; r < a.repeats; ++r) {
       const auto pr = perf::measure_prefill(m, a.prompt, 1, a.kv_dtype, pool, &logits_amx);

@@ -209,8 +209,9 @@ void amx_packed_cols(const detail::MatmulTask& t, const uint8_t* packed,
   _tile_release();
 }
 
-// Exported: rows [0, 16 * row_tiles) of xq ([rows][n_in]) as MatmulTask::
-// xq_tiles wants them, row tiles [rt_begin, rt_end).
+// Exported: row tiles [rt_begin, rt_end) of xq ([rows][n_in]), xd and xsum
+// ([rows][n_in / 32]) as MatmulTask::xq_tiles, xd_tiles and xsum_tiles want
+// them.
 void TileActivations(const int8_t* xq, const float* xd, const float* xsum, int64_t n_in, int64_t rt_begin,
                      int64_t rt_end, const detail::ActTiles& out) {
   const int64_t nb = n_in / 32;
