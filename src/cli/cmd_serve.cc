@@ -11,9 +11,11 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "cli/command.h"
 #include "cli/kv_evict_options.h"
@@ -51,6 +53,7 @@ struct ServeOptions {
   int kv_port = 0;
   double kv_inbox_mb = 1024;
   double kv_inbox_ttl_s = 30;
+  int test_load_delay_ms = 0;  // testing only: hold "loading" this long
 };
 
 // Each connection is a file descriptor; the usual soft limit (1024) would cap
@@ -146,6 +149,7 @@ int run_serve(ServeOptions& o) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 1;
   }
+  if (o.test_load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.test_load_delay_ms));
   if (Status st = srv.load(); !st.is_ok()) {
     std::fprintf(stderr, "error: cannot load the model: %s\n", st.message().c_str());
     srv.drain();
@@ -225,6 +229,14 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
   add_spec_options(cmd, &o->spec);
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--test-step-delay-ms", e.step_delay_ms,
+                  "Testing only: sleep this long after every engine step, so that a test can make the "
+                  "server slower than any machine it runs on; 0 (the default) in production")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->group("Testing");
+  cmd->add_option("--test-load-delay-ms", o->test_load_delay_ms,
+                  "Testing only: answer \"loading\" this long before loading the model, so that a test sees "
+                  "that state on a machine that loads in no time; 0 (the default) in production")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->group("Testing");
   cmd->add_option("--initial-service-ms", e.initial_service_ms,
                   "Admission's estimate of a request's run time before it has measured one")
       ->capture_default_str()->check(CLI::PositiveNumber);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <optional>
 #include <random>
@@ -403,6 +404,9 @@ void Engine::loop() {
     if (scheduler_->has_work()) {
       step();
       if (kv_->has_host_tier() && kv_->host_tier()->n_blocks() > 0) prefetch_upcoming();
+      if (config_.step_delay_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.step_delay_ms));
+      }
     } else {
       publish_metrics();
     }

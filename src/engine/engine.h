@@ -91,6 +91,10 @@ struct EngineConfig {
   // Speculative decoding (rung 4): a draft, k and whether the engine adapts
   // k and turns speculation off where its measurements say it loses.
   SpeculativeConfig speculative;
+  // Testing only: the loop sleeps this long after every step that did work,
+  // so a test can make a server slower than any machine it runs on (a bound
+  // on tokens per second that holds on the fastest CPU). 0 in production.
+  double step_delay_ms = 0;
   // Called on the loop thread after each step's events are pushed (tracing,
   // tests that need a step boundary). The loop waits for it to return.
   std::function<void(const StepReport&)> on_step;

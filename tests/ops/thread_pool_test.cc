@@ -86,18 +86,16 @@ TEST(ThreadPool, WakesUpAfterSleepingAndSurvivesManyDispatches) {
   EXPECT_EQ(sum.load(), 3 * 2000 * 8);
 }
 
-TEST(ThreadPool, DispatchOverheadIsMicroseconds) {
+// Back-to-back dispatches with no sleep between them: each one's work is done
+// once and only once. What a dispatch costs is a benchmark's question
+// (bench/ops_bench.cc, BM_PoolDispatch), not a test's: a timed bound
+// fails on a busy machine and passes a slow pool on a fast one.
+TEST(ThreadPool, BackToBackDispatchesEachRunOnce) {
   ThreadPool pool(2);
   std::atomic<int64_t> sink{0};
-  for (int i = 0; i < 100; ++i) pool.parallel_for(2, 1, [&](int64_t b, int64_t) { sink.fetch_add(b); });
   constexpr int kCalls = 20000;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < kCalls; ++i) pool.parallel_for(2, 1, [&](int64_t b, int64_t) { sink.fetch_add(b); });
-  const double us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kCalls;
-  RecordProperty("dispatch_us", std::to_string(us));
-  // Generous: a shared 2-core machine; the design target is a few µs.
-  EXPECT_LT(us, 50.0);
+  for (int i = 0; i < kCalls; ++i) pool.parallel_for(2, 1, [&](int64_t b, int64_t e) { sink.fetch_add(e - b); });
+  EXPECT_EQ(sink.load(), 2 * kCalls);
 }
 
 }  // namespace
