@@ -8,7 +8,8 @@
 # ledger (one decision per load).
 # Usage: bench/climb_spec_loads.sh [BUILD_DIR] [OUT_DIR]
 #   CLIMB_SPEC_MODEL (default ../shared/models/stories260K.gguf), CLIMB_SPEC_LOADS (default "0.25, 1, 4"),
-#   CLIMB_SPEC_DRAFT (default self-q4), CLIMB_SPEC_SLO_TPOT_MS (default 4), CLIMB_SPEC_REPEATS (default 3)
+#   CLIMB_SPEC_DRAFT (default self-q4), CLIMB_SPEC_SLO_TPOT_MS (default 4),
+#   CLIMB_SPEC_MIN_REPEATS / CLIMB_SPEC_MAX_REPEATS (default 4 / 16: the sequential gate's first and last look)
 set -euo pipefail
 BUILD_DIR=${1:-build}
 OUT=${2:-${TMPDIR:-/tmp}/ladder-climb-spec-loads}
@@ -19,14 +20,15 @@ MODEL=${CLIMB_SPEC_MODEL:-$SHARED/models/stories260K.gguf}
 LOADS=${CLIMB_SPEC_LOADS:-"0.25, 1, 4"}
 DRAFT=${CLIMB_SPEC_DRAFT:-self-q4}
 TPOT=${CLIMB_SPEC_SLO_TPOT_MS:-4}
-REPEATS=${CLIMB_SPEC_REPEATS:-3}
+MIN_REPEATS=${CLIMB_SPEC_MIN_REPEATS:-4}
+MAX_REPEATS=${CLIMB_SPEC_MAX_REPEATS:-16}
 mkdir -p "$OUT"
 rm -f "$OUT/ledger.jsonl"
 
 cat >"$OUT/policy.toml" <<EOF
 # bench/climb_spec_loads.sh
-repeats = $REPEATS
-bootstrap_samples = 2000
+min_repeats = $MIN_REPEATS
+max_repeats = $MAX_REPEATS
 warmup_requests = 4
 loads = [$LOADS]
 [slo]

@@ -37,8 +37,7 @@ SHARED=$(cd "$SHARED" 2>/dev/null && pwd || echo "$SHARED")
 # $OUT/climb.log; the verdict opens the output.
 cat >"$OUT/climb-policy.toml" <<EOF
 # ladder climb policy of make demo (docs/CLIMB.md)
-repeats = 2
-bootstrap_samples = 2000
+repeats = 4
 warmup_requests = 4
 [slo]
 ttft_ms = 250

@@ -35,19 +35,23 @@ constexpr const char* kClimbHelp =
     "Promote a costlier serving configuration only when a paired replay shows it pays.\n"
     "Starts rung 1 (ladder serve with the policy's first [[rung]]) and saves its outputs as\n"
     "the reference; then, for each later rung in order, starts it and replays every\n"
-    "[[workload]] against the configuration serving now and the candidate, A B A B, with the\n"
-    "same seeds, `repeats` times. A candidate is promoted only when the bootstrap interval of\n"
-    "its paired goodput change lies above min_gain (0: above zero) at the policy's confidence\n"
-    "and every slice's verified fraction is at least its margin; otherwise serving stays one\n"
-    "rung lower. Every decision, with its reason in numbers, goes to the ledger (JSONL) and\n"
-    "to OUT/climb.html. With `loads = [...]` in the policy (multipliers of the workloads'\n"
+    "[[workload]] against the configuration serving now and the candidate in blocks of\n"
+    "A B B A and B A A B, with the same seeds, until a sequential gate decides (looks at\n"
+    "min_repeats, doubling, up to max_repeats paired runs per workload). A candidate is\n"
+    "promoted only when the run-level interval of its paired goodput change lies above\n"
+    "min_gain (0: above zero) -- at most (1 - confidence) / 2 false promotions over every\n"
+    "look -- and every slice's verified fraction is at least its margin; otherwise serving\n"
+    "stays one rung lower. A reference rung 1 fails to give (more than max_reference_errors\n"
+    "of its requests, or too few of a slice) stops the climb before any candidate.\n"
+    "Every decision, with its reason in numbers, goes to the ledger (JSONL) and to OUT/climb.html. With `loads = [...]` in the policy (multipliers of the workloads'\n"
     "offered load) the rungs are climbed once per load, each from rung 1, and decided per load;\n"
     "`ladder serve --ledger L --load X` serves the decision made at the nearest measured load.\n"
     "A [[rung]] with topology = \"disagg\" is started as rung 2: a prefill worker, a decode\n"
     "worker and `ladder route` in front of them.\n"
     "The policy file is described in docs/CLIMB.md.\n"
     "Exit status: 0 climbed (whatever was decided); 1 a bad policy, workloads without a real\n"
-    "trace, a rung 1 that did not start, or a replay that could not run; 2 no model.";
+    "trace, a rung 1 that did not start or failed its reference, or a replay that could not run;\n"
+    "2 no model.";
 
 CommandRegistrar reg{
     "climb", 42, [](CLI::App& app) -> CommandRun {

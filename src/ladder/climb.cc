@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "harness/http_client.h"
@@ -137,7 +139,16 @@ class Climber {
   Result<Measurement> replay(const std::string& url, const WorkloadSpec& w, double load, const std::string& dir,
                              bool save_reference);
   Status make_references(const std::string& url, const std::string& rung1_name);
+  // A reference rung 1 did not give stops the climb: too many failed
+  // requests, or a slice with too few answered ones.
+  Status check_reference(const Measurement& m, const WorkloadSpec& w) const;
+  // Pairs the candidate with the configuration serving now, block by block,
+  // until the sequential gate decides or its looks run out (sequential.h).
   Status compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url);
+  // Replays one comparison makes at most: every workload, max_repeats, both sides.
+  size_t max_compare_replays() const {
+    return policy().workloads.size() * 2 * static_cast<size_t>(policy().max_repeats);
+  }
   Status record(const LoadClimb& lc, const RungOutcome& r);
   // The rungs at one load, from rung 1 (started afresh) up.
   Result<LoadClimb> climb_at(double load);
@@ -262,6 +273,44 @@ Result<Measurement> Climber::replay(const std::string& url, const WorkloadSpec& 
   return m;
 }
 
+Status Climber::check_reference(const Measurement& m, const WorkloadSpec& w) const {
+  size_t failed = 0;
+  const RequestOutcome* first = nullptr;
+  std::map<std::string, std::pair<size_t, size_t>> slices;  // slice -> (sent, answered)
+  for (const RequestOutcome& r : m.requests) {
+    auto& [sent, answered] = slices[r.slice];
+    ++sent;
+    if (r.answered) {
+      ++answered;
+      continue;
+    }
+    ++failed;
+    if (first == nullptr) first = &r;
+  }
+  const size_t n = m.requests.size();
+  const std::string log = fmt::format("(records in {})", m.dir);
+  if (n == 0) return invalid_argument(fmt::format("the reference of workload '{}' has no request {}", w.name, log));
+  if (static_cast<double>(failed) > policy().max_reference_errors * static_cast<double>(n)) {
+    return invalid_argument(fmt::format(
+        "rung 1 '{}' failed {} of {} reference requests of workload '{}' (max_reference_errors {:g}); the "
+        "first: request {}: {}. A climb cannot judge a candidate against a reference rung 1 does not "
+        "give: fix rung 1's options (its context length, queue or bounds) or the workload {}",
+        policy().rungs.front().name, failed, n, w.name, policy().max_reference_errors, first->key, first->error,
+        log));
+  }
+  for (const auto& [slice, counts] : slices) {
+    if (static_cast<int>(counts.second) < policy().min_slice_requests) {
+      return invalid_argument(fmt::format(
+          "rung 1 '{}' answered {} of the {} reference requests of workload '{}' slice '{}', fewer than "
+          "min_slice_requests {}: the slice cannot be judged on so few; send more requests of it or lower "
+          "min_slice_requests {}",
+          policy().rungs.front().name, counts.second, counts.first, w.name, slice, policy().min_slice_requests,
+          log));
+    }
+  }
+  return Status::ok();
+}
+
 Status Climber::make_references(const std::string& url, const std::string& rung1_name) {
   fs::create_directories(fs::path(o_.out_dir) / "reference");
   std::set<std::string> formats;
@@ -276,6 +325,7 @@ Status Climber::make_references(const std::string& url, const std::string& rung1
     progress(fmt::format("[{}/{}] reference: rung 1 '{}' on {} ({} format): {} requests, {} served -> {}",
                          ++replays_done_, replays_total_, rung1_name, w.name, format, m.requests.size(),
                          m.verified(), reference_path(w)));
+    LADDER_RETURN_IF_ERROR(check_reference(m, w));
     reference_.push_back(std::move(m));
   }
   bool real = false;
@@ -291,46 +341,72 @@ Status Climber::make_references(const std::string& url, const std::string& rung1
 
 Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url) {
   const RungSpec& a_spec = policy().rungs[current - 1];
-  std::vector<PairedWorkload> paired;
-  for (const auto& w : policy().workloads) paired.push_back({w.name, {}});
-  for (int rep = 1; rep <= policy().repeats; ++rep) {
-    for (size_t wi = 0; wi < policy().workloads.size(); ++wi) {
-      const WorkloadSpec& w = policy().workloads[wi];
-      Measurement sides[2];
-      for (int s = 0; s < 2; ++s) {
-        const bool is_a = s == 0;
+  SequentialGate gate(policy().plan(), policy().min_gain);
+  const auto started = std::chrono::steady_clock::now();
+  size_t done_here = 0;
+  int repeats = 0;
+  for (int block = 0;; ++block) {
+    const std::string order = block_order(block);
+    for (const WorkloadSpec& w : policy().workloads) {
+      // The block's four replays in order; the first A pairs with the first
+      // B, the second with the second.
+      Measurement runs[2][2];  // [side: 0 A, 1 B][which]
+      int count[2] = {0, 0};
+      bool a_first[2] = {};
+      for (size_t pos = 0; pos < order.size(); ++pos) {
+        const bool is_a = order[pos] == 'A';
+        const int side = is_a ? 0 : 1;
+        const int which = count[side]++;
+        if (count[side] > count[1 - side]) a_first[which] = is_a;
+        const int rep = repeats + which + 1;
         const std::string dir = fmt::format("{}/{}{}-r{}-{}", rung_dir(cand.rung), load_dir(cand.load),
                                             slug(w.name), rep, is_a ? "A" : "B");
         Result<Measurement> measured = replay(is_a ? a_url : b_url, w, cand.load, dir, false);
+        ++done_here;
         if (!measured.is_ok() && !is_a) {
           // The candidate could not be measured (its server died, say):
           // that is its decision; the configuration serving now goes on.
           const std::string msg = measured.status().message();
           cand.decision = "failed";
           cand.reason = "failed: " + msg.substr(0, msg.find('\n'));
+          replays_total_ -= max_compare_replays() - done_here;
           return Status::ok();
         }
         if (!measured.is_ok()) return measured.status();
-        sides[s] = std::move(*measured);
-        Measurement& m = sides[s];
+        Measurement& m = runs[side][which];
+        m = std::move(*measured);
         m.repeat = rep;
+        m.position = static_cast<int>(done_here);
         m.side = is_a ? "A" : "B";
         m.rung = is_a ? current : cand.rung;
         m.rung_name = is_a ? a_spec.name : cand.spec.name;
         progress(fmt::format(
-            "[{}/{}] {}rung {} '{}' vs rung {} '{}', {} repeat {}/{}, {} rung {}: good {}/{} "
+            "[{}/{}] {}rung {} '{}' vs rung {} '{}', {} repeat {} (block {} {}), {} rung {}: good {}/{} "
             "(verified {}), {:.2f} good/s -> {}",
-            ++replays_done_, replays_total_, load_prefix(cand.load), cand.rung, cand.spec.name, current, a_spec.name, w.name, rep,
-            policy().repeats, m.side, m.rung, m.good(), m.requests.size(), m.verified(),
+            ++replays_done_, replays_total_, load_prefix(cand.load), cand.rung, cand.spec.name, current,
+            a_spec.name, w.name, rep, block + 1, order, m.side, m.rung, m.good(), m.requests.size(), m.verified(),
             m.window_s() > 0 ? static_cast<double>(m.good()) / m.window_s() : 0.0, dir));
       }
-      paired[wi].repeats.push_back(pair_by_key(sides[0], sides[1]));
-      cand.paired.push_back(std::move(sides[0]));
-      cand.own.push_back(std::move(sides[1]));
+      for (int which = 0; which < 2; ++which) {
+        gate.add(summarize_run(w.name, repeats + which + 1, a_first[which],
+                               pair_by_key(runs[0][which], runs[1][which])));
+        cand.paired.push_back(std::move(runs[0][which]));
+        cand.own.push_back(std::move(runs[1][which]));
+      }
     }
+    repeats += 2;
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const bool budget_spent = policy().max_compare_s > 0 && elapsed_s >= policy().max_compare_s;
+    if (gate.after_block(repeats, budget_spent)) break;
   }
-  const uint64_t seed = policy().seed * 1000003ULL + static_cast<uint64_t>(cand.rung);  // same at every load
-  cand.goodput = bootstrap_goodput(paired, policy().confidence, policy().bootstrap_samples, seed);
+  replays_total_ -= max_compare_replays() - done_here;
+  cand.goodput = gate.interval();
+  for (const PairedRun& r : gate.runs()) cand.order += r.a_first ? "AB" : "BA";
+  if (gate.verdict() == Verdict::kUndecided) {
+    progress(fmt::format("{}rung {} '{}': undecided after {} repeats per workload ({} of {} looks)",
+                         load_prefix(cand.load), cand.rung, cand.spec.name, repeats, gate.looks_taken(),
+                         gate.plan().looks.size()));
+  }
   std::vector<const Measurement*> own;
   for (const auto& m : cand.own) own.push_back(&m);
   cand.quality = slice_quality(own, policy());
@@ -349,6 +425,7 @@ Status Climber::record(const LoadClimb& lc, const RungOutcome& r) {
   auto add = [&](const Measurement& m) {
     records.push_back({{"workload", m.workload},
                        {"repeat", m.repeat},
+                       {"position", m.position},
                        {"side", m.side},
                        {"rung", m.rung},
                        {"path", (fs::path(m.dir) / "record.json").string()},
@@ -398,6 +475,10 @@ Status Climber::record(const LoadClimb& lc, const RungOutcome& r) {
         {"engine_revision", id_src.value("engine_revision", "unknown")}}},
       {"fingerprint", r.fingerprint},
       {"goodput", r.goodput ? to_json(*r.goodput) : json(nullptr)},
+      {"order", r.order.empty() ? json(nullptr)
+                                : json{{"pairs", r.order},
+                                       {"scheme", "blocks of A B B A and B A A B in turn, per workload; "
+                                                  "'pairs' names each paired run's first side"}}},
       {"figures", r.figures ? to_json(*r.figures) : json(nullptr)},
       {"quality", quality},
       {"cost",
@@ -409,7 +490,9 @@ Status Climber::record(const LoadClimb& lc, const RungOutcome& r) {
       {"policy",
        {{"path", policy().source},
         {"digest_sha256", policy().digest_sha256},
-        {"repeats", policy().repeats},
+        {"min_repeats", policy().min_repeats},
+        {"max_repeats", policy().max_repeats},
+        {"looks", policy().plan().looks},
         {"loads", policy().loads},
         {"slo", slo_argument(policy().slo)}}},
       {"records", records},
@@ -454,13 +537,9 @@ Result<LoadClimb> Climber::climb_at(double load) {
       cand.decision = "failed";
       const std::string msg = server.status().message();
       cand.reason = "failed: the configuration did not start: " + msg.substr(0, msg.find('\n'));
-      replays_total_ -= p.workloads.size() * 2 * static_cast<size_t>(p.repeats);
+      replays_total_ -= max_compare_replays();
     } else {
       LADDER_RETURN_IF_ERROR(compare(current, cand, current_server.url(), server->url()));
-      if (cand.decision == "failed") {
-        // The A replay of the failed pair ran; the rest of this rung's did not.
-        replays_total_ -= p.workloads.size() * 2 * static_cast<size_t>(p.repeats) - (cand.own.size() * 2 + 1);
-      }
       // Rung 1's own figures at this load: its side of the first comparison
       // (the reference runs measured it unverified).
       if (current == 1 && !cand.paired.empty() && !lc.rungs.front().figures) {
@@ -492,16 +571,19 @@ Result<LoadClimb> Climber::climb_at(double load) {
 Result<ClimbResult> Climber::run() {
   fs::create_directories(o_.out_dir);
   const ClimbPolicy& p = policy();
-  replays_total_ = p.workloads.size() * (1 + p.loads.size() * 2 * static_cast<size_t>(p.repeats) *
-                                                 (p.rungs.size() - 1));
+  // At most: the sequential gate usually stops sooner, and the total shrinks as it does.
+  replays_total_ = p.workloads.size() + p.loads.size() * max_compare_replays() * (p.rungs.size() - 1);
   if (p.replay_mode() == harness::VerifyMode::kApprox) {
     verify_policy_path_ = (fs::path(o_.out_dir) / "verify-policy.toml").string();
     LADDER_RETURN_IF_ERROR(write_text(verify_policy_path_, p.thresholds_toml()));
   }
   std::vector<std::string> loads;
   for (double l : p.loads) loads.push_back(load_label(l));
-  progress(fmt::format("climb {}: {} rungs, {} workloads, {} repeats, load{} {}, {} replays; ledger {}",
-                       result_.climb_id, p.rungs.size(), p.workloads.size(), p.repeats,
+  progress(fmt::format("climb {}: {} rungs, {} workloads, {} repeats per workload and side, load{} {}, "
+                       "at most {} replays; ledger {}",
+                       result_.climb_id, p.rungs.size(), p.workloads.size(),
+                       p.min_repeats == p.max_repeats ? std::to_string(p.max_repeats)
+                                                      : fmt::format("{} to {}", p.min_repeats, p.max_repeats),
                        loads.size() > 1 ? "s" : "", fmt::join(loads, " "), replays_total_, result_.ledger_path));
   {
     LADDER_ASSIGN_OR_RETURN(RungServer reference_server, start_rung(1, rung_dir(1) + "/reference"));

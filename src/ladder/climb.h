@@ -3,12 +3,16 @@
 //  1. Start rung 1 (`ladder serve`, this binary, on a free loopback port),
 //     warm it up, and replay every workload once with --save-reference: the
 //     rung-1 reference every later replay is verified against.
+//     A reference that rung 1 failed to answer (more than
+//     max_reference_errors of its requests, or fewer than
+//     min_slice_requests of some workload's slice) stops the climb.
 //  2. For each candidate rung in order: start it (its serve arguments, its
 //     model file if it names one), warm it up, and replay every workload
-//     against the configuration serving now (A) and the candidate (B) in the
-//     order A B A B ..., the same seeds on both sides, `repeats` times.
-//  3. The gate (gate.h) pairs the requests, bootstraps the goodput change and
-//     checks every slice's verified fraction against its margin. Promoted:
+//     against the configuration serving now (A) and the candidate (B) in
+//     blocks of A B B A and B A A B, the same seeds on both sides, until the
+//     sequential gate decides (sequential.h).
+//  3. The gate (gate.h) judges the run-level goodput change and checks every
+//     slice's verified fraction against its margin. Promoted:
 //     the candidate serves from now on and the next candidate is paired with
 //     it. Rejected, or failed to start: serving stays where it was, one rung
 //     lower than the candidate.
@@ -57,6 +61,7 @@ struct RungOutcome {
   int compared_with = 0;                   // the rung it was paired with (0 for rung 1)
   int serving_after = 1;                   // the rung serving once this one was decided
   std::optional<GoodputInterval> goodput;  // the paired change against compared_with
+  std::string order;                       // per paired run, which side ran first: "ABBA..."
   std::vector<SliceQuality> quality;       // its own runs against the reference
   std::optional<RungFigures> figures;      // its own runs
   std::vector<Measurement>

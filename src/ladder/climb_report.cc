@@ -100,24 +100,31 @@ std::string goodput_charts(const LoadClimb& r, const ClimbPolicy& policy) {
       b.text = fmt::format("{:.3f} [{:.3f}, {:.3f}]", f.fraction, f.ci_low, f.ci_high);
     }
     own.push_back(b);
-    if (g.goodput) {
-      lo = std::min({lo, g.goodput->ci_low, std::isfinite(g.goodput->gain) ? g.goodput->gain : 0.0});
-      hi = std::max({hi, g.goodput->ci_high, std::isfinite(g.goodput->gain) ? g.goodput->gain : 0.0});
+    // Only relative, finite figures set the change axis: an unbounded end
+    // (too few runs to bound it) is drawn to the axis' edge.
+    if (g.goodput && g.goodput->relative) {
+      for (double v : {g.goodput->ci_low, g.goodput->ci_high, g.goodput->gain}) {
+        if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+      }
     }
   }
+  const double pad = std::max(0.05, 0.1 * (hi - lo));
   for (const auto& g : r.rungs) {
     if (g.rung == 1) continue;
     Bar b{fmt::format("{} vs {}", rung_label(g), g.compared_with), std::nullopt, std::nullopt, g.decision,
           decision_colour(g.decision)};
-    if (g.goodput) {
+    if (g.goodput && g.goodput->relative) {
       if (std::isfinite(g.goodput->gain)) b.value = g.goodput->gain;
-      b.interval = std::make_pair(g.goodput->ci_low, g.goodput->ci_high);
+      b.interval = std::make_pair(std::clamp(g.goodput->ci_low, lo - pad, hi + pad),
+                                  std::clamp(g.goodput->ci_high, lo - pad, hi + pad));
       b.text = fmt::format("{} [{}, {}]", signed_percent(g.goodput->gain), signed_percent(g.goodput->ci_low),
                            signed_percent(g.goodput->ci_high));
+    } else if (g.goodput) {  // A never good: the interval is of an absolute change
+      b.text = fmt::format("A never good; {:+.3f} good per paired request [{:+.3f}, {:+.3f}]", g.goodput->gain,
+                           g.goodput->ci_low, g.goodput->ci_high);
     }
     change.push_back(b);
   }
-  const double pad = std::max(0.05, 0.1 * (hi - lo));
   return bar_chart(fmt::format("Goodput fraction (verified within SLO / sent), {:g}% interval",
                                100 * policy.confidence),
                    own, 0, 1, false) +
@@ -251,10 +258,12 @@ std::string make_climb_report(const ClimbResult& r) {
       "font-weight:bold}svg.chart{display:block;margin:12px 0;font:12px sans-serif}</style></head><body>";
   s += "<h1>ladder climb</h1><p class=\"verdict\" id=\"verdict\">" + esc(verdict_line(r)) + "</p>";
   s += fmt::format(
-      "<p>climb {} &middot; policy {} (sha256 {}) &middot; {} repeats, A B A B, {:g}% intervals from {} "
-      "bootstrap samples, min_gain {} &middot; SLO {} &middot; machine: {}, {} cores</p>",
-      esc(r.climb_id), esc(r.policy.source), r.policy.digest_sha256.substr(0, 12), r.policy.repeats,
-      100 * r.policy.confidence, r.policy.bootstrap_samples, signed_percent(r.policy.min_gain),
+      "<p>climb {} &middot; policy {} (sha256 {}) &middot; paired runs in A B B A / B A A B blocks, looks at "
+      "{} repeats per workload; run-level t intervals, a false promotion at most {:g}% over every look; "
+      "min_gain {} &middot; SLO {} &middot; machine: {}, {} cores</p>",
+      esc(r.climb_id), esc(r.policy.source), r.policy.digest_sha256.substr(0, 12),
+      fmt::format("{}", fmt::join(r.policy.plan().looks, ", ")), 100 * r.policy.plan().alpha(),
+      signed_percent(r.policy.min_gain),
       esc(slo_argument(r.policy.slo).empty() ? "the workloads' own" : slo_argument(r.policy.slo)),
       esc(r.machine.value("cpu_model", std::string("?"))), r.machine.value("cores", 0));
   if (r.policy.loads_named()) s += by_load_table(r);

@@ -1,6 +1,6 @@
 // climb.html: every rung of one climb side by side, in one offline page
 // (inline SVG, no script, no network): the verdict first; per rung its
-// decision and the reason in numbers; goodput fraction with its bootstrap
+// decision and the reason in numbers; goodput fraction with its run-level
 // interval and goodput per second; the paired goodput change of each
 // candidate with its interval against zero; TTFT and E2E percentiles;
 // quality per slice against each slice's margin (a slice below it is marked

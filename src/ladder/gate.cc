@@ -4,25 +4,22 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <nlohmann/json.hpp>
-#include <random>
-
-#include "harness/stats.h"
 
 namespace ladder::climb {
 
 namespace {
 
-// floor(n * u) with u the top 53 bits of one draw: the same index on every
-// standard library (std::uniform_int_distribution is not specified exactly).
-size_t draw_index(std::mt19937_64& rng, size_t n) {
-  const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
-  return std::min(n - 1, static_cast<size_t>(u * static_cast<double>(n)));
-}
-
 std::string fraction2(double v) {
   return fmt::format("{:.2f}", v);
+}
+
+// A bound of the interval: a relative change as a signed percent, an
+// absolute one (A never good) as a signed fraction; "-inf" / "+inf" when
+// unbounded.
+std::string bound(double v, bool relative) {
+  if (std::isinf(v)) return v > 0 ? "+inf" : "-inf";
+  return relative ? signed_percent(v) : fmt::format("{:+.3f}", v);
 }
 
 }  // namespace
@@ -33,88 +30,6 @@ std::string signed_percent(double fraction) {
   // -0.0 and values that round to zero print as +0.0%.
   if (std::fabs(pct) < 0.05) return "+0.0%";
   return fmt::format("{:+.1f}%", pct);
-}
-
-std::vector<double> bootstrap_means(const std::vector<std::vector<std::vector<double>>>& values, int samples,
-                                    uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<double> stats;
-  stats.reserve(static_cast<size_t>(std::max(samples, 0)));
-  for (int s = 0; s < samples; ++s) {
-    double sum = 0;
-    size_t count = 0;
-    for (const auto& repeats : values) {
-      if (repeats.empty()) continue;
-      for (size_t j = 0; j < repeats.size(); ++j) {
-        const auto& items = repeats[draw_index(rng, repeats.size())];
-        for (size_t k = 0; k < items.size(); ++k) {
-          sum += items[draw_index(rng, items.size())];
-          ++count;
-        }
-      }
-    }
-    stats.push_back(count == 0 ? 0.0 : sum / static_cast<double>(count));
-  }
-  std::sort(stats.begin(), stats.end());
-  return stats;
-}
-
-GoodputInterval bootstrap_goodput(const std::vector<PairedWorkload>& workloads, double confidence,
-                                  int samples, uint64_t seed) {
-  GoodputInterval g;
-  g.confidence = confidence;
-  g.samples = samples;
-  std::vector<std::vector<std::vector<double>>> diffs;
-  for (const auto& w : workloads) {
-    auto& reps = diffs.emplace_back();
-    for (const auto& r : w.repeats) {
-      auto& items = reps.emplace_back();
-      for (const auto& p : r.pairs) {
-        ++g.pairs;
-        g.a_good += p.a_good ? 1 : 0;
-        g.b_good += p.b_good ? 1 : 0;
-        items.push_back((p.b_good ? 1.0 : 0.0) - (p.a_good ? 1.0 : 0.0));
-      }
-    }
-  }
-  if (g.pairs == 0) return g;
-  const double mean_a = static_cast<double>(g.a_good) / static_cast<double>(g.pairs);
-  // With no good request on A the relative scale does not exist; the interval
-  // is then of the absolute difference in goodput fraction.
-  const double scale = g.a_good > 0 ? mean_a : 1.0;
-  g.gain = g.a_good > 0   ? static_cast<double>(g.b_good - g.a_good) / static_cast<double>(g.a_good)
-           : g.b_good > 0 ? std::numeric_limits<double>::infinity()
-                          : 0.0;
-  const std::vector<double> stats = bootstrap_means(diffs, samples, seed);
-  const double tail = 100.0 * (1.0 - confidence) / 2.0;
-  g.ci_low = harness::percentile_sorted(stats, tail) / scale;
-  g.ci_high = harness::percentile_sorted(stats, 100.0 - tail) / scale;
-  return g;
-}
-
-FractionInterval bootstrap_fraction(const std::vector<std::vector<std::vector<bool>>>& good,
-                                    double confidence, int samples, uint64_t seed) {
-  FractionInterval f;
-  std::vector<std::vector<std::vector<double>>> values;
-  size_t n = 0, k = 0;
-  for (const auto& w : good) {
-    auto& reps = values.emplace_back();
-    for (const auto& r : w) {
-      auto& items = reps.emplace_back();
-      for (bool g : r) {
-        items.push_back(g ? 1.0 : 0.0);
-        ++n;
-        k += g ? 1 : 0;
-      }
-    }
-  }
-  if (n == 0) return f;
-  f.fraction = static_cast<double>(k) / static_cast<double>(n);
-  const std::vector<double> stats = bootstrap_means(values, samples, seed);
-  const double tail = 100.0 * (1.0 - confidence) / 2.0;
-  f.ci_low = harness::percentile_sorted(stats, tail);
-  f.ci_high = harness::percentile_sorted(stats, 100.0 - tail);
-  return f;
 }
 
 GateDecision decide(const GoodputInterval& goodput, std::vector<SliceQuality> slices, double min_gain) {
@@ -137,23 +52,29 @@ GateDecision decide(const GoodputInterval& goodput, std::vector<SliceQuality> sl
                                              q.compared, q.verify));
     }
   }
-  const std::string interval = fmt::format("goodput {} CI [{}, {}] at {:g}%", signed_percent(goodput.gain),
-                                           signed_percent(goodput.ci_low), signed_percent(goodput.ci_high),
-                                           100.0 * goodput.confidence);
+  // "goodput +12.5% CI [+4.1%, +20.3%] at 98% (look 2 of 4, 16 paired runs)"
+  std::string interval = fmt::format("goodput {} CI [{}, {}] at {:g}%", signed_percent(goodput.gain),
+                                     bound(goodput.ci_low, goodput.relative),
+                                     bound(goodput.ci_high, goodput.relative), 100.0 * goodput.level);
+  if (!goodput.relative) interval += " (A never good: interval of the change per paired request)";
+  if (goodput.looks_planned > 0) {
+    interval += fmt::format(" (look {} of {}, {} paired runs)", goodput.look, goodput.looks_planned, goodput.runs);
+  }
+  const std::string bar = min_gain > 0 ? "min_gain " + signed_percent(min_gain) : "0";
   std::string goodput_verdict;
   bool goodput_ok = false;
   if (goodput.pairs == 0) {
     goodput_verdict = "no paired request to compare";
-  } else if (goodput.ci_low > min_gain) {
+  } else if (goodput.verdict == Verdict::kAbove) {
     goodput_ok = true;
-    goodput_verdict = interval + (min_gain > 0 ? " above min_gain " + signed_percent(min_gain) : " above 0");
-  } else if (min_gain > 0) {
-    goodput_verdict = fmt::format("{}: lower bound {} not above min_gain {}", interval,
-                                  signed_percent(goodput.ci_low), signed_percent(min_gain));
-  } else if (goodput.ci_high <= 0 && goodput.ci_low < 0) {
-    goodput_verdict = interval + " below 0";
+    goodput_verdict = interval + " above " + bar;
+  } else if (goodput.verdict == Verdict::kBelow) {
+    goodput_verdict = interval + " below " + bar;
+  } else if (static_cast<int>(goodput.runs) < goodput.min_runs) {
+    goodput_verdict = fmt::format("{}: {} paired runs cannot decide at this level (it needs {})", interval,
+                                  goodput.runs, goodput.min_runs);
   } else {
-    goodput_verdict = interval + " includes 0";
+    goodput_verdict = interval + " includes " + bar;
   }
   if (!quality_failures.empty()) {
     d.reason = fmt::format("rejected: {} ({})", fmt::join(quality_failures, "; "), goodput_verdict);
@@ -176,16 +97,29 @@ GateDecision decide(const GoodputInterval& goodput, std::vector<SliceQuality> sl
 
 nlohmann::json to_json(const GoodputInterval& g) {
   auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  const char* verdict = g.verdict == Verdict::kAbove   ? "above"
+                        : g.verdict == Verdict::kBelow ? "below"
+                                                       : "undecided";
   return {{"pairs", g.pairs},
+          {"runs", g.runs},
           {"a_good", g.a_good},
           {"b_good", g.b_good},
           {"gain", finite(g.gain)},
-          {"ci_low", g.ci_low},
-          {"ci_high", g.ci_high},
+          {"ci_low", finite(g.ci_low)},
+          {"ci_high", finite(g.ci_high)},
+          {"relative", g.relative},
+          {"level", g.level},
           {"confidence", g.confidence},
-          {"bootstrap_samples", g.samples},
+          {"t", finite(g.t)},
+          {"df", g.df},
+          {"verdict", verdict},
+          {"repeats", g.repeats},
+          {"look", g.look},
+          {"looks_planned", g.looks_planned},
+          {"run_sd", g.run_sd},
           {"statistic",
-           "relative change of good requests, paired; two-stage bootstrap over repeats and requests"}};
+           "relative change of good requests; run-level paired t (Fieller) interval over paired runs, "
+           "weighted Bonferroni over sequential looks"}};
 }
 
 nlohmann::json to_json(const SliceQuality& q) {

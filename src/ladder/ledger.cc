@@ -161,9 +161,17 @@ std::string format_ledger(const std::vector<LedgerEntry>& entries) {
     std::string gain = "-", ci = "-", worst = "-", cost = "-";
     const json& g = e.json.value("goodput", json());
     if (g.is_object() && g.contains("ci_low")) {
+      // JSON has no infinity: an unbounded end (too few runs to bound it) is
+      // written as null.
+      auto end = [&](const char* key, double unbounded) {
+        return g[key].is_number() ? g[key].get<double>() : unbounded;
+      };
       gain = g["gain"].is_number() ? signed_percent(g["gain"].get<double>()) : "+inf%";
-      ci = fmt::format("[{}, {}]", signed_percent(g["ci_low"].get<double>()),
-                       signed_percent(g["ci_high"].get<double>()));
+      if (g.value("relative", true)) {
+        ci = fmt::format("[{}, {}]", signed_percent(end("ci_low", -kInf)), signed_percent(end("ci_high", kInf)));
+      } else {
+        ci = fmt::format("[{:+.3f}, {:+.3f}] abs", end("ci_low", -kInf), end("ci_high", kInf));
+      }
     }
     const json& q = e.json.value("quality", json());
     if (q.is_array() && !q.empty()) {

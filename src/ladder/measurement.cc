@@ -85,6 +85,13 @@ Result<Measurement> read_measurement(const std::string& dir, const ClimbPolicy& 
       r.verified = r.verified && r.compared && quality.value("exact_match", false);
     }
     r.good = j.value("good", false) && r.verified;
+    const int status = j.value("http_status", 0);
+    r.answered = status == 200 && !j.contains("error");
+    if (!r.answered) {
+      r.error = status == 0 ? std::string("no HTTP response") : fmt::format("HTTP {}", status);
+      if (const std::string code = j.value("error_code", ""); !code.empty()) r.error += " " + code;
+      if (const std::string e = j.value("error", ""); !e.empty()) r.error += ": " + e.substr(0, 200);
+    }
     r.ttft_ms = optional_number(j, "ttft_ms");
     r.e2e_ms = j.value("e2e_ms", 0.0);
     m.requests.push_back(std::move(r));
@@ -133,16 +140,10 @@ RungFigures rung_figures(const std::vector<const Measurement*>& runs, const Clim
   bool all_cost = !runs.empty();
   std::vector<double> ttft, e2e;
   double proposed = 0, accepted = 0, cycles = 0, cycle_tokens = 0;
-  // good[workload][repeat][request] for the bootstrap, workloads in first-seen order.
-  std::vector<std::string> names;
-  std::vector<std::vector<std::vector<bool>>> good;
+  // good[run][request]: the fraction's interval is over runs.
+  std::vector<std::vector<bool>> good;
   for (const Measurement* m : runs) {
-    size_t w = std::find(names.begin(), names.end(), m->workload) - names.begin();
-    if (w == names.size()) {
-      names.push_back(m->workload);
-      good.emplace_back();
-    }
-    auto& items = good[w].emplace_back();
+    auto& items = good.emplace_back();
     for (const auto& r : m->requests) {
       ++f.requests;
       f.good += r.good ? 1 : 0;
@@ -172,7 +173,7 @@ RungFigures rung_figures(const std::vector<const Measurement*>& runs, const Clim
     }
   }
   f.goodput_rps = window > 0 ? static_cast<double>(f.good) / window : 0;
-  f.goodput_fraction = bootstrap_fraction(good, policy.confidence, policy.bootstrap_samples, policy.seed);
+  f.goodput_fraction = run_level_fraction(good, policy.confidence);
   if (all_cost) {
     f.server_core_s = core_s;
     if (f.verified > 0) f.core_s_per_verified = core_s / static_cast<double>(f.verified);
@@ -192,6 +193,7 @@ json to_json(const RungFigures& f) {
           {"goodput_rps", f.goodput_rps},
           {"goodput_fraction", f.goodput_fraction.fraction},
           {"goodput_fraction_ci", {f.goodput_fraction.ci_low, f.goodput_fraction.ci_high}},
+          {"goodput_fraction_run_sd", f.goodput_fraction.run_sd},
           {"server_core_s", opt(f.server_core_s)},
           {"core_s_per_verified_request", opt(f.core_s_per_verified)},
           {"speculative_accepted_rate", opt(f.accepted_rate)},

@@ -26,6 +26,8 @@ struct RequestOutcome {
   bool compared = false;  // the replay checked it against the reference
   bool verified = false;  // under the policy (see the file comment)
   bool good = false;      // verified and within every SLO
+  bool answered = false;  // HTTP 200 without an error event
+  std::string error;      // the first words of what went wrong: "HTTP 400 context_length_exceeded: ..."
   std::optional<double> ttft_ms;
   double e2e_ms = 0;
 };
@@ -33,6 +35,7 @@ struct RequestOutcome {
 struct Measurement {
   std::string workload;
   int repeat = 0;    // 1-based; 0 for the reference run
+  int position = 0;  // 1-based place in its comparison's sequence of replays (the A B B A order)
   std::string side;  // "A" (serving now), "B" (candidate) or "reference"
   int rung = 0;
   std::string rung_name;

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/check.h"
 #include "common/file_io.h"
 #include "common/sha256.h"
 
@@ -323,8 +324,12 @@ nlohmann::json ClimbPolicy::to_json() const {
   json j = {{"source", source},
             {"digest_sha256", digest_sha256},
             {"confidence", confidence},
-            {"repeats", repeats},
-            {"bootstrap_samples", bootstrap_samples},
+            {"min_repeats", min_repeats},
+            {"max_repeats", max_repeats},
+            {"looks", plan().looks},
+            {"max_compare_s", max_compare_s},
+            {"max_reference_errors", max_reference_errors},
+            {"min_slice_requests", min_slice_requests},
             {"seed", seed},
             {"warmup_requests", warmup_requests},
             {"min_gain", min_gain},
@@ -434,6 +439,8 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
   p.source = source;
   p.digest_sha256 = sha256_hex(text);
   p.thresholds = harness::VerifyPolicy::built_in();
+  std::optional<int> fixed_repeats;  // `repeats = N`: one look after N
+  bool sequential_keys = false;
   for (const auto& [k, node] : doc) {
     const std::string key(k.str());
     const std::string where = fmt::format("{} '{}'", source, key);
@@ -443,11 +450,30 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
         return invalid_argument(fmt::format("{} = {} is outside [0.5, 1)", where, p.confidence));
       }
     } else if (key == "repeats") {
-      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 1, 100));
-      p.repeats = static_cast<int>(v);
+      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 2, 1000));
+      fixed_repeats = static_cast<int>(v);
+    } else if (key == "min_repeats") {
+      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 2, 1000));
+      p.min_repeats = static_cast<int>(v);
+      sequential_keys = true;
+    } else if (key == "max_repeats") {
+      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 2, 1000));
+      p.max_repeats = static_cast<int>(v);
+      sequential_keys = true;
+    } else if (key == "max_compare_s") {
+      LADDER_ASSIGN_OR_RETURN(p.max_compare_s, read_double(node, where));
+      if (!(p.max_compare_s >= 0)) return invalid_argument(where + " must be >= 0 (0: no time budget)");
+    } else if (key == "max_reference_errors") {
+      LADDER_ASSIGN_OR_RETURN(p.max_reference_errors, read_double(node, where));
+      if (!(p.max_reference_errors >= 0 && p.max_reference_errors < 1))
+        return invalid_argument(where + " must be in [0, 1) (a fraction of the reference's requests)");
+    } else if (key == "min_slice_requests") {
+      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 1, 1000000));
+      p.min_slice_requests = static_cast<int>(v);
     } else if (key == "bootstrap_samples") {
-      LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 100, 1000000));
-      p.bootstrap_samples = static_cast<int>(v);
+      return invalid_argument(where +
+                              " is no longer read: the gate's interval is run-level, a paired t interval "
+                              "over paired runs (docs/CLIMB.md); remove the key");
     } else if (key == "seed") {
       LADDER_ASSIGN_OR_RETURN(int64_t v, read_int(node, where, 0, INT64_MAX));
       p.seed = static_cast<uint64_t>(v);
@@ -472,10 +498,23 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
       LADDER_RETURN_IF_ERROR(read_array_of_tables(node, source, key, base_dir, p.rungs, read_rung));
     } else {
       return invalid_argument(
-          fmt::format("{}: unknown key '{}' (confidence, repeats, bootstrap_samples, seed, "
-                      "warmup_requests, min_gain, loads, [slo], [quality], [[workload]], [[rung]])",
+          fmt::format("{}: unknown key '{}' (confidence, min_repeats, max_repeats, repeats, max_compare_s, "
+                      "seed, warmup_requests, min_gain, max_reference_errors, min_slice_requests, loads, "
+                      "[slo], [quality], [[workload]], [[rung]])",
                       source, key));
     }
+  }
+  if (fixed_repeats) {
+    if (sequential_keys) {
+      return invalid_argument(source +
+                              ": 'repeats' (a fixed number, one look) and 'min_repeats'/'max_repeats' (a "
+                              "sequential comparison) exclude each other");
+    }
+    p.min_repeats = p.max_repeats = *fixed_repeats;
+  }
+  if (Result<SequentialPlan> plan = SequentialPlan::make(p.min_repeats, p.max_repeats, p.confidence);
+      !plan.is_ok()) {
+    return invalid_argument(source + ": " + plan.status().message());
   }
   if (p.workloads.empty())
     return invalid_argument(source + ": no [[workload]]: the climb needs traffic to replay");
@@ -507,6 +546,12 @@ Result<ClimbPolicy> parse_climb_policy(const std::string& text, const std::strin
     }
   }
   return p;
+}
+
+SequentialPlan ClimbPolicy::plan() const {
+  Result<SequentialPlan> p = SequentialPlan::make(min_repeats, max_repeats, confidence);
+  LADDER_CHECK(p.is_ok(), "the policy's repeats were checked when it was parsed");
+  return *p;
 }
 
 Result<ClimbPolicy> load_climb_policy(const std::string& path) {

@@ -1,10 +1,14 @@
 // The climb policy (TOML): what `ladder climb` measures, how it judges, and
 // which configurations it tries, in order.
 //
-//   confidence = 0.95         # two-sided level of the goodput interval
-//   repeats = 2               # A B pairs per workload (A B A B ...)
-//   bootstrap_samples = 2000
-//   seed = 1                  # the replays' arrival seed and the bootstrap's
+//   confidence = 0.95         # the gate's nominal two-sided level: a false promotion at most (1 - c) / 2
+//   min_repeats = 4           # paired runs per workload at the first look (A B B A blocks: even)
+//   max_repeats = 32          # ... at the last; looks double in between (sequential.h)
+//   # repeats = 2             # instead: exactly this many, one look
+//   max_compare_s = 0         # time budget of one comparison (0: none); the gate then looks once more
+//   max_reference_errors = 0.05  # rung 1 may fail at most this fraction of the reference requests
+//   min_slice_requests = 4    # ... and must serve at least this many of every workload's slice
+//   seed = 1                  # the replays' arrival seed
 //   warmup_requests = 4       # completions sent to each server before measuring
 //   min_gain = 0.0            # the interval's lower bound must exceed this
 //                             # (relative goodput change; 0 = "higher beyond the noise")
@@ -59,6 +63,7 @@
 #include "harness/quality.h"
 #include "harness/verify_policy.h"
 #include "harness/workload.h"
+#include "ladder/sequential.h"
 
 namespace ladder::climb {
 
@@ -94,8 +99,11 @@ struct ClimbPolicy {
   std::string source;         // the file
   std::string digest_sha256;  // of its bytes
   double confidence = 0.95;
-  int repeats = 2;
-  int bootstrap_samples = 2000;
+  int min_repeats = 4;
+  int max_repeats = 32;
+  double max_compare_s = 0;
+  double max_reference_errors = 0.05;
+  int min_slice_requests = 4;
   uint64_t seed = 1;
   int warmup_requests = 4;
   double min_gain = 0.0;
@@ -109,6 +117,8 @@ struct ClimbPolicy {
   std::vector<double> loads{1.0};
 
   SliceMargin margin_for(const std::string& slice) const;
+  // The sequential comparison's looks and error rate.
+  SequentialPlan plan() const;
   // Whether progress, verdicts and reports name the load: several loads, or
   // one other than the workloads' own.
   bool loads_named() const { return loads.size() > 1 || loads.front() != 1.0; }

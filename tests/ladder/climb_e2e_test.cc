@@ -66,7 +66,7 @@ std::string stories_workload(const std::string& dir) {
 std::string write_policy(const std::string& dir, const std::string& rungs) {
   const std::string path = dir + "/policy.toml";
   std::ofstream(path)
-      << "repeats = 2\nbootstrap_samples = 1000\nwarmup_requests = 2\n"
+      << "repeats = 4\nwarmup_requests = 2\n"
          "[slo]\ne2e_ms = 4000\n"
          "[quality]\nverify = \"exact\"\nmargin = 0.5\n"
          "[[workload]]\nname = \"mooncake\"\npath = \""
@@ -127,11 +127,11 @@ TEST(ClimbE2E, RunsEveryRungAndWritesTheLedgerAndReport) {
   ASSERT_EQ(c.result.exit_code, 0) << c.result.err << c.result.out;
   // The verdict opens the output.
   EXPECT_EQ(c.result.out.rfind("verdict: serving rung 1 'dense'", 0), 0u) << c.result.out;
-  // One progress line per replay: 2 references + 4 candidates x 2 workloads x 2 repeats x 2 sides.
+  // One progress line per replay: 2 references + 4 candidates x 2 workloads x 4 repeats x 2 sides.
   size_t replay_lines = 0;
   for (size_t at = 0; (at = c.result.err.find("] rung ", at)) != std::string::npos; ++at) ++replay_lines;
-  EXPECT_EQ(replay_lines, 32u) << c.result.err;
-  EXPECT_NE(c.result.err.find("[34/34]"), std::string::npos) << c.result.err;
+  EXPECT_EQ(replay_lines, 64u) << c.result.err;
+  EXPECT_NE(c.result.err.find("[66/66]"), std::string::npos) << c.result.err;
   EXPECT_EQ(c.result.err.find('\r'), std::string::npos);
   ASSERT_EQ(c.entries.size(), 5u);
   for (const auto& e : c.entries) {
@@ -145,7 +145,7 @@ TEST(ClimbE2E, RunsEveryRungAndWritesTheLedgerAndReport) {
   EXPECT_EQ(c.entries[0]["fingerprint"]["model_digest"],
             "047bf46455a544931cff6fef14d7910154c56afbc23ab1c5e56a72e69912c04b");
   EXPECT_TRUE(c.entries[1]["fingerprint"]["server_config"].is_object());
-  EXPECT_EQ(c.entries[1]["records"].size(), 8u);  // 2 workloads x 2 repeats x A and B
+  EXPECT_EQ(c.entries[1]["records"].size(), 16u);  // 2 workloads x 4 repeats x A and B
   for (const auto& r : c.entries[1]["records"])
     EXPECT_TRUE(std::filesystem::exists(r["path"].get<std::string>()));
   const std::string html = ladder::testing::read_file(c.dir + "/out/climb.html");
@@ -300,6 +300,30 @@ TEST(ClimbE2E, BadPoliciesAndSyntheticOnlyWorkloadsAreErrors) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/l.jsonl"));
 }
 
+// A reference that rung 1 itself fails is no reference: with prompts over
+// rung 1's input bound most requests answer 400, and the climb stops before
+// any candidate, naming the count, the first error and what to do, instead
+// of deciding on the few requests that remain.
+TEST(ClimbE2E, AClimbWhoseReferenceFailsStops) {
+  const std::string dir = ladder::testing::temp_dir() + "/broken-reference";
+  std::filesystem::create_directories(dir);
+  const std::string policy = write_policy(dir,
+                                          "[[rung]]\nname = \"tight\"\nargs = [\"--max-input-tokens\", \"3\"]\n"
+                                          "[[rung]]\nname = \"loose\"\n");
+  {  // no warm-up requests: they would meet the bound first
+    std::string text = ladder::testing::read_file(policy);
+    text.replace(text.find("warmup_requests = 2"), 19, "warmup_requests = 0");
+    std::ofstream(policy) << text;
+  }
+  auto r = climb(policy, dir + "/out", dir + "/ledger.jsonl", stories());
+  EXPECT_NE(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("rung 1 'tight' failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reference requests of workload"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("context_length_exceeded"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fix rung 1's options"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("rung 2 'loose' vs"), std::string::npos) << "no candidate is replayed\n" << r.err;
+}
+
 // Rung 2's topology as a candidate: the climb starts a prefill worker, a
 // decode worker and the router, replays against the router, and stops all
 // three. The split is exact, so every slice verifies.
@@ -365,7 +389,7 @@ TEST(ClimbE2E, EachLoadIsDecidedOnItsOwn) {
   const std::string dir = ladder::testing::temp_dir() + "/loads";
   std::filesystem::create_directories(dir);
   const std::string policy = dir + "/policy.toml";
-  std::ofstream(policy) << "repeats = 2\nbootstrap_samples = 1000\nwarmup_requests = 1\nloads = [2000, 1]\n"
+  std::ofstream(policy) << "repeats = 6\nwarmup_requests = 1\nloads = [2000, 1]\n"
                            "[slo]\ne2e_ms = 4000\n[quality]\nverify = \"exact\"\nmargin = 0.5\n"
                            "[[workload]]\nname = \"mooncake\"\npath = \""
                         << ladder::testing::shared_path("traces/mooncake_conversation_trace.jsonl")
@@ -381,8 +405,8 @@ TEST(ClimbE2E, EachLoadIsDecidedOnItsOwn) {
   EXPECT_EQ(r.out.rfind("verdict: at load 1x serving rung 1 'queue1'", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("; at load 2000x serving rung 2 'queue64' (promoted: goodput +"), std::string::npos)
       << r.out << r.err;
-  // One reference, then 2 loads x 2 repeats x 2 sides.
-  EXPECT_NE(r.err.find("[9/9]"), std::string::npos) << r.err;
+  // One reference, then 2 loads x 6 repeats x 2 sides.
+  EXPECT_NE(r.err.find("[25/25]"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("at load 2000x, rung 2 'queue64' vs rung 1 'queue1'"), std::string::npos) << r.err;
   const auto entries = read_jsonl(ledger);
   ASSERT_EQ(entries.size(), 4u);

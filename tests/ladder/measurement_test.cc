@@ -17,7 +17,6 @@ ClimbPolicy policy_with(harness::VerifyMode default_mode, const std::map<std::st
   ClimbPolicy p;
   p.default_margin.verify = default_mode;
   p.slice_margins = slices;
-  p.bootstrap_samples = 200;
   return p;
 }
 

@@ -40,8 +40,11 @@ args = ["--max-chunk-tokens", "16"]
 TEST(Policy, ReadsEverySection) {
   auto p = parse(R"(
 confidence = 0.9
-repeats = 3
-bootstrap_samples = 500
+min_repeats = 2
+max_repeats = 16
+max_compare_s = 600
+max_reference_errors = 0.1
+min_slice_requests = 3
 seed = 9
 warmup_requests = 2
 min_gain = 0.01
@@ -70,8 +73,11 @@ args = ["--spec", "ngram", "--kv-dtype", "f32"]
 )");
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   EXPECT_EQ(p->confidence, 0.9);
-  EXPECT_EQ(p->repeats, 3);
-  EXPECT_EQ(p->bootstrap_samples, 500);
+  EXPECT_EQ(p->min_repeats, 2);
+  EXPECT_EQ(p->max_repeats, 16);
+  EXPECT_EQ(p->max_compare_s, 600);
+  EXPECT_EQ(p->max_reference_errors, 0.1);
+  EXPECT_EQ(p->min_slice_requests, 3);
   EXPECT_EQ(p->seed, 9u);
   EXPECT_EQ(p->warmup_requests, 2);
   EXPECT_EQ(p->min_gain, 0.01);
@@ -115,7 +121,8 @@ TEST(Policy, AllExactSlicesReplayExactly) {
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   EXPECT_EQ(p->replay_mode(), harness::VerifyMode::kExact);
   EXPECT_EQ(p->margin_for("any").margin, 1.0);
-  EXPECT_EQ(p->repeats, 2);
+  EXPECT_EQ(p->min_repeats, 4);
+  EXPECT_EQ(p->max_repeats, 32);
   EXPECT_EQ(p->workloads[0].name, "w");  // the file's stem
   EXPECT_EQ(p->loads, (std::vector<double>{1.0}));
 }
