@@ -4,6 +4,7 @@
 // `ladder ledger show L`: the decisions a ledger holds.
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "ladder/climb.h"
@@ -19,6 +20,10 @@ int run_climb_command(climb::ClimbOptions o) {
   if (!r.is_ok()) {
     std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
     return 1;
+  }
+  if (r->calibration) {
+    std::printf("%s\nledger: %s\n", climb::calibration_line(*r->calibration).c_str(), r->ledger_path.c_str());
+    return r->calibration->passed ? 0 : 3;
   }
   std::printf("%s\n", climb::verdict_line(*r).c_str());
   for (const auto& lc : r->loads) {
@@ -48,10 +53,16 @@ constexpr const char* kClimbHelp =
     "`ladder serve --ledger L --load X` serves the decision made at the nearest measured load.\n"
     "A [[rung]] with topology = \"disagg\" is started as rung 2: a prefill worker, a decode\n"
     "worker and `ladder route` in front of them.\n"
+    "--calibrate N checks the gate on this machine instead of climbing: N comparisons of rung 1\n"
+    "with a second copy of itself, through the same blocks and looks; it reports how many were\n"
+    "promoted (each was a false promotion) against the promised rate, the run-to-run spread and\n"
+    "the smallest gain max_repeats can see, and records that in the ledger. A climb on a machine\n"
+    "and model whose last calibration in the ledger failed is refused.\n"
     "The policy file is described in docs/CLIMB.md.\n"
-    "Exit status: 0 climbed (whatever was decided); 1 a bad policy, workloads without a real\n"
-    "trace, a rung 1 that did not start or failed its reference, or a replay that could not run;\n"
-    "2 no model.";
+    "Exit status: 0 climbed (whatever was decided) or calibrated and passed; 1 a bad policy,\n"
+    "workloads without a real trace, a rung 1 that did not start or failed its reference, a\n"
+    "failed calibration on record, or a replay that could not run; 2 no model; 3 a calibration\n"
+    "that failed.";
 
 CommandRegistrar reg{
     "climb", 42, [](CLI::App& app) -> CommandRun {
@@ -69,6 +80,11 @@ CommandRegistrar reg{
       cmd->add_option("--ready-timeout", o->ready_timeout_s, "Seconds a server may take to load its model")
           ->capture_default_str()
           ->check(CLI::PositiveNumber);
+      cmd->add_option("--calibrate", o->calibrate,
+                      "Instead of climbing: compare rung 1 with a copy of itself N times and record how often "
+                      "the gate was fooled (20 gives a useful check; each takes min_repeats to max_repeats "
+                      "paired runs per workload)")
+          ->check(CLI::Range(1, 10000));
       return [o] { return run_climb_command(*o); };
     }};
 
@@ -81,17 +97,21 @@ CommandRegistrar ledger_reg{
       auto* show = cmd->add_subcommand(
           "show",
           "List every tested configuration: climb, rung, decision, goodput change with its interval, the\n"
-          "worst slice, cost per verified task, serve arguments and the reason; and per climb what it left "
-          "serving");
+          "worst slice, cost per verified task, serve arguments and the reason; per climb what it left "
+          "serving; and every calibration (climb --calibrate) with its result");
       show->add_option("LEDGER", *path, "The ledger file")->required();
       return [cmd, show, path]() -> int {
         if (!cmd->got_subcommand(show)) return 1;
         Result<std::vector<climb::LedgerEntry>> entries = climb::load_ledger(*path);
-        if (!entries.is_ok()) {
-          std::fprintf(stderr, "error: %s\n", entries.status().message().c_str());
-          return 1;
+        Result<std::vector<nlohmann::json>> calibrations = climb::load_calibrations(*path);
+        for (const Status& st : {entries.status(), calibrations.status()}) {
+          if (!st.is_ok()) {
+            std::fprintf(stderr, "error: %s\n", st.message().c_str());
+            return 1;
+          }
         }
-        std::fputs(climb::format_ledger(*entries).c_str(), stdout);
+        if (!entries->empty() || calibrations->empty()) std::fputs(climb::format_ledger(*entries).c_str(), stdout);
+        std::fputs(climb::format_calibrations(*calibrations).c_str(), stdout);
         return 0;
       };
     }};

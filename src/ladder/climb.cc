@@ -144,7 +144,13 @@ class Climber {
   Status check_reference(const Measurement& m, const WorkloadSpec& w) const;
   // Pairs the candidate with the configuration serving now, block by block,
   // until the sequential gate decides or its looks run out (sequential.h).
-  Status compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url);
+  // Replays go to `prefix` + "<workload>-r<repeat>-<side>".
+  Status compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url,
+                 const std::string& prefix);
+  // --calibrate N: rung 1 against a copy of itself, N times.
+  Result<ClimbResult> calibrate();
+  // Refuses a climb on a machine and model whose last calibration failed.
+  Status check_calibration() const;
   // Replays one comparison makes at most: every workload, max_repeats, both sides.
   size_t max_compare_replays() const {
     return policy().workloads.size() * 2 * static_cast<size_t>(policy().max_repeats);
@@ -339,7 +345,8 @@ Status Climber::make_references(const std::string& url, const std::string& rung1
   return Status::ok();
 }
 
-Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url) {
+Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url, const std::string& b_url,
+                        const std::string& prefix) {
   const RungSpec& a_spec = policy().rungs[current - 1];
   SequentialGate gate(policy().plan(), policy().min_gain);
   const auto started = std::chrono::steady_clock::now();
@@ -359,8 +366,7 @@ Status Climber::compare(int current, RungOutcome& cand, const std::string& a_url
         const int which = count[side]++;
         if (count[side] > count[1 - side]) a_first[which] = is_a;
         const int rep = repeats + which + 1;
-        const std::string dir = fmt::format("{}/{}{}-r{}-{}", rung_dir(cand.rung), load_dir(cand.load),
-                                            slug(w.name), rep, is_a ? "A" : "B");
+        const std::string dir = fmt::format("{}{}-r{}-{}", prefix, slug(w.name), rep, is_a ? "A" : "B");
         Result<Measurement> measured = replay(is_a ? a_url : b_url, w, cand.load, dir, false);
         ++done_here;
         if (!measured.is_ok() && !is_a) {
@@ -539,7 +545,8 @@ Result<LoadClimb> Climber::climb_at(double load) {
       cand.reason = "failed: the configuration did not start: " + msg.substr(0, msg.find('\n'));
       replays_total_ -= max_compare_replays();
     } else {
-      LADDER_RETURN_IF_ERROR(compare(current, cand, current_server.url(), server->url()));
+      LADDER_RETURN_IF_ERROR(
+          compare(current, cand, current_server.url(), server->url(), rung_dir(k) + "/" + load_dir(load)));
       // Rung 1's own figures at this load: its side of the first comparison
       // (the reference runs measured it unverified).
       if (current == 1 && !cand.paired.empty() && !lc.rungs.front().figures) {
@@ -568,8 +575,90 @@ Result<LoadClimb> Climber::climb_at(double load) {
   return lc;
 }
 
+Status Climber::check_calibration() const {
+  std::error_code ec;
+  if (!fs::exists(result_.ledger_path, ec)) return Status::ok();
+  LADDER_ASSIGN_OR_RETURN(std::vector<json> calibrations, load_calibrations(result_.ledger_path));
+  const std::string digest = fingerprint_of(reference_).value("model_digest", "unknown");
+  for (auto it = calibrations.rbegin(); it != calibrations.rend(); ++it) {
+    const json& c = *it;
+    if (c["machine"].value("cpu_model", "") != result_.machine.value("cpu_model", "") ||
+        c["machine"].value("cores", 0) != result_.machine.value("cores", 0) ||
+        c["identity"].value("model_digest", "") != digest) {
+      continue;
+    }
+    if (c["summary"]["passed"].get<bool>()) return Status::ok();
+    return failed_precondition(fmt::format(
+        "the last calibration of this machine and model ({}, in {}) failed: {}. The gate is not to be trusted "
+        "here until a calibration passes: quiet the machine or pin the servers to cores, lengthen the "
+        "workloads or raise max_repeats (docs/CLIMB.md \"When the machine is noisy\"), then run `ladder "
+        "climb --calibrate N` again",
+        c.value("climb_id", "?"), result_.ledger_path, c.value("line", "?")));
+  }
+  return Status::ok();
+}
+
+Result<ClimbResult> Climber::calibrate() {
+  const ClimbPolicy& p = policy();
+  const int n = o_.calibrate;
+  replays_total_ = p.workloads.size() + static_cast<size_t>(n) * max_compare_replays();
+  progress(fmt::format("calibration {}: {} comparisons of rung 1 '{}' with a copy of itself, {} workloads, "
+                       "{} to {} repeats per workload and side, at most {} replays; ledger {}",
+                       result_.climb_id, n, p.rungs.front().name, p.workloads.size(), p.min_repeats,
+                       p.max_repeats, replays_total_, result_.ledger_path));
+  {
+    LADDER_ASSIGN_OR_RETURN(RungServer reference_server, start_rung(1, rung_dir(1) + "/reference"));
+    LADDER_RETURN_IF_ERROR(make_references(reference_server.url(), p.rungs.front().name));
+  }
+  const std::string dir = (fs::path(o_.out_dir) / "calibration").string();
+  // Two processes of one configuration: what differs between them is what
+  // differs between any two servers on this machine.
+  LADDER_ASSIGN_OR_RETURN(RungServer a, start_rung(1, dir + "/A"));
+  LADDER_ASSIGN_OR_RETURN(RungServer b, start_rung(1, dir + "/B"));
+  std::vector<GoodputInterval> intervals;
+  json comparisons = json::array();
+  for (int i = 1; i <= n; ++i) {
+    RungOutcome self;
+    self.rung = 1;
+    self.spec = p.rungs.front();
+    self.compared_with = 1;
+    LADDER_RETURN_IF_ERROR(compare(1, self, a.url(), b.url(), fmt::format("{}/{}/", dir, i)));
+    if (self.decision == "failed") return io_error("calibration comparison " + std::to_string(i) + ": " + self.reason);
+    intervals.push_back(*self.goodput);
+    comparisons.push_back(to_json(*self.goodput));
+    progress(fmt::format("calibration {}/{}: {}", i, n, self.reason));
+  }
+  const CalibrationSummary summary = summarize_calibration(intervals, p.plan(), p.workloads.size());
+  const json id = fingerprint_of(reference_);
+  json e = {{"kind", kCalibrationKind},
+            {"schema_version", kLedgerSchemaVersion},
+            {"climb_id", result_.climb_id},
+            {"timestamp", harness::iso8601_utc_now()},
+            {"rung1", {{"name", p.rungs.front().name}, {"serve_args", p.rungs.front().args}}},
+            {"identity",
+             {{"model_digest", id.value("model_digest", "unknown")},
+              {"tokenizer_digest", id.value("tokenizer_digest", "unknown")},
+              {"engine_revision", id.value("engine_revision", "unknown")}}},
+            {"policy",
+             {{"path", p.source},
+              {"digest_sha256", p.digest_sha256},
+              {"confidence", p.confidence},
+              {"min_repeats", p.min_repeats},
+              {"max_repeats", p.max_repeats},
+              {"looks", p.plan().looks},
+              {"min_gain", p.min_gain}}},
+            {"summary", to_json(summary)},
+            {"comparisons", comparisons},
+            {"line", calibration_line(summary)},
+            {"machine", result_.machine}};
+  LADDER_RETURN_IF_ERROR(append_ledger_entry(result_.ledger_path, e));
+  result_.calibration = summary;
+  return result_;
+}
+
 Result<ClimbResult> Climber::run() {
   fs::create_directories(o_.out_dir);
+  if (o_.calibrate > 0) return calibrate();
   const ClimbPolicy& p = policy();
   // At most: the sequential gate usually stops sooner, and the total shrinks as it does.
   replays_total_ = p.workloads.size() + p.loads.size() * max_compare_replays() * (p.rungs.size() - 1);
@@ -589,6 +678,7 @@ Result<ClimbResult> Climber::run() {
     LADDER_ASSIGN_OR_RETURN(RungServer reference_server, start_rung(1, rung_dir(1) + "/reference"));
     LADDER_RETURN_IF_ERROR(make_references(reference_server.url(), p.rungs.front().name));
   }
+  LADDER_RETURN_IF_ERROR(check_calibration());
   for (double load : p.loads) {
     LADDER_ASSIGN_OR_RETURN(LoadClimb lc, climb_at(load));
     result_.loads.push_back(std::move(lc));

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "ladder/calibration.h"
 #include "ladder/gate.h"
 #include "ladder/measurement.h"
 #include "ladder/policy.h"
@@ -48,6 +49,9 @@ struct ClimbOptions {
   std::string ledger_path;  // default OUT/ledger.jsonl
   std::string binary;       // the ladder binary to start; default this process's
   double ready_timeout_s = 180;
+  // > 0: instead of climbing, compare rung 1 with a copy of itself this many
+  // times and record how often the gate was fooled (calibration.h).
+  int calibrate = 0;
 };
 
 // What happened to one rung.
@@ -84,6 +88,7 @@ struct ClimbResult {
   std::string ledger_path;
   std::string report_path;
   nlohmann::json machine;
+  std::optional<CalibrationSummary> calibration;  // --calibrate's result (then `loads` is empty)
 };
 
 // Fails (a Status) for a bad policy, a rung 1 that does not start, a

@@ -79,8 +79,9 @@ Result<std::vector<LedgerEntry>> load_ledger(const std::string& path) {
     const std::string where = fmt::format("{} line {}", path, n);
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return invalid_argument(where + ": not a JSON object");
+    if (j.value("kind", "") == kCalibrationKind) continue;  // load_calibrations reads those
     if (j.value("kind", "") != "ladder.ledger")
-      return invalid_argument(where + ": 'kind' is not \"ladder.ledger\"");
+      return invalid_argument(where + ": 'kind' is not \"ladder.ledger\" or \"" + kCalibrationKind + "\"");
     if (!j.contains("schema_version") || !j["schema_version"].is_number_integer()) {
       return invalid_argument(where + ": 'schema_version' must be an integer");
     }
@@ -129,6 +130,37 @@ Result<std::vector<LedgerEntry>> load_ledger(const std::string& path) {
     entries.push_back(std::move(e));
   }
   return entries;
+}
+
+Result<std::vector<json>> load_calibrations(const std::string& path) {
+  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  std::vector<json> out;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("kind", "") != kCalibrationKind) continue;
+    const std::string where = fmt::format("{} line {}", path, n);
+    if (!j.contains("summary") || !j["summary"].is_object() || !j["summary"].value("passed", json()).is_boolean() ||
+        !j.value("machine", json()).is_object() || !j.value("identity", json()).is_object()) {
+      return invalid_argument(where + ": a calibration needs 'summary' (with 'passed'), 'machine' and 'identity'");
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string format_calibrations(const std::vector<json>& calibrations) {
+  std::string out;
+  for (const json& c : calibrations) {
+    const json& m = c["machine"];
+    out += fmt::format("calibration {} ({}; model {}; {} cores, {}): {}\n", c.value("climb_id", "?"),
+                       c.value("timestamp", "?"), short_hash(c["identity"].value("model_digest", "?")),
+                       m.value("cores", 0), m.value("cpu_model", std::string("?")), c.value("line", "?"));
+  }
+  return out;
 }
 
 std::string format_ledger(const std::vector<LedgerEntry>& entries) {

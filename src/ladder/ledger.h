@@ -57,12 +57,23 @@ struct LedgerEntry {
 nlohmann::json to_json(const ServedIdentity& id);
 Result<ServedIdentity> identity_from_json(const nlohmann::json& j, const std::string& where);
 
+// A calibration's line (calibration.h): {"kind": "ladder.calibration",
+// "schema_version", "climb_id", "timestamp", "identity", "machine", "policy",
+// "summary": {comparisons, promoted, p_value, passed, run_sd, ...},
+// "comparisons": [goodput intervals], "line": "calibration passed: ..."}.
+inline constexpr const char* kCalibrationKind = "ladder.calibration";
+
 // Appends one entry (a line) and flushes it.
 Status append_ledger_entry(const std::string& path, const nlohmann::json& entry);
 
 // Every entry, in file order. A line that is not a ledger entry of a known
 // schema version is an error naming its line.
 Result<std::vector<LedgerEntry>> load_ledger(const std::string& path);
+
+// Every calibration line, in file order (load_ledger skips them).
+Result<std::vector<nlohmann::json>> load_calibrations(const std::string& path);
+// One line per calibration, for `ladder ledger show`.
+std::string format_calibrations(const std::vector<nlohmann::json>& calibrations);
 
 // `ladder ledger show`: one row per entry, grouped by climb, and per climb
 // the configuration it left serving.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "ladder/calibration.h"
 #include "ladder/gate.h"
 #include "ladder/sequential.h"
 
@@ -357,6 +358,68 @@ TEST(Gate, SignedPercent) {
   EXPECT_EQ(signed_percent(-0.021), "-2.1%");
   EXPECT_EQ(signed_percent(-0.0001), "+0.0%");
   EXPECT_EQ(signed_percent(1.5), "+150.0%");
+}
+
+// Binomial tails against sums done by hand (Python's math.comb):
+// P(X >= 1 | 20, 0.025) = 1 - 0.975^20.
+TEST(Calibration, BinomialTailIsExact) {
+  EXPECT_NEAR(binomial_upper_tail(1, 20, 0.025), 0.3973123197808994, 1e-12);
+  EXPECT_NEAR(binomial_upper_tail(3, 20, 0.025), 0.012955285058659323, 1e-12);
+  EXPECT_NEAR(binomial_upper_tail(4, 20, 0.025), 0.0013727574460937935, 1e-12);
+  EXPECT_NEAR(binomial_upper_tail(2, 10, 0.005), 0.0010953906163501228, 1e-12);
+  EXPECT_EQ(binomial_upper_tail(0, 20, 0.025), 1.0);
+  EXPECT_EQ(binomial_upper_tail(21, 20, 0.025), 0.0);
+}
+
+GoodputInterval self_comparison(Verdict v, double run_sd, int64_t a_good, size_t pairs) {
+  GoodputInterval g;
+  g.verdict = v;
+  g.run_sd = run_sd;
+  g.runs = 8;
+  g.pairs = pairs;
+  g.a_good = a_good;
+  g.b_good = a_good;
+  g.repeats = 4;
+  return g;
+}
+
+// 20 comparisons at 2.5% each: 3 promotions happen by chance 1.3% of the
+// time (passes), 4 only 0.14% (fails: the machine fools the gate).
+TEST(Calibration, PromotionsBeyondChanceFail) {
+  const SequentialPlan plan = *SequentialPlan::make(4, 4, 0.95);
+  auto run = [&](int promoted) {
+    std::vector<GoodputInterval> c;
+    for (int i = 0; i < 20; ++i) {
+      c.push_back(self_comparison(i < promoted ? Verdict::kAbove : Verdict::kUndecided, 0.05, 80, 100));
+    }
+    return summarize_calibration(c, plan, 2);
+  };
+  const CalibrationSummary three = run(3);
+  EXPECT_EQ(three.promoted, 3);
+  EXPECT_EQ(three.undecided, 17);
+  EXPECT_TRUE(three.passed);
+  EXPECT_NEAR(three.p_value, 0.012955285058659323, 1e-12);
+  const CalibrationSummary four = run(4);
+  EXPECT_FALSE(four.passed);
+  EXPECT_NE(calibration_line(four).find("calibration FAILED: 4 of 20"), std::string::npos) << calibration_line(four);
+  // The smallest gain 8 runs see 8 times in 10 at one-sided 2.5%:
+  // (t(0.025, 7) 2.364624 + t(0.2, 7) 0.896029) * 0.05 / sqrt(8) / 0.8.
+  EXPECT_EQ(three.max_runs, 8);
+  EXPECT_NEAR(three.a_fraction, 0.8, 1e-12);
+  EXPECT_NEAR(three.min_detectable_gain, 0.0720509, 1e-6);
+}
+
+TEST(Calibration, RunSdIsTheMedianOverComparisons) {
+  const SequentialPlan plan = *SequentialPlan::make(4, 8, 0.95);
+  std::vector<GoodputInterval> c{self_comparison(Verdict::kUndecided, 0.30, 10, 20),
+                                 self_comparison(Verdict::kBelow, 0.01, 10, 20),
+                                 self_comparison(Verdict::kUndecided, 0.02, 10, 20),
+                                 self_comparison(Verdict::kUndecided, 0.04, 10, 20)};
+  const CalibrationSummary s = summarize_calibration(c, plan, 1);
+  EXPECT_NEAR(s.run_sd, 0.03, 1e-12);
+  EXPECT_EQ(s.below, 1);
+  EXPECT_EQ(s.max_runs, 8);
+  EXPECT_NEAR(s.mean_repeats, 4.0, 1e-12);
 }
 
 }  // namespace
