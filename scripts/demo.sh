@@ -33,7 +33,7 @@ SHARED=${LADDER_SHARED_DIR:-../shared}
 SHARED=$(cd "$SHARED" 2>/dev/null && pwd || echo "$SHARED")
 
 # The climb: a short policy (two real traces, scaled to the tiny model's
-# context; two candidates), about a minute on two cores. Progress goes to
+# context; two candidates), about two minutes on two cores. Progress goes to
 # $OUT/climb.log; the verdict opens the output.
 cat >"$OUT/climb-policy.toml" <<EOF
 # ladder climb policy of make demo (docs/CLIMB.md)

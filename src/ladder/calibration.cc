@@ -90,7 +90,10 @@ std::string calibration_line(const CalibrationSummary& s) {
       "runs: {}",
       s.passed ? "passed" : "FAILED", s.promoted, s.comparisons, 100 * s.alpha, s.promoted, s.p_value,
       s.passed ? "" : fmt::format(" < {:g}: this machine fools the gate", kCalibrationFailP), s.below,
-      s.undecided, s.run_sd, s.a_fraction, s.mean_repeats, s.max_runs, mdg);
+      s.undecided, s.run_sd, s.a_fraction, s.mean_repeats, s.max_runs, mdg) +
+         (s.a_fraction >= 1.0 ? "; A was good on every request: no candidate can gain goodput on these "
+                                "workloads (tighten the SLO or raise the load until some requests miss it)"
+                              : "");
 }
 
 }  // namespace ladder::climb

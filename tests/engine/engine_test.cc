@@ -201,12 +201,14 @@ TEST(Engine, AQueuedRequestWhoseDeadlinePassesEndsWithDeadlineExceeded) {
   ASSERT_TRUE(running.is_ok());
   gate.wait_reached();
   Request late = greedy_request(kOnceUponATime, 4);
-  late.scheduling.deadline = Clock::now() + std::chrono::milliseconds(50);
+  // A second away: still ahead when it is submitted, however busy the
+  // machine (50 ms once passed before submit() looked at it).
+  late.scheduling.deadline = Clock::now() + std::chrono::seconds(1);
   auto queued = engine->submit(late);
   ASSERT_TRUE(queued.is_ok()) << queued.status().to_string();
   EXPECT_TRUE(queued->queued);
   // The loop is held mid-step: the deadline passes while the request waits.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_until(late.scheduling.deadline + std::chrono::milliseconds(50));
   gate.release();
   const Outcome q = drain(*queued->stream);
   EXPECT_TRUE(q.tokens.empty());

@@ -430,6 +430,9 @@ TEST(ClimbE2E, ACandidateThatDoesNotStartFailsAndServingStaysLower) {
   EXPECT_NE(shown.out.find("failed"), std::string::npos);
 }
 
+// Both rungs sleep 5 ms after each step (--test-step-delay-ms), so a request
+// takes at least 40 ms on any machine: far longer than 0.25 ms, far shorter
+// than 500 ms.
 // Rung 1 runs one request at a time and holds at most one more waiting for
 // admission (--max-running 1 --max-queue 1); the candidate holds 64 waiting. At the trace's own load (constant arrivals half a
 // second apart, each request done long before the next) both serve every
@@ -447,8 +450,9 @@ TEST(ClimbE2E, EachLoadIsDecidedOnItsOwn) {
                         << "\"\nargs = [\"--requests\", \"8\", \"--length-scale\", \"0.004\", "
                            "\"--max-input-tokens\", \"24\", \"--max-output-tokens\", \"8\", \"--rate\", \"2\", "
                            "\"--arrival\", \"constant\"]\n"
-                           "[[rung]]\nname = \"queue1\"\nargs = [\"--max-running\", \"1\", \"--max-queue\", \"1\"]\n"
-                           "[[rung]]\nname = \"queue64\"\nargs = [\"--max-queue\", \"64\"]\n";
+                           "[[rung]]\nname = \"queue1\"\nargs = [\"--max-running\", \"1\", \"--max-queue\", \"1\", "
+                           "\"--test-step-delay-ms\", \"5\"]\n"
+                           "[[rung]]\nname = \"queue64\"\nargs = [\"--max-queue\", \"64\", \"--test-step-delay-ms\", \"5\"]\n";
   const std::string ledger = dir + "/ledger.jsonl";
   auto r = run_command({ladder::testing::ladder_bin(), "climb", "--policy", policy, "--model", stories(), "--out",
                         dir + "/out", "--ledger", ledger});
@@ -484,14 +488,16 @@ TEST(ClimbE2E, EachLoadIsDecidedOnItsOwn) {
   // serve --ledger: rung 1's settings match; the load picks.
   {
     ladder::testing::ServerProcess s(
-        {"-m", stories(), "--max-running", "1", "--max-queue", "1", "--ledger", ledger, "--load", "1500"});
+        {"-m", stories(), "--max-running", "1", "--max-queue", "1", "--test-step-delay-ms", "5", "--ledger", ledger,
+         "--load", "1500"});
     ASSERT_TRUE(s.ok()) << s.log();
     EXPECT_NE(s.log().find("serving rung 2 'queue64'"), std::string::npos) << s.log();
     EXPECT_NE(s.log().find("at load 2000x"), std::string::npos) << s.log();
     EXPECT_EQ(served_config(s.port())["max_queue"], 64);
   }
   {
-    ladder::testing::ServerProcess s({"-m", stories(), "--max-running", "1", "--max-queue", "1", "--ledger", ledger});
+    ladder::testing::ServerProcess s(
+        {"-m", stories(), "--max-running", "1", "--max-queue", "1", "--test-step-delay-ms", "5", "--ledger", ledger});
     ASSERT_TRUE(s.ok()) << s.log();
     EXPECT_NE(s.log().find("promoted nothing above rung 1 at load 1x"), std::string::npos) << s.log();
     EXPECT_EQ(served_config(s.port())["max_queue"], 1);

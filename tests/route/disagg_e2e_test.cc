@@ -65,15 +65,19 @@ struct Cluster {
   std::vector<std::unique_ptr<ServerProcess>> decode;
   std::unique_ptr<ServerProcess> router;
 
-  Cluster(const std::string& model, const std::vector<std::string>& common, int n_decode = 1) {
+  // `common` goes to every process, `workers` to the two kinds of worker only.
+  Cluster(const std::string& model, const std::vector<std::string>& common, int n_decode = 1,
+          const std::vector<std::string>& workers = {}) {
     std::vector<std::string> p = {"-m", model, "--role", "prefill", "--threads", "1"};
     p.insert(p.end(), common.begin(), common.end());
+    p.insert(p.end(), workers.begin(), workers.end());
     prefill = std::make_unique<ServerProcess>(p);
     std::vector<std::string> r = {"-m", model, "--prefill", url(*prefill)};
     for (int i = 0; i < n_decode; ++i) {
       std::vector<std::string> d = {"-m", model,       "--role",    "decode",    "--threads",
                                     "1",  "--kv-host", "127.0.0.1", "--kv-port", "0"};
       d.insert(d.end(), common.begin(), common.end());
+      d.insert(d.end(), workers.begin(), workers.end());
       decode.push_back(std::make_unique<ServerProcess>(d));
       r.push_back("--decode");
       r.push_back(url(*decode.back()));
@@ -257,7 +261,9 @@ bool read_until(int fd, const std::string& needle, std::string& buf, Ms timeout)
 }
 
 TEST(Disagg, KilledDecodeWorkerFailsItsRequestsAndTheRouterServesOn) {
-  Cluster c(slow_test_model(), {}, /*n_decode=*/2);
+  // 20 ms after each step: a 600-token stream lasts at least 12 s on any
+  // machine, so both are running when the worker is killed.
+  Cluster c(slow_test_model(), {}, /*n_decode=*/2, {"--test-step-delay-ms", "20"});
   ASSERT_TRUE(c.ok());
   const int router = c.router->port();
   // Two long streams: the router spreads them over both decode workers.
@@ -309,7 +315,9 @@ TEST(Disagg, KilledDecodeWorkerFailsItsRequestsAndTheRouterServesOn) {
 }
 
 TEST(Disagg, AClientThatGoesAwayCancelsItsRequestOnTheDecodeWorker) {
-  Cluster c(slow_test_model(), {});
+  // 20 ms after each step: the 600-token stream is still running when the
+  // client goes away, on any machine.
+  Cluster c(slow_test_model(), {}, /*n_decode=*/1, {"--test-step-delay-ms", "20"});
   ASSERT_TRUE(c.ok());
   const std::string long_req =
       json{{"prompt", story(3)}, {"max_tokens", 600}, {"stream", true}, {"ignore_eos", true}}.dump();
