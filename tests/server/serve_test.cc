@@ -696,7 +696,10 @@ TEST(Serve, MetricsShowTenantsOnlyToAnAdminOrTheMetricsListener) {
   json req = {{"prompt", "Once upon a time"}, {"max_tokens", 2}};
   post_json(p, "/v1/completions", req, {{"Authorization", "Bearer key-alpha"}});
   post_json(p, "/v1/completions", req, {{"Authorization", "Bearer key-beta"}});
-  wait_metric(p, "ladder_requests_total{tenant=\"beta\",status=\"200\"}", 1);  // both settled
+  // Each request is counted once its bookkeeping ends, which may trail its
+  // response, in either order: wait for both.
+  wait_metric(p, "ladder_requests_total{tenant=\"alpha\",status=\"200\"}", 1);
+  wait_metric(p, "ladder_requests_total{tenant=\"beta\",status=\"200\"}", 1);
   // A tenant's own key, or none: totals only, no tenant names.
   for (const std::string& auth : {std::string(), std::string("Bearer key-alpha")}) {
     const std::string text =
