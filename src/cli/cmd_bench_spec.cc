@@ -1,6 +1,8 @@
 // `ladder bench spec`: speculative decoding against plain decoding on the
 // same requests at several batch sizes, paired in one run
 // (engine/spec_bench.h).
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -67,13 +69,17 @@ int run_bench_spec(const BenchSpecArgs& a) {
   std::printf("model %s, --spec %s, k %d, %s, %s, %lld output tokens per request\n", path.c_str(),
               a.spec.spec.c_str(), a.spec.k, o.adaptive ? "adaptive (the engine may switch it off)" : "forced on",
               a.temperature > 0 ? "sampled" : "greedy", static_cast<long long>(a.output_tokens));
-  std::printf("%5s %12s %12s %8s %10s %11s %7s %8s %9s %s\n", "batch", "plain tok/s", "spec tok/s", "speedup",
-              "accepted", "tok/cycle", "draft", "enabled", "predicted", "outputs");
+  std::printf("%5s %12s %12s %8s %10s %11s %7s %8s %9s %9s %s\n", "batch", "plain tok/s", "spec tok/s", "speedup",
+              "accepted", "tok/cycle", "draft", "enabled", "predicted", "measured", "outputs");
   int rc = 0;
   for (const auto& r : *rows) {
-    std::printf("%5d %12.1f %12.1f %7.2fx %9.1f%% %11.2f %6.0f%% %8s %8.2fx %s\n", r.batch, r.plain_tok_per_s,
+    // "measured": the engine's own in-turn comparison of speculative and
+    // plain decode steps (adaptive runs; "-" until it has both).
+    const std::string measured = r.measured_gain > 0 ? fmt::format("{:.2f}x", r.measured_gain) : "-";
+    std::printf("%5d %12.1f %12.1f %7.2fx %9.1f%% %11.2f %6.0f%% %8s %8.2fx %9s %s\n", r.batch, r.plain_tok_per_s,
                 r.spec_tok_per_s, r.speedup, 100 * r.acceptance, r.tokens_per_cycle, 100 * r.draft_share,
-                r.enabled_at_end ? "yes" : "no", r.predicted_gain, r.outputs_match ? "identical" : "DIFFER");
+                r.enabled_at_end ? "yes" : "no", r.predicted_gain, measured.c_str(),
+                r.outputs_match ? "identical" : "DIFFER");
     if (!r.outputs_match) rc = 1;
   }
   return rc;

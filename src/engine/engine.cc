@@ -544,9 +544,11 @@ void Engine::finish(RequestId id, FinishReason reason, Status status) {
 }
 
 bool Engine::step() {
+  int64_t draft_us = 0;
   if (spec_) {
-    counters_.sample_us += spec_->propose(
+    draft_us = spec_->propose(
         *scheduler_, [this](RequestId id) -> SpecState& { return active_.at(id)->spec; }, *threads_);
+    counters_.sample_us += draft_us;
   }
   // The step's cost as the speculation controller sees it: everything but
   // drafting (scheduling, the forward pass, sampling, streaming).
@@ -725,8 +727,15 @@ bool Engine::step() {
   if (spec_) {
     int64_t attention_work = 0;  // each row attends its position and those before
     for (const ScheduledChunk& c : out.chunks) attention_work += c.n_tokens * (c.start_pos + (c.n_tokens + 1) / 2);
-    spec_->observe_step(out.n_tokens, attention_work,
-                        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - step_start).count());
+    const int64_t step_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - step_start).count();
+    spec_->observe_step(out.n_tokens, attention_work, step_us);
+    bool pure_decode = true;  // every chunk samples one token, or verifies a draft
+    for (const ScheduledChunk& c : out.chunks) pure_decode = pure_decode && c.sample && c.n_tokens == c.n_draft + 1;
+    if (pure_decode) {
+      spec_->observe_outcome(verified_any, static_cast<int64_t>(out.chunks.size()),
+                             static_cast<int64_t>(updates.size()), step_us + draft_us);
+    }
   }
   if (config_.on_step) {
     config_.on_step({counters_.steps, out.n_tokens, static_cast<int64_t>(out.chunks.size()),

@@ -9,7 +9,8 @@ namespace ladder::engine {
 // Speculative decoding, engine-wide (zero without a draft): draft tokens
 // verified and accepted, verify cycles, time spent drafting and in forward
 // passes that verified drafts; the last step's decision (on for any request,
-// its k) and the controller's predicted speed-up over plain decoding.
+// its k) and the controller's predicted and measured speed-up over plain
+// decoding.
 struct SpecMetrics {
   int64_t proposed = 0;
   int64_t accepted = 0;
@@ -19,6 +20,7 @@ struct SpecMetrics {
   bool enabled = false;
   int32_t k = 0;
   double predicted_gain = 1.0;
+  double measured_gain = 0;  // speculative over plain decode steps, measured in turn; 0 until known
 };
 
 // The host KV tier (kv/host_tier.h; zero without one): blocks copied out of

@@ -112,6 +112,7 @@ Result<std::vector<SpecBenchRow>> measure_speculation(const model::LlamaModel& m
     row.draft_share = static_cast<double>(after.spec.draft_us - before.spec.draft_us) / 1e6 / spec_seconds;
     row.enabled_at_end = after.spec.enabled;
     row.predicted_gain = after.spec.predicted_gain;
+    row.measured_gain = after.spec.measured_gain;
     row.outputs_match = p.outputs == s.outputs;
     rows.push_back(row);
   }

@@ -39,6 +39,7 @@ struct SpecBenchRow {
   double draft_share = 0;        // of the speculative run's time, drafting
   bool enabled_at_end = false;   // the engine's last decision (adaptive runs)
   double predicted_gain = 1.0;   // the engine's last prediction
+  double measured_gain = 0;      // the engine's measured spec/plain step speed (0: not known)
   bool outputs_match = false;    // spec == plain, token for token
 };
 

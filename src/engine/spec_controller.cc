@@ -98,6 +98,21 @@ double AcceptanceEstimate::rate(double prior, double prior_weight) const {
   return (accepted + pa) / (accepted + rejections + pa + prior_weight);
 }
 
+void MeasuredGain::add(bool speculative, int64_t n_sequences, int64_t n_emitted, double us) {
+  if (n_sequences < 1 || n_emitted < 1 || !(us > 0)) return;
+  const double rate = static_cast<double>(n_emitted) / static_cast<double>(n_sequences) / us;
+  double& sum = speculative ? spec_sum_ : plain_sum_;
+  double& w = speculative ? spec_w_ : plain_w_;
+  sum = sum * kDecay + rate;
+  w = w * kDecay + 1;
+  (speculative ? spec_n_ : plain_n_) += 1;
+}
+
+double MeasuredGain::gain() const {
+  if (!known() || plain_sum_ <= 0) return 1.0;
+  return (spec_sum_ / spec_w_) / (plain_sum_ / plain_w_);
+}
+
 SpecController::SpecController(int32_t k_max, bool adaptive) : k_max_(k_max), adaptive_(adaptive) {
   LADDER_CHECK(k_max_ >= 1, "speculation needs k_max >= 1");
 }
@@ -173,9 +188,14 @@ SpecPlan SpecController::plan(std::span<const SpecCandidate> candidates, int64_t
     }
     p.predicted_gain = best_rate / plain_rate;
     if (p.predicted_gain < kMinGain) best_m = 0;  // speculation does not pay: plain for all
+    if (best_m > 0 && measured_.known() && measured_.gain() < 1.0) {
+      best_m = 0;  // predicted to pay, measured to lose: the measurement decides
+      p.overruled = true;
+    }
     p.k = best_m > 0 ? best_k : 0;
     for (size_t m = 0; m < best_m; ++m) p.on[order[m]] = true;
-    if (best_m > 0 && ++n_spec_plans_ % kPlainProbeEvery == 0) {
+    const int probe_every = measured_.known() ? kPlainProbeEvery : kEarlyPlainProbeEvery;
+    if (best_m > 0 && ++n_spec_plans_ % probe_every == 0) {
       // A plain step now and then measures the plain cost at this batch.
       p.on.assign(n, false);
       p.k = 0;
@@ -190,6 +210,7 @@ SpecPlan SpecController::plan(std::span<const SpecCandidate> candidates, int64_t
       }
     }
   }
+  p.measured_gain = measured_gain();
   last_gain_ = p.predicted_gain;
   last_enabled_ = std::find(p.on.begin(), p.on.end(), true) != p.on.end();
   last_k_ = last_enabled_ ? p.k : 0;

@@ -19,6 +19,10 @@
 //   (sum over the m of E(a_i, k) + (B - m)) / (forward(B + others + m k, ..) + k draft(m, ..)),
 // against plain decoding's B / forward(B + others, ..). Speculation turns off for
 // a request when it is not among the m, and for the whole batch when m = 0.
+// The prediction is checked against what happens: MeasuredGain compares
+// the measured speed of speculative and plain decode steps taken in turn,
+// and once it is known and below 1 speculation is off (overruled) however
+// good the prediction looks; the re-probes below keep measuring it.
 // Probes keep the measurements honest: until kWarmupCycles cycles are
 // verified and both costs have data every candidate speculates with k_max; while every step had the same size,
 // steps run plain (measuring the slope); every kPlainProbeEvery-th speculative step
@@ -70,6 +74,30 @@ struct AcceptanceEstimate {
   double rate(double prior, double prior_weight = 2.0) const;
 };
 
+// Measured speed of speculative decode steps against plain ones, both seen
+// by the same engine in turn (plain probes between speculative steps,
+// speculative re-probes between plain ones), so the two sides share the
+// machine's state of the moment: a pair, interleaved. A step's speed is the
+// tokens it emitted per decoding sequence per second, drafting included;
+// only pure decode steps count (a prompt chunk in the step is a different
+// cost). Exponentially decayed, so it follows a load that changes.
+class MeasuredGain {
+ public:
+  static constexpr double kDecay = 0.95;
+  // Samples each side needs before the ratio is trusted.
+  static constexpr double kMinPlain = 4;
+  static constexpr double kMinSpec = 8;
+
+  void add(bool speculative, int64_t n_sequences, int64_t n_emitted, double us);
+  bool known() const { return plain_n_ >= kMinPlain && spec_n_ >= kMinSpec; }
+  // Speculative over plain tokens per second per sequence; 1 while unknown.
+  double gain() const;
+
+ private:
+  double plain_sum_ = 0, plain_w_ = 0, spec_sum_ = 0, spec_w_ = 0;
+  double plain_n_ = 0, spec_n_ = 0;  // samples seen (not decayed)
+};
+
 struct SpecCandidate {
   double acceptance = 0;   // estimated a
   int32_t k_cap = 0;       // most draft tokens it can use (>= 1)
@@ -83,12 +111,20 @@ struct SpecPlan {
   // The best speculative choice's predicted tokens/s over plain decoding's
   // (below 1: speculation loses); 1 while nothing is measured.
   double predicted_gain = 1.0;
+  // The measured ratio (MeasuredGain) when known, else 0; speculation is off
+  // whenever it is known and below 1, whatever the prediction says.
+  double measured_gain = 0;
+  bool overruled = false;  // the prediction said on, the measurement said off
   bool probing = false;
 };
 
 class SpecController {
  public:
   static constexpr int kPlainProbeEvery = 32;
+  // While the measured gain is unknown, plain probes come this often, so a
+  // speculation that loses is measured, and switched off, within about
+  // kWarmupCycles + kMinPlain * kEarlyPlainProbeEvery decode steps.
+  static constexpr int kEarlyPlainProbeEvery = 8;
   static constexpr int kReprobeAfter = 64;
   // Speculation must be predicted this much faster to run (measurements on
   // a busy CPU wobble by a few percent; flapping costs probes).
@@ -110,6 +146,11 @@ class SpecController {
   void observe_forward(int64_t n_tokens, int64_t attention_work, double us);
   // Drafting k tokens for n_sequences sequences of `context` tokens in all.
   void observe_draft(int64_t n_sequences, int64_t context, int32_t k, double us);
+  // A pure decode step's outcome: whether any sequence verified a draft, the
+  // decoding sequences, the tokens emitted, and its time with drafting.
+  void observe_outcome(bool speculative, int64_t n_sequences, int64_t n_emitted, double us) {
+    if (n_steps_ > kColdSteps) measured_.add(speculative, n_sequences, n_emitted, us);
+  }
   void observe_cycle(int64_t n_accepted, bool rejected) {
     global_.add(n_accepted, rejected, 0.99);
     ++n_cycles_;
@@ -120,6 +161,8 @@ class SpecController {
   int32_t k_max() const { return k_max_; }
   // The last plan's predicted gain and whether it speculated at all.
   double last_gain() const { return last_gain_; }
+  // The measured gain when known, else 0.
+  double measured_gain() const { return measured_.known() ? measured_.gain() : 0.0; }
   bool last_enabled() const { return last_enabled_; }
   int32_t last_k() const { return last_k_; }
 
@@ -132,6 +175,7 @@ class SpecController {
   LinearCost forward_;
   LinearCost draft_;
   AcceptanceEstimate global_;
+  MeasuredGain measured_;
   int64_t n_spec_plans_ = 0;
   int64_t n_cycles_ = 0;
   int64_t n_steps_ = 0;

@@ -16,6 +16,8 @@ struct SpecUsage {
   int64_t verify_us = 0;  // forward time of the steps that verified its drafts
   int32_t k = 0;          // draft length of the last decision (0: plain)
   bool enabled = false;   // whether the last decision speculated for it
+  double predicted_gain = 1.0;  // the controller's prediction at that decision
+  double measured_gain = 0;     // its measured gain then (0: not yet known)
 
   int64_t rejected() const { return proposed - accepted; }
   // Mean tokens emitted per verify cycle; 0 before the first.

@@ -61,6 +61,8 @@ int64_t Speculator::propose(Scheduler& scheduler, const std::function<SpecState&
     SpecState& s = state(ids[i]);
     s.usage.enabled = plan.on[i];
     s.usage.k = plan.on[i] ? plan.k : 0;  // the decision; the last cycles may be shorter (max_tokens)
+    s.usage.predicted_gain = plan.predicted_gain;
+    s.usage.measured_gain = plan.measured_gain;
     s.steps_off = plan.on[i] ? 0 : s.steps_off + 1;
     if (!plan.on[i]) continue;
     DraftInput in;
@@ -107,8 +109,15 @@ void Speculator::record_cycle(SpecState& s, int64_t n_draft, int64_t n_accepted,
 }
 
 void Speculator::publish(EngineMetrics& m) const {
-  m.spec = {proposed_,  accepted_, cycles_, draft_us_, verify_us_, controller_.last_enabled(), controller_.last_k(),
-            controller_.last_gain()};
+  m.spec = {proposed_,
+            accepted_,
+            cycles_,
+            draft_us_,
+            verify_us_,
+            controller_.last_enabled(),
+            controller_.last_k(),
+            controller_.last_gain(),
+            controller_.measured_gain()};
 }
 
 }  // namespace ladder::engine

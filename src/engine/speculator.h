@@ -65,6 +65,11 @@ class Speculator {
   void observe_step(int64_t n_tokens, int64_t attention_work, int64_t us) {
     controller_.observe_forward(n_tokens, attention_work, static_cast<double>(us));
   }
+  // A pure decode step (no prompt chunk): whether it verified any draft, its
+  // sequences, the tokens it emitted and its time with drafting.
+  void observe_outcome(bool speculative, int64_t n_sequences, int64_t n_emitted, int64_t us) {
+    controller_.observe_outcome(speculative, n_sequences, n_emitted, static_cast<double>(us));
+  }
   void record_cycle(SpecState& s, int64_t n_draft, int64_t n_accepted, int64_t verify_us);
   // Once per step that verified at least one draft.
   void record_verify_step(int64_t us) { verify_us_ += us; }

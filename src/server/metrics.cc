@@ -201,6 +201,11 @@ std::string ServerMetrics::render(const GaugeSnapshot& g, bool per_tenant) const
                        "last step (below 1: it loses).\n# TYPE ladder_spec_predicted_gain gauge\n"
                        "ladder_spec_predicted_gain {}\n",
                        fmt_double(g.spec.predicted_gain));
+    out += fmt::format("# HELP ladder_spec_measured_gain Measured speed of speculative over plain decode steps "
+                       "taken in turn (tokens per sequence per second; 0 until both are measured; below 1 "
+                       "switches speculation off).\n# TYPE ladder_spec_measured_gain gauge\n"
+                       "ladder_spec_measured_gain {}\n",
+                       fmt_double(g.spec.measured_gain));
   }
   out += fmt::format("# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
                      "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total {}\n",

@@ -24,7 +24,9 @@ json usage_json(const UsageInfo& u) {
                                {"draft_ms", static_cast<double>(sp.draft_us) / 1000.0},
                                {"verify_ms", static_cast<double>(sp.verify_us) / 1000.0},
                                {"k", sp.k},
-                               {"enabled", sp.enabled}};
+                               {"enabled", sp.enabled},
+                               {"predicted_gain", sp.predicted_gain},
+                               {"measured_gain", sp.measured_gain > 0 ? json(sp.measured_gain) : json(nullptr)}};
   }
   return j;
 }

@@ -247,10 +247,13 @@ TEST(Speculative, ADraftThatCostsMoreThanItSavesIsSwitchedOff) {
   auto adaptive = make_engine(spec_config(draft, 4, true));
   const auto [adaptive_s, adaptive_tokens] = run_one_by_one(*adaptive, kRequests, kT, kMaxTokens);
   const EngineMetrics m = adaptive->metrics();
-  std::printf("adaptive %.0f tok/s, %ld cycles, predicted gain %.2f\n",
+  std::printf("adaptive %.0f tok/s, %ld cycles, predicted gain %.2f, measured %.2f\n",
               static_cast<double>(adaptive_tokens) / adaptive_s, static_cast<long>(m.spec.cycles),
-              m.spec.predicted_gain);
+              m.spec.predicted_gain, m.spec.measured_gain);
   EXPECT_LT(m.spec.predicted_gain, 1.0);
+  // The in-turn measurement agrees: speculative steps are slower per token.
+  EXPECT_GT(m.spec.measured_gain, 0.0) << "measured on both sides";
+  EXPECT_LT(m.spec.measured_gain, 1.0);
   EXPECT_FALSE(m.spec.enabled);
   // Speculating throughout would take ~tokens / 3.36 cycles; probes only remain.
   EXPECT_LT(static_cast<double>(m.spec.cycles),
