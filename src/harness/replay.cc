@@ -294,7 +294,11 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
   auto units = arrival_units(requests);
   CapSemaphore cap(opts.concurrency);
   Progress progress;
-  std::atomic<bool> all_done{false};
+  // The sampler sleeps between samples on this, so the run's end wakes it at
+  // once instead of after up to a sample period.
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  bool all_done = false;  // under done_mu
   const double cpu_before = cpu_seconds();
   const auto t0 = Clock::now() + std::chrono::milliseconds(20);  // room to start the first worker on time
 
@@ -302,7 +306,11 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
     auto next = t0;
     auto next_progress = t0;
     Endpoint ep = opts.endpoint;
-    while (!all_done.load()) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(done_mu);
+        if (all_done) break;
+      }
       TimelineSample s;
       s.t_s = ms_between(t0, Clock::now()) / 1000.0;
       s.in_flight = progress.in_flight.load();
@@ -326,7 +334,8 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
       }
       next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.sample_period_s));
       while (next < Clock::now()) next += std::chrono::milliseconds(10);
-      std::this_thread::sleep_until(next);
+      std::unique_lock<std::mutex> lock(done_mu);
+      done_cv.wait_until(lock, next, [&] { return all_done; });
     }
   });
 
@@ -358,7 +367,11 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
     if (w.joinable()) w.join();
   }
   const auto end = Clock::now();
-  all_done.store(true);
+  {
+    std::lock_guard<std::mutex> lock(done_mu);
+    all_done = true;
+  }
+  done_cv.notify_all();
   sampler.join();
   if (run.server_cpu_before_s) {
     HttpRequestSpec spec;
