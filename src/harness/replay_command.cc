@@ -183,8 +183,11 @@ json configuration_of(const ReplayCommandOptions& o, const Endpoint& ep, const R
   config["server_config_note"] = config["server_config"].is_null()
                                      ? "the server publishes no effective configuration (ladder.config in /v1/models)"
                                      : "the server's effective configuration, as published in /v1/models";
-  config["server_fingerprint_sha256"] = sha256_hex(entry.dump());
-  config["fingerprint_sha256"] = sha256_hex(json{{"server", entry}, {"client", client}}.dump());
+  // When the server started is not part of what it is.
+  json stable = entry;
+  if (stable.is_object()) stable.erase("created");
+  config["server_fingerprint_sha256"] = sha256_hex(stable.dump());
+  config["fingerprint_sha256"] = sha256_hex(json{{"server", stable}, {"client", client}}.dump());
   config["fingerprint_covers"] =
       "the server's /v1/models entry for the model (model and tokenizer digests, KV format, revision and, when "
       "published, its effective configuration) and the client settings that change what is asked: model, "

@@ -1,5 +1,6 @@
 #include "server/api_server.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/build_info.h"
+#include "common/sha256.h"
 #include "engine/model_draft.h"
 #include "grammar/grammar_cache.h"
 #include "grammar/token_vocabulary.h"
@@ -79,6 +81,13 @@ struct ApiServer::State {
   std::unique_ptr<HttpServer> metrics_http;
   std::unique_ptr<Served> served;  // set by load(), then read-only
   std::atomic<Served*> ready{nullptr};
+  // /v1/models' "created": when this server started (unix seconds).
+  int64_t started_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  // Every response's system_fingerprint: the configuration that can change
+  // outputs (weights, tokenizer, revision, effective settings), set by load().
+  std::string system_fingerprint;
   ExchangeServices services;
   std::unique_ptr<WorkQueue> prepare;
   // Rung 2: the decode role's inbox and listener, the prefill role's senders.
@@ -108,9 +117,11 @@ struct ApiServer::State {
   void embed(const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
   void reply_error(const std::shared_ptr<ResponseChannel>& ch, int tenant, const ApiError& e);
   HttpResponse health() const;
+  // The served model's /v1/models entry (null before it is loaded).
+  json model_entry() const;
   HttpResponse models() const;
   HttpResponse metrics_page(bool per_tenant) const;
-  json effective_config() const;
+  json effective_config(const engine::Engine& e) const;
   void add_live(int64_t n);
   void check_drain();
   void stop_all();
@@ -255,7 +266,21 @@ Status ApiServer::load() {
   if (s.config.served_model_name.empty()) {
     s.config.served_model_name = std::filesystem::path(s.config.model_path).stem().string();
   }
+  {
+    // Stable across restarts of one configuration: the decode worker's KV
+    // port (chosen at start) is left out.
+    json settings = s.effective_config(*served->engine);
+    settings.erase("kv_port");
+    s.system_fingerprint =
+        "fp_" + sha256_hex(json{{"model_digest", ec.model_digest},
+                                {"tokenizer_digest", ec.tokenizer_digest},
+                                {"revision", git_revision()},
+                                {"config", settings}}
+                               .dump())
+                    .substr(0, 16);
+  }
   RequestBuilder::Model bm;
+  bm.system_fingerprint = s.system_fingerprint;
   bm.tokenizer = served->bundle.tokenizer.get();
   bm.chat_template = &served->chat_template;
   bm.served_model_name = s.config.served_model_name;
@@ -371,15 +396,39 @@ void ApiServer::State::handle(HttpRequest req, std::shared_ptr<ResponseChannel> 
     if (only("GET")) ch->respond(health());
   } else if (path == "/metrics") {
     if (!only("GET")) return;
+    // The main port's /metrics follows the API key like every other route
+    // but /health; the --metrics-port listener serves it to whoever reaches
+    // that (private) port.
     const std::string key = bearer_key(req);
-    ch->respond(metrics_page(!key.empty() && tenants.is_admin(key)));
-  } else if (path == "/v1/models") {
+    const bool admin = !key.empty() && tenants.is_admin(key);
+    if (!admin && tenants.authenticate(key) < 0) {
+      reply_error(ch, -1,
+                  unauthenticated("missing or invalid API key: /metrics needs 'Authorization: Bearer <key>' like "
+                                  "the API (a scraper without a key can use the --metrics-port listener)"));
+      return;
+    }
+    ch->respond(metrics_page(admin));
+  } else if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) {
     if (!only("GET")) return;
     if (tenants.authenticate(bearer_key(req)) < 0) {
       reply_error(ch, -1, unauthenticated("missing or invalid API key: send 'Authorization: Bearer <key>'"));
       return;
     }
-    ch->respond(models());
+    if (path == "/v1/models") {
+      ch->respond(models());
+      return;
+    }
+    // GET /v1/models/{id}: the model by the name it is served under (or its path).
+    const std::string id = percent_decode(path.substr(std::string("/v1/models/").size()));
+    const json entry = model_entry();
+    if (entry.is_null() || (id != config.served_model_name && id != config.model_path)) {
+      ch->respond(error_response(not_found_error(
+          fmt::format("the model '{}' does not exist: this server serves '{}' (GET /v1/models lists it)", id,
+                      config.served_model_name),
+          "model_not_found")));
+      return;
+    }
+    ch->respond(json_response(200, entry));
   } else if (path == "/internal/prefill" && config.role == ServeRole::kPrefill) {
     if (!only("POST")) return;
     if (state.load() != ServerState::kReady) {
@@ -542,8 +591,7 @@ HttpResponse ApiServer::State::health() const {
   return json_response(st == ServerState::kReady ? 200 : 503, doc);
 }
 
-json ApiServer::State::effective_config() const {
-  const engine::Engine& e = *ready.load()->engine;
+json ApiServer::State::effective_config(const engine::Engine& e) const {
   const engine::EngineConfig& ec = e.config();
   const engine::SpeculativeConfig& sc = ec.speculative;
   const kv::EvictionPolicy& ev = ec.kv_eviction;
@@ -581,14 +629,19 @@ json ApiServer::State::effective_config() const {
 
 HttpResponse ApiServer::State::models() const {
   json data = json::array();
+  if (json entry = model_entry(); !entry.is_null()) data.push_back(std::move(entry));
+  return json_response(200, {{"object", "list"}, {"data", data}});
+}
+
+json ApiServer::State::model_entry() const {
   if (Served* s = ready.load()) {
     // What a measurement of this server must name to be reproducible: the
     // exact weights and tokenizer, every setting that can change output or
     // latency, and the engine's revision.
     const engine::EngineConfig& ec = s->engine->config();
-    data.push_back({{"id", config.served_model_name},
+    return {{"id", config.served_model_name},
                     {"object", "model"},
-                    {"created", 0},
+                    {"created", started_unix},
                     {"owned_by", "ladder"},
                     {"max_model_len", s->engine->context_length()},
                     {"ladder",
@@ -602,9 +655,10 @@ HttpResponse ApiServer::State::models() const {
                       {"embedding_width", s->embedder->width()},
                       {"version", version()},
                       {"revision", git_revision()},
-                      {"config", effective_config()}}}});
+                      {"system_fingerprint", system_fingerprint},
+                      {"config", effective_config(*s->engine)}}}};
   }
-  return json_response(200, {{"object", "list"}, {"data", data}});
+  return nullptr;
 }
 
 HttpResponse ApiServer::State::metrics_page(bool per_tenant) const {

@@ -40,6 +40,10 @@ struct HttpRequest {
   std::string path() const;
 };
 
+// %XX escapes of a path segment decoded ("a%2Fb" -> "a/b"); a malformed
+// escape is kept as written.
+std::string percent_decode(std::string_view s);
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";

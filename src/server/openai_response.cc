@@ -46,7 +46,9 @@ json bytes_of(const std::string& s) {
 }
 
 json base(const ResponseMeta& meta, const char* object) {
-  return {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+  json j = {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+  if (!meta.system_fingerprint.empty()) j["system_fingerprint"] = meta.system_fingerprint;
+  return j;
 }
 
 const char* chunk_object(ApiKind kind) {

@@ -22,6 +22,7 @@ struct ResponseMeta {
   std::string id;      // "cmpl-..." / "chatcmpl-..."
   int64_t created = 0; // unix seconds
   std::string model;
+  std::string system_fingerprint;  // the serving configuration's ("fp_..."); empty: left out
 };
 
 struct UsageInfo {

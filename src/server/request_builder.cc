@@ -189,6 +189,7 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
   plan.meta.created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   plan.meta.model = model_.served_model_name;
+  plan.meta.system_fingerprint = model_.system_fingerprint;
   plan.stream = options.stream;
   plan.shape.logprobs = options.logprobs;
   plan.shape.token_ids = options.return_token_ids;

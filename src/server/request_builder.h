@@ -56,6 +56,7 @@ class RequestBuilder {
     const tokenizer::Tokenizer* tokenizer = nullptr;
     const tokenizer::ChatTemplate* chat_template = nullptr;
     std::string served_model_name;
+    std::string system_fingerprint;  // every response's (empty: not sent)
     std::string model_path;   // also accepted as the model name
     int64_t max_input_tokens = 0;  // the engine's bound, for the byte pre-check
     // Compiled grammars for this vocabulary (response_format, tools); shared

@@ -52,7 +52,8 @@ async function waitReady(base) {
 }
 
 async function metric(base, name) {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  // /metrics follows the API key, like the API.
+  const text = await (await fetch(`${base}/metrics`, { headers: { Authorization: 'Bearer sk-e2e' } })).text();
   const line = text.split('\n').find((l) => l.startsWith(name + ' '));
   return line === undefined ? NaN : Number(line.split(' ')[1]);
 }
@@ -79,6 +80,13 @@ try {
     assert.deepEqual(ids, ['stories260K']);
   });
 
+  await check('models.retrieve', async () => {
+    const m = await client.models.retrieve('stories260K');
+    assert.equal(m.id, 'stories260K');
+    assert.ok(m.created > 1_600_000_000, `created ${m.created}`);
+    await assert.rejects(client.models.retrieve('gpt-4o'), (e) => e.status === 404);
+  });
+
   await check('completions, non-streaming, golden greedy text', async () => {
     const r = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 64, temperature: 0 });
     assert.equal(r.choices[0].text, GOLDEN);
@@ -86,6 +94,7 @@ try {
     assert.equal(r.usage.prompt_tokens, 5);
     assert.equal(r.usage.completion_tokens, 64);
     assert.ok(r.ladder.ttft_ms >= 0);
+    assert.match(r.system_fingerprint, /^fp_[0-9a-f]{16}$/);
   });
 
   await check('completions, streaming with usage, golden greedy text', async () => {

@@ -124,9 +124,26 @@ TEST(Serve, NonStreamingChatModelsAndStops) {
   EXPECT_EQ(lad["kv_dtype"], "F16");
   EXPECT_GT(lad["kv_blocks"].get<int>(), 0);
   EXPECT_FALSE(lad["revision"].get<std::string>().empty());
+  // created: when the server started (not 0); within the last hour.
+  const auto now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_LE(models["data"][0]["created"].get<int64_t>(), now_s);
+  EXPECT_GT(models["data"][0]["created"].get<int64_t>(), now_s - 3600);
+  const std::string fingerprint = lad["system_fingerprint"].get<std::string>();
+  EXPECT_EQ(fingerprint.rfind("fp_", 0), 0u) << fingerprint;
+  EXPECT_EQ(fingerprint.size(), 19u);
+  // GET /v1/models/{id}: the same entry; another id is an OpenAI 404.
+  const HttpReply one = http_request(srv.port(), "GET", "/v1/models/stories260K");
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(json::parse(one.body), models["data"][0]);
+  const HttpReply missing = http_request(srv.port(), "GET", "/v1/models/gpt-4o");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(json::parse(missing.body)["error"]["code"], "model_not_found") << missing.body;
+  EXPECT_EQ(http_request(srv.port(), "POST", "/v1/models/stories260K", "{}").status, 405);
 
   json r = post_json(srv.port(), "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0}});
   EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["system_fingerprint"], fingerprint);  // every response names the configuration
   EXPECT_EQ(r["choices"][0]["text"], kGoldenText);
   EXPECT_EQ(r["usage"]["completion_tokens"], 64);
   EXPECT_EQ(r["usage"]["total_tokens"], 69);
@@ -195,6 +212,22 @@ void expect_error(const HttpReply& r, int status, const std::string& param, cons
   }
 }
 
+// system_fingerprint names the configuration, not the process: a restart
+// with the same settings gives the same one, another setting another.
+TEST(Serve, SystemFingerprintFollowsTheConfiguration) {
+  auto fingerprint = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"-m", stories()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ServerProcess srv(args);
+    EXPECT_TRUE(srv.ok());
+    return json::parse(http_request(srv.port(), "GET", "/v1/models").body)["data"][0]["ladder"]["system_fingerprint"]
+        .get<std::string>();
+  };
+  const std::string a = fingerprint({});
+  EXPECT_EQ(fingerprint({}), a);
+  EXPECT_NE(fingerprint({"--max-queue", "7"}), a);
+}
+
 TEST(Serve, ErrorStatuses) {
   ServerProcess srv({"-m", stories(), "--max-body-bytes", "4096", "--max-input-tokens", "64", "--max-output-tokens", "100"});
   ASSERT_TRUE(srv.ok());
@@ -249,6 +282,11 @@ TEST(Serve, AuthAndTenantCacheIsolation) {
   EXPECT_EQ(http_request(p, "GET", "/health").status, 200);  // no key needed
   expect_error(http_request(p, "GET", "/v1/models"), 401, "", "invalid_api_key");
   EXPECT_EQ(http_request(p, "GET", "/v1/models", "", {{"Authorization", "Bearer key-beta"}}).status, 200);
+  expect_error(http_request(p, "GET", "/v1/models/stories260K"), 401, "", "invalid_api_key");
+  // /metrics follows the key too (its global counters are the tenants' business).
+  expect_error(http_request(p, "GET", "/metrics"), 401, "", "invalid_api_key");
+  expect_error(http_request(p, "GET", "/metrics", "", {{"Authorization", "Bearer key-alph"}}), 401, "", "");
+  EXPECT_EQ(http_request(p, "GET", "/metrics", "", {{"Authorization", "Bearer key-beta"}}).status, 200);
 
   // A prompt of several full KV blocks.
   std::string prompt;
@@ -700,11 +738,11 @@ TEST(Serve, MetricsShowTenantsOnlyToAnAdminOrTheMetricsListener) {
   // response, in either order: wait for both.
   wait_metric(p, "ladder_requests_total{tenant=\"alpha\",status=\"200\"}", 1);
   wait_metric(p, "ladder_requests_total{tenant=\"beta\",status=\"200\"}", 1);
-  // A tenant's own key, or none: totals only, no tenant names.
-  for (const std::string& auth : {std::string(), std::string("Bearer key-alpha")}) {
-    const std::string text =
-        auth.empty() ? http_request(p, "GET", "/metrics").body
-                     : http_request(p, "GET", "/metrics", "", {{"Authorization", auth}}).body;
+  // No key: nothing (the main port's /metrics follows the API key).
+  EXPECT_EQ(http_request(p, "GET", "/metrics").status, 401);
+  // A tenant's own key: totals only, no tenant names.
+  {
+    const std::string text = http_request(p, "GET", "/metrics", "", {{"Authorization", "Bearer key-alpha"}}).body;
     EXPECT_EQ(text.find("alpha"), std::string::npos) << text;
     EXPECT_EQ(text.find("beta"), std::string::npos) << text;
     EXPECT_EQ(text.find("tenant="), std::string::npos) << text;
