@@ -54,6 +54,7 @@ struct ServeOptions {
   double kv_inbox_mb = 1024;
   double kv_inbox_ttl_s = 30;
   int test_load_delay_ms = 0;  // testing only: hold "loading" this long
+  std::string tool_preamble = "on";
 };
 
 // Each connection is a file descriptor; the usual soft limit (1024) would cap
@@ -141,6 +142,7 @@ int run_serve(ServeOptions& o) {
                  o.role.c_str());
     return 2;
   }
+  o.config.tool_preamble = o.tool_preamble == "on";
   o.config.kv_port = static_cast<uint16_t>(o.kv_port);
   o.config.kv_inbox_bytes = static_cast<size_t>(o.kv_inbox_mb * (1 << 20));
   o.config.kv_inbox_ttl = std::chrono::milliseconds(static_cast<int64_t>(o.kv_inbox_ttl_s * 1000));
@@ -227,6 +229,12 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
                   "by default what --kv-dtype amounts to")
       ->check(CLI::IsMember({1, 3}));
   add_spec_options(cmd, &o->spec);
+  cmd->add_option("--tool-preamble", o->tool_preamble,
+                  "When the chat template does not render a request's tools: 'on' describes them in the system "
+                  "message (README \"Tool calls\"); 'off' leaves them out (a forced call still follows their "
+                  "schema)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--test-step-delay-ms", e.step_delay_ms,

@@ -56,4 +56,35 @@ std::vector<std::string> tool_call_markers(ToolCallFormat format) {
   return {};
 }
 
+std::string tool_preamble(const nlohmann::ordered_json& tools, ToolCallFormat format) {
+  std::string out =
+      "You can call functions (tools). Here they are, one JSON object per line (name, description, and the "
+      "JSON Schema of the arguments):\n";
+  for (const auto& t : tools) {
+    const nlohmann::ordered_json& f = t.contains("function") ? t["function"] : t;
+    nlohmann::ordered_json line = {{"name", f.value("name", "")}};
+    if (f.contains("description")) line["description"] = f["description"];
+    line["parameters"] = f.contains("parameters") ? f["parameters"] : nlohmann::ordered_json::object();
+    out += line.dump() + "\n";
+  }
+  out += "To call one, reply with ";
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      out += "<tool_call>{\"name\": NAME, \"arguments\": ARGUMENTS}</tool_call>, one such block per call";
+      break;
+    case ToolCallFormat::kLlama3Json:
+      out += "{\"name\": NAME, \"parameters\": ARGUMENTS} as the whole reply; several calls separated by \";\"";
+      break;
+    case ToolCallFormat::kMistralJsonArray:
+      out += "[TOOL_CALLS][{\"name\": NAME, \"arguments\": ARGUMENTS}], one object per call in the list";
+      break;
+    case ToolCallFormat::kMistralArgs:
+      out += "[TOOL_CALLS]NAME[ARGS]ARGUMENTS, repeated per call";
+      break;
+  }
+  out += ", where NAME is the function's name as a JSON string and ARGUMENTS a JSON object matching its "
+         "parameters. Otherwise reply in plain text.";
+  return out;
+}
+
 }  // namespace ladder::grammar

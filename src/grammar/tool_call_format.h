@@ -11,6 +11,8 @@
 // Parsers accept "arguments" and "parameters" in every JSON format.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,5 +41,11 @@ DetectedToolCallFormat detect_tool_call_format(std::string_view chat_template,
 // token, the detokenizer drops it by default: the text handed to the tool-call
 // parser must keep these (render them as their text).
 std::vector<std::string> tool_call_markers(ToolCallFormat format);
+
+// For a chat template that does not render `tools` itself (the ChatML
+// fallback, many older templates): a system-prompt text listing the tools
+// (OpenAI's `tools` array: name, description, JSON Schema of the arguments)
+// and how to call one in `format`. Documented in the README ("Tool calls").
+std::string tool_preamble(const nlohmann::ordered_json& tools, ToolCallFormat format);
 
 }  // namespace ladder::grammar

@@ -295,6 +295,14 @@ Status ApiServer::load() {
   bm.tool_format = tools.format;
   spdlog::info("tool calls: {} format{}", grammar::tool_call_format_name(tools.format),
                tools.detected ? "" : " (nothing in the template names one; the default)");
+  bm.tool_preamble = s.config.tool_preamble && !served->chat_template.renders_tools();
+  if (!served->chat_template.renders_tools()) {
+    spdlog::info(s.config.tool_preamble
+                     ? "the chat template does not render tools: a request's tools are described in its system "
+                       "message (the tools preamble; --tool-preamble off to leave them out)"
+                     : "the chat template does not render tools and --tool-preamble is off: the model sees a "
+                       "request's tools only through a forced call's grammar (tool_choice required or a function)");
+  }
   served->builder = std::make_unique<RequestBuilder>(bm);
   served->embedder = std::make_unique<Embedder>(*served->bundle.model, *served->bundle.tokenizer,
                                                 served->engine->max_input_tokens());
@@ -623,6 +631,7 @@ json ApiServer::State::effective_config(const engine::Engine& e) const {
           {"max_input_tokens", e.max_input_tokens()},
           {"max_output_tokens", e.max_output_tokens()},
           {"max_queue", ec.max_queue},
+          {"tool_preamble", config.tool_preamble},
           {"threads", ec.n_threads},
           {"tenants", tenants.size()}};
 }

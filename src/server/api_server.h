@@ -55,6 +55,10 @@ struct ServeConfig {
   std::string tenants_file;       // empty: one anonymous tenant (or --api-key's)
   std::string api_key;            // one tenant with this key (no tenants file)
   std::string admin_key;          // may read per-tenant /metrics
+  // A chat template that does not render `tools` gets a tools preamble in
+  // the system message (grammar::tool_preamble); false: tools reach the
+  // model only through forced calls' grammar (tool_choice required/function).
+  bool tool_preamble = true;
   HttpServerConfig http;
   // A second listener that serves only /metrics, with per-tenant figures
   // (for a private network). Unset: none.

@@ -119,6 +119,17 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
     size_t content_bytes = 0;
     for (const auto& m : c.messages) content_bytes += m.dump().size();
     if (auto err = check_prompt_bytes(content_bytes, "messages")) return err;
+    if (c.tools && c.tool_choice.kind != ToolChoice::Kind::kNone && model_.tool_preamble && c.messages.is_array()) {
+      // The template would drop the tools silently: tell the model about
+      // them in the system message (a first one is extended, else added).
+      const std::string preamble = grammar::tool_preamble(*c.tools, model_.tool_format);
+      if (!c.messages.empty() && c.messages[0].is_object() && c.messages[0].value("role", "") == "system" &&
+          c.messages[0].contains("content") && c.messages[0]["content"].is_string()) {
+        c.messages[0]["content"] = c.messages[0]["content"].get<std::string>() + "\n\n" + preamble;
+      } else {
+        c.messages.insert(c.messages.begin(), nlohmann::ordered_json{{"role", "system"}, {"content", preamble}});
+      }
+    }
     auto input = tokenizer::ChatRenderInput::from_openai(c.messages, c.tools ? &*c.tools : nullptr);
     if (!input.is_ok()) return api_error_from_status(input.status(), "messages");
     tokenizer::ChatRenderInput& in = *input;

@@ -57,6 +57,9 @@ class RequestBuilder {
     const tokenizer::ChatTemplate* chat_template = nullptr;
     std::string served_model_name;
     std::string system_fingerprint;  // every response's (empty: not sent)
+    // Add grammar::tool_preamble to the system message when a request has
+    // tools (the template does not render them itself).
+    bool tool_preamble = false;
     std::string model_path;   // also accepted as the model name
     int64_t max_input_tokens = 0;  // the engine's bound, for the byte pre-check
     // Compiled grammars for this vocabulary (response_format, tools); shared

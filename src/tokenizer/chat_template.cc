@@ -299,6 +299,8 @@ Result<ChatTemplate> ChatTemplate::parse(std::string source) {
   ChatTemplate ct(std::move(t));
   ct.reads_content_parts_ = probe_reads_content_parts(ct.template_);
   ct.wants_argument_strings_ = probe_wants_argument_strings(ct.template_);
+  ct.renders_tools_ = probe(ct.template_, ojson::array({{{"role", "user"}, {"content", "probe"}}}))
+                          .find("probe_tool") != std::string::npos;
   return ct;
 }
 

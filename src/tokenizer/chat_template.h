@@ -85,6 +85,9 @@ class ChatTemplate {
   // arguments as JSON strings (it concatenates them) rather than objects.
   bool reads_content_parts() const { return reads_content_parts_; }
   bool wants_argument_strings() const { return wants_argument_strings_; }
+  // Whether the template prints the request's `tools` at all (many, and the
+  // ChatML fallback, do not: the server then adds a tools preamble).
+  bool renders_tools() const { return renders_tools_; }
 
   const std::string& source() const { return template_.source(); }
 
@@ -94,6 +97,7 @@ class ChatTemplate {
   jinja::Template template_;
   bool reads_content_parts_ = false;
   bool wants_argument_strings_ = false;
+  bool renders_tools_ = false;
 };
 
 // The template in the GGUF key tokenizer.chat_template; when the key is absent,

@@ -23,7 +23,8 @@ writeFileSync(tenants, '[[tenant]]\nname = "e2e"\napi_keys = ["sk-e2e"]\n');
 
 function startServer() {
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, ['serve', '--port', '0', '-m', model, '--tenants', tenants], {
+    // --tool-preamble off: the tools preamble would not fit stories260K's 128-token context.
+    const child = spawn(bin, ['serve', '--port', '0', '-m', model, '--tenants', tenants, '--tool-preamble', 'off'], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';

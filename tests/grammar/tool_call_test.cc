@@ -256,6 +256,35 @@ std::shared_ptr<const TokenVocabulary> marker_vocabulary() {
   return TokenVocabulary::create(pieces, special, {n - 3}).value();
 }
 
+// The preamble for templates that do not render tools: every tool's name,
+// description and schema, and the call syntax of the format the server
+// parses -- a call written as it says parses back as that call.
+TEST(ToolCallFormat, PreambleNamesEveryToolAndTheFormatsSyntax) {
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time"}}])");
+  const std::string hermes = tool_preamble(tools, ToolCallFormat::kHermes);
+  EXPECT_NE(hermes.find(R"({"name":"get_weather","description":"Weather in a city.","parameters":{"type":"object",)"
+                        R"("properties":{"city":{"type":"string"}},"required":["city"]}})"),
+            std::string::npos)
+      << hermes;
+  EXPECT_NE(hermes.find(R"({"name":"get_time","parameters":{}})"), std::string::npos) << hermes;
+  EXPECT_NE(hermes.find(R"(<tool_call>{"name": NAME, "arguments": ARGUMENTS}</tool_call>)"), std::string::npos);
+  EXPECT_NE(tool_preamble(tools, ToolCallFormat::kLlama3Json).find(R"({"name": NAME, "parameters": ARGUMENTS})"),
+            std::string::npos);
+  EXPECT_NE(tool_preamble(tools, ToolCallFormat::kMistralJsonArray).find("[TOOL_CALLS][{"), std::string::npos);
+  EXPECT_NE(tool_preamble(tools, ToolCallFormat::kMistralArgs).find("[TOOL_CALLS]NAME[ARGS]ARGUMENTS"),
+            std::string::npos);
+  // Written as the preamble says, a Hermes call parses.
+  ToolCallParser parser(ToolCallFormat::kHermes, 1);
+  parser.push(R"(<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>)");
+  parser.finish();
+  ASSERT_EQ(parser.result().tool_calls.size(), 1u);
+  EXPECT_EQ(parser.result().tool_calls[0].name, "get_weather");
+  EXPECT_TRUE(parser.result().content.empty());
+}
+
 TEST(ToolCallGrammar, ForcedCallsParseBackAndValidate) {
   auto tools = parse_openai_tools(nlohmann::ordered_json::parse(kToolsJson));
   ASSERT_TRUE(tools.is_ok()) << tools.status().to_string();

@@ -228,6 +228,34 @@ TEST(Serve, SystemFingerprintFollowsTheConfiguration) {
   EXPECT_NE(fingerprint({"--max-queue", "7"}), a);
 }
 
+// A chat template that does not render tools (stories260K has none: the
+// ChatML fallback) no longer drops them silently: they are described in the
+// system message, which on this 128-token model makes the prompt too long
+// (a clear 400 naming its length); tool_choice "none" leaves them out; and
+// --tool-preamble off sends them unrendered, as before.
+TEST(Serve, ToolsReachATemplateThatDoesNotRenderThem) {
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
+  json req = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}}, {"max_tokens", 2}};
+  ServerProcess srv({"-m", stories()});
+  ASSERT_TRUE(srv.ok());
+  const json plain = post_json(srv.port(), "/v1/chat/completions", req);
+  const int64_t plain_tokens = plain["usage"]["prompt_tokens"].get<int64_t>();
+  req["tools"] = tools;
+  const HttpReply with_tools = http_request(srv.port(), "POST", "/v1/chat/completions", req.dump());
+  EXPECT_EQ(with_tools.status, 400) << with_tools.body;
+  EXPECT_EQ(json::parse(with_tools.body)["error"]["code"], "context_length_exceeded") << with_tools.body;
+  req["tool_choice"] = "none";
+  EXPECT_EQ(post_json(srv.port(), "/v1/chat/completions", req)["usage"]["prompt_tokens"], plain_tokens);
+  EXPECT_NE(srv.log().find("the chat template does not render tools"), std::string::npos) << srv.log();
+
+  ServerProcess off({"-m", stories(), "--tool-preamble", "off"});
+  ASSERT_TRUE(off.ok());
+  req.erase("tool_choice");
+  EXPECT_EQ(post_json(off.port(), "/v1/chat/completions", req)["usage"]["prompt_tokens"], plain_tokens);
+  EXPECT_NE(off.log().find("--tool-preamble is off"), std::string::npos) << off.log();
+}
+
 TEST(Serve, ErrorStatuses) {
   ServerProcess srv({"-m", stories(), "--max-body-bytes", "4096", "--max-input-tokens", "64", "--max-output-tokens", "100"});
   ASSERT_TRUE(srv.ok());

@@ -210,6 +210,22 @@ TEST(ChatRenderInput, FromOpenAiKeepsTheRequestAsItIs) {
   EXPECT_EQ(in->tools->dump(), R"([{"type":"function","function":{"name":"f","parameters":{}}}])");
 }
 
+// Whether a template prints `tools` is found by rendering: the ChatML
+// fallback and Gemma 2's template ignore them (the server adds a preamble),
+// Qwen 2.5's and Hermes' print them.
+TEST(ChatTemplateContext, TemplatesThatRenderToolsAreTold) {
+  EXPECT_FALSE(ChatTemplate::chatml().renders_tools());
+  auto load = [](const std::string& name) {
+    Result<ChatTemplate> t =
+        ChatTemplate::parse(ladder::testing::read_file(ladder::testing::shared_path("chat-templates/" + name)));
+    EXPECT_TRUE(t.is_ok()) << name << ": " << t.status().to_string();
+    return t.is_ok() && t->renders_tools();
+  };
+  EXPECT_FALSE(load("google-gemma-2-2b-it.jinja"));
+  EXPECT_TRUE(load("Qwen-Qwen2.5-7B-Instruct.jinja"));
+  EXPECT_TRUE(load("NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja"));
+}
+
 TEST(ChatTemplateContext, ToolCallArgumentsAsObjectsForHuggingFaceTemplates) {
   ChatTemplate chatml = ChatTemplate::chatml();  // prints function | tojson
   EXPECT_FALSE(chatml.wants_argument_strings());
