@@ -55,6 +55,8 @@ link "$NS_P" "$NS_D" 10.77.3 pd   # prefill 10.77.3.1 <-> decode  10.77.3.2
 ip -n "$NS_P" route add 10.77.2.2/32 via 10.77.3.2
 
 cat > "$WORK/tenants.toml" <<'TOML'
+admin_api_keys = ["key-admin"]   # /metrics follows the API key
+
 [[tenant]]
 name = "alpha"
 api_keys = ["key-alpha"]
@@ -100,7 +102,7 @@ post() {  # post URL KEY BODY -> response body on stdout
     -H 'Content-Type: application/json' -d "$3"
 }
 metric() {  # metric NS URL SERIES
-  ip netns exec "$1" curl -s "$2/metrics" | awk -v s="$3" '$1 == s {print $2}'
+  ip netns exec "$1" curl -s -H "Authorization: Bearer key-admin" "$2/metrics" | awk -v s="$3" '$1 == s {print $2}'
 }
 
 STORY="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. One day, she saw a big red ball under a tree. Her brother Ben wanted to play with the ball too. They shared the ball and laughed all day long."
