@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "harness/stats.h"
 
 namespace ladder::climb {
 
@@ -46,8 +47,7 @@ CalibrationSummary summarize_calibration(const std::vector<GoodputInterval>& com
   s.passed = s.p_value >= kCalibrationFailP;
   if (!sds.empty()) {
     std::sort(sds.begin(), sds.end());
-    const size_t m = sds.size() / 2;
-    s.run_sd = sds.size() % 2 == 1 ? sds[m] : (sds[m - 1] + sds[m]) / 2;
+    s.run_sd = harness::percentile_sorted(sds, 50);
   }
   s.a_fraction = pairs > 0 ? static_cast<double>(a_good) / static_cast<double>(pairs) : 0.0;
   s.mean_repeats = s.comparisons > 0 ? repeats / s.comparisons : 0.0;

@@ -64,6 +64,13 @@ json fingerprint_of(const std::vector<Measurement>& runs) {
           {"record_fingerprints", records}};
 }
 
+// A ledger line's "identity": what rung 1 served, from its fingerprint.
+json identity_of(const json& fingerprint) {
+  return {{"model_digest", fingerprint.value("model_digest", "unknown")},
+          {"tokenizer_digest", fingerprint.value("tokenizer_digest", "unknown")},
+          {"engine_revision", fingerprint.value("engine_revision", "unknown")}};
+}
+
 // The processes serving one rung: one `ladder serve`, or a disagg rung's
 // prefill worker, decode worker and the router in front (the endpoint).
 // Stopped front first, so no request reaches a stopped worker.
@@ -475,10 +482,7 @@ Status Climber::record(const LoadClimb& lc, const RungOutcome& r) {
       {"model", fs::absolute(r.model).lexically_normal().string()},
       {"model_override", !r.spec.model.empty()},
       {"rung1_args", policy().rungs.front().args},
-      {"identity",
-       {{"model_digest", id_src.value("model_digest", "unknown")},
-        {"tokenizer_digest", id_src.value("tokenizer_digest", "unknown")},
-        {"engine_revision", id_src.value("engine_revision", "unknown")}}},
+      {"identity", identity_of(id_src)},
       {"fingerprint", r.fingerprint},
       {"goodput", r.goodput ? to_json(*r.goodput) : json(nullptr)},
       {"order", r.order.empty() ? json(nullptr)
@@ -629,16 +633,12 @@ Result<ClimbResult> Climber::calibrate() {
     progress(fmt::format("calibration {}/{}: {}", i, n, self.reason));
   }
   const CalibrationSummary summary = summarize_calibration(intervals, p.plan(), p.workloads.size());
-  const json id = fingerprint_of(reference_);
   json e = {{"kind", kCalibrationKind},
             {"schema_version", kLedgerSchemaVersion},
             {"climb_id", result_.climb_id},
             {"timestamp", harness::iso8601_utc_now()},
             {"rung1", {{"name", p.rungs.front().name}, {"serve_args", p.rungs.front().args}}},
-            {"identity",
-             {{"model_digest", id.value("model_digest", "unknown")},
-              {"tokenizer_digest", id.value("tokenizer_digest", "unknown")},
-              {"engine_revision", id.value("engine_revision", "unknown")}}},
+            {"identity", identity_of(fingerprint_of(reference_))},
             {"policy",
              {{"path", p.source},
               {"digest_sha256", p.digest_sha256},
