@@ -19,6 +19,7 @@ struct RouteOptions {
   size_t max_body_bytes = size_t{1} << 20;
   int io_threads = 2;
   double startup_timeout_s = 300;
+  int metrics_port = -1;
 };
 
 int run_route(RouteOptions& o) {
@@ -26,6 +27,7 @@ int run_route(RouteOptions& o) {
   if (o.config.model_path.empty()) return 2;
   o.config.http.max_body_bytes = o.max_body_bytes;
   o.config.http.io_threads = o.io_threads;
+  if (o.metrics_port >= 0) o.config.metrics_port = static_cast<uint16_t>(o.metrics_port);
   route::Router router(o.config);
   if (Status st = router.start(); !st.is_ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
@@ -69,6 +71,11 @@ CommandRegistrar reg{
                       "One tenant whose requests must send this key (instead of --tenants)")
           ->excludes(tenants);
       cmd->add_option("--admin-key", c.admin_key, "A key that may read per-tenant figures on /metrics");
+      cmd->add_option("--metrics-port", o->metrics_port,
+                      "Also serve /metrics, with per-tenant figures and no key, on this port (0 = any free one); "
+                      "the API port's /metrics follows the API key")
+          ->check(CLI::Range(0, 65535));
+      cmd->add_option("--metrics-host", c.metrics_host, "Address of the metrics listener")->capture_default_str();
       cmd->add_option("--max-queue", c.max_queue, "Requests waiting for admission")
           ->capture_default_str()
           ->check(CLI::NonNegativeNumber);

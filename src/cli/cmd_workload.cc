@@ -111,7 +111,7 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
 
     Result<std::vector<harness::WorkloadRequest>> reqs = invalid_argument("unset");
     if (!f->endpoint.empty()) {
-      auto ep = harness::parse_endpoint(f->endpoint);
+      auto ep = net::parse_endpoint(f->endpoint);
       if (!ep.is_ok()) return fail(ep.status());
       ep->tls_options.insecure = f->insecure;
       if (Status ready = harness::wait_until_ready(*ep, f->api_key, 120); !ready.is_ok()) return fail(ready);

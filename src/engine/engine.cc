@@ -64,6 +64,24 @@ int32_t kv_staging_slots_for(const EngineConfig& config, size_t slot_bytes) {
   return static_cast<int32_t>(std::min<int64_t>(n, std::numeric_limits<int32_t>::max()));
 }
 
+Result<kv::KvShape> plan_kv_shape(int n_layers, int n_kv_heads, int head_dim, const EngineConfig& config) {
+  kv::KvShape shape{.n_layers = n_layers,
+                    .n_kv_heads = n_kv_heads,
+                    .head_dim = head_dim,
+                    .block_size = config.block_size,
+                    .n_blocks = config.n_kv_blocks,
+                    .dtype = config.kv_dtype};
+  LADDER_ASSIGN_OR_RETURN(size_t slot_bytes, kv::kv_staging_bytes(shape));
+  shape.n_staging = kv_staging_slots_for(config, slot_bytes);
+  if (shape.n_blocks <= 0) {
+    LADDER_ASSIGN_OR_RETURN(shape.n_blocks, kv::kv_blocks_that_fit(shape, config.kv_memory_bytes));
+    if (shape.n_blocks < 1) {
+      return invalid_argument(fmt::format("kv_memory_bytes {} holds not one KV block", config.kv_memory_bytes));
+    }
+  }
+  return shape;
+}
+
 Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, const EngineConfig& config,
                                                std::unique_ptr<kv::KvStorage> storage) {
   const model::ModelConfig& mc = model.config();
@@ -95,20 +113,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   if (config.speculative.draft != nullptr) e->spec_ = std::make_unique<Speculator>(config.speculative);
 
   if (storage == nullptr) {
-    kv::KvShape shape{.n_layers = static_cast<int>(mc.n_layers),
-                      .n_kv_heads = static_cast<int>(mc.n_kv_heads),
-                      .head_dim = static_cast<int>(mc.head_dim),
-                      .block_size = config.block_size,
-                      .n_blocks = config.n_kv_blocks,
-                      .dtype = config.kv_dtype};
-    LADDER_ASSIGN_OR_RETURN(size_t slot_bytes, kv::kv_staging_bytes(shape));
-    shape.n_staging = kv_staging_slots_for(config, slot_bytes);
-    if (shape.n_blocks <= 0) {
-      LADDER_ASSIGN_OR_RETURN(shape.n_blocks, kv::kv_blocks_that_fit(shape, config.kv_memory_bytes));
-      if (shape.n_blocks < 1) {
-        return invalid_argument(fmt::format("kv_memory_bytes {} holds not one KV block", config.kv_memory_bytes));
-      }
-    }
+    LADDER_ASSIGN_OR_RETURN(kv::KvShape shape,
+                            plan_kv_shape(static_cast<int>(mc.n_layers), static_cast<int>(mc.n_kv_heads),
+                                          static_cast<int>(mc.head_dim), config));
     LADDER_ASSIGN_OR_RETURN(storage, kv::make_arena_storage(shape));
   }
   const kv::KvShape& shape = storage->shape();
@@ -543,6 +550,33 @@ void Engine::finish(RequestId id, FinishReason reason, Status status) {
   stream->push(std::move(e));
 }
 
+// The ragged batch of one step: token spans and block tables point into the
+// scheduler's sequences and the KV manager, which do not change until
+// update_from_runs(). A chunk verifying a draft evaluates its last token and
+// the draft and returns logits for each of those positions.
+struct Engine::StepBatch {
+  std::vector<model::BatchSequence> batch;
+  std::vector<std::vector<int32_t>> verified;  // last token + draft, per verifying chunk
+  std::vector<std::vector<float>> key_mass;    // snap eviction: attention each chunk's keys receive
+};
+
+// The step's sampling rows (chunks that sample), in batch order, with what
+// was drawn for each: the tokens kept, their text, whether a stop string
+// ended the run, and a prefill worker's KV export.
+struct Engine::StepRows {
+  size_t n = 0;
+  std::vector<const ScheduledChunk*> chunks;
+  std::vector<size_t> row0;  // first logit row of each
+  std::vector<Active*> actives;
+  std::vector<const Sequence*> seqs;
+  std::vector<std::vector<SampledToken>> details;
+  std::vector<std::vector<int32_t>> emitted;
+  std::vector<std::vector<std::string>> texts;
+  std::unique_ptr<bool[]> stopped;
+  std::vector<std::shared_ptr<const kv::KvBlockSet>> exports;
+  bool verified_any = false;
+};
+
 bool Engine::step() {
   int64_t draft_us = 0;
   if (spec_) {
@@ -564,51 +598,12 @@ bool Engine::step() {
     return false;
   }
 
-  // The ragged batch: token spans and block tables point into the scheduler's
-  // sequences and the KV manager, which do not change until update_from_output().
-  // A chunk verifying a draft evaluates its last token and the draft and
-  // returns logits for each of those positions.
-  std::vector<model::BatchSequence> batch;
-  batch.reserve(out.chunks.size());
-  std::vector<std::vector<int32_t>> verified(out.chunks.size());  // last token + draft, per verifying chunk
-  // Snap eviction: the attention each chunk's keys receive, per table entry.
-  const bool want_mass = config_.kv_eviction.kind == kv::EvictionKind::kSnap;
-  std::vector<std::vector<float>> key_mass(want_mass ? out.chunks.size() : 0);
-  const auto now = Clock::now();
-  for (size_t i = 0; i < out.chunks.size(); ++i) {
-    const ScheduledChunk& c = out.chunks[i];
-    const Sequence* seq = scheduler_->find(c.id);
-    LADDER_CHECK(seq != nullptr, "a scheduled sequence is unknown");
-    Active& a = *active_.at(c.id);
-    if (!a.timings.prefill_start) {
-      a.timings.prefill_start = now;
-      a.usage.cached_prompt_tokens = seq->prefix_hit_tokens;
-    }
-    model::BatchSequence b;
-    b.start_pos = c.start_pos;
-    b.block_table = scheduler_->block_table(c.id);
-    if (want_mass) {
-      key_mass[i].assign(b.block_table.size(), 0.0f);
-      b.key_mass = key_mass[i];
-    }
-    if (c.n_draft > 0) {
-      LADDER_CHECK(c.n_tokens == c.n_draft + 1 && static_cast<int64_t>(seq->draft.size()) == c.n_draft,
-                   "a verifying chunk holds the last token and the draft");
-      verified[i].push_back(seq->tokens.back());
-      verified[i].insert(verified[i].end(), seq->draft.begin(), seq->draft.end());
-      b.tokens = verified[i];
-      b.logits = model::BatchSequence::Logits::kAll;
-    } else {
-      b.tokens = std::span(seq->tokens).subspan(static_cast<size_t>(c.start_pos), static_cast<size_t>(c.n_tokens));
-      b.logits = c.sample ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
-    }
-    batch.push_back(b);
-  }
+  StepBatch b;
+  build_batch(out, b);
   const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
-  const auto n_rows = static_cast<size_t>(out.n_sampling());
-  logits_.resize(static_cast<size_t>(model::LlamaModel::logit_rows(batch)) * n_vocab);
+  logits_.resize(static_cast<size_t>(model::LlamaModel::logit_rows(b.batch)) * n_vocab);
   const auto forward_start = Clock::now();
-  const Status st = model_.forward(batch, kv_->layers(), logits_, *threads_);
+  const Status st = model_.forward(b.batch, kv_->layers(), logits_, *threads_);
   const auto forward_end = Clock::now();
   const int64_t forward_us =
       std::chrono::duration_cast<std::chrono::microseconds>(forward_end - forward_start).count();
@@ -622,126 +617,177 @@ bool Engine::step() {
     for (const ScheduledChunk& c : out.chunks) finish(c.id, FinishReason::kError, st);
     return true;
   }
-  for (size_t i = 0; i < key_mass.size(); ++i) kv_->add_attention(out.chunks[i].id, key_mass[i]);
-  // Sampling rows are independent (each request has its own Sampler and RNG),
-  // so they run across the op pool; the result does not depend on which
-  // thread takes a row. A full-vocabulary log-softmax per row is not free at
-  // 32k+ vocabularies and dozens of rows. A verifying chunk's rows are drawn
-  // in order, stopping at the first rejection (sample_verified).
-  std::vector<const ScheduledChunk*> sampling;
-  std::vector<size_t> row0;  // first logit row of each sampling chunk
-  sampling.reserve(n_rows);
-  size_t next_row = 0;
-  for (const ScheduledChunk& c : out.chunks) {
-    if (!c.sample) continue;
-    sampling.push_back(&c);
-    row0.push_back(next_row);
-    next_row += static_cast<size_t>(c.n_draft) + 1;
-  }
-  std::vector<Active*> actives(n_rows);
-  std::vector<const Sequence*> seqs(n_rows);
-  for (size_t r = 0; r < n_rows; ++r) {
-    actives[r] = active_.at(sampling[r]->id).get();
-    seqs[r] = scheduler_->find(sampling[r]->id);
-  }
-  std::vector<std::vector<SampledToken>> details(n_rows);
-  threads_->parallel_for(static_cast<int64_t>(n_rows), 1, [&](int64_t begin, int64_t end) {
-    for (auto r = static_cast<size_t>(begin); r < static_cast<size_t>(end); ++r) {
-      const auto n_draft = static_cast<size_t>(sampling[r]->n_draft);
-      const std::span<float> rows = std::span(logits_).subspan(row0[r] * n_vocab, (n_draft + 1) * n_vocab);
-      TokenConstraint* constraint = actives[r]->constraint.get();
-      LADDER_CHECK(constraint == nullptr || n_draft == 0, "a constrained request was given a draft");
-      if (constraint != nullptr) constraint->mask(rows);
-      details[r] = sample_verified(actives[r]->sampler, rows, n_vocab, seqs[r]->prompt(), seqs[r]->output(),
-                                   std::span(seqs[r]->draft).first(n_draft));
-      if (constraint != nullptr) {
-        for (const SampledToken& t : details[r]) constraint->accept(t.token);
-      }
-    }
-  });
-  // Output text and stop strings, in row order; a stop string ends a
-  // request's run at the token that completes it.
-  std::vector<std::vector<int32_t>> emitted(n_rows);
-  std::vector<std::vector<std::string>> texts(n_rows);
-  std::unique_ptr<bool[]> stopped(new bool[n_rows]());
-  bool verified_any = false;
-  for (size_t r = 0; r < n_rows; ++r) {
-    if (sampling[r]->n_draft > 0) {
-      verified_any = true;
-      spec_->record_cycle(actives[r]->spec, sampling[r]->n_draft, static_cast<int64_t>(details[r].size()) - 1,
-                          forward_us);
-    }
-    for (const SampledToken& t : details[r]) {
-      emitted[r].push_back(t.token);
-      if (!actives[r]->text) continue;
-      OutputText::Step s = actives[r]->text->push(t.token);
-      texts[r].push_back(std::move(s.text));
-      if (s.stopped) {
-        stopped[r] = true;
-        break;
-      }
-    }
-    details[r].resize(emitted[r].size());
-  }
-  if (verified_any) spec_->record_verify_step(forward_us);
-  // Exports are read while the sequences still hold their blocks.
-  std::vector<std::shared_ptr<const kv::KvBlockSet>> exports(n_rows);
-  for (size_t r = 0; r < n_rows; ++r) {
-    if (actives[r]->export_kv && !actives[r]->timings.first_token) {
-      exports[r] = export_prompt_blocks(sampling[r]->id, *seqs[r], actives[r]->ns);
-    }
-  }
+  for (size_t i = 0; i < b.key_mass.size(); ++i) kv_->add_attention(out.chunks[i].id, b.key_mass[i]);
+
+  StepRows rows = sample_rows(out, forward_us);
   counters_.sample_us += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - forward_end).count();
   const std::vector<SequenceUpdate> updates =
-      scheduler_->update_from_runs(out, emitted, std::span<const bool>(stopped.get(), n_rows));
+      scheduler_->update_from_runs(out, rows.emitted, std::span<const bool>(rows.stopped.get(), rows.n));
   counters_.generated_tokens += static_cast<int64_t>(updates.size());
   for (const SequenceUpdate& u : updates) {
     if (u.finish != FinishReason::kNone) ++counters_.finished_requests;
   }
   publish_metrics();
-
-  // Updates come in row order, one per token kept (a finish drops the rest
-  // of its row's run).
-  const auto sampled_at = Clock::now();
-  size_t r = 0, j = 0;
-  for (const SequenceUpdate& u : updates) {
-    while (sampling[r]->id != u.id) {
-      ++r;
-      j = 0;
-      LADDER_CHECK(r < n_rows, "an update for a request that sampled nothing");
-    }
-    LADDER_CHECK(j < details[r].size() && details[r][j].token == u.token, "updates follow the emitted tokens");
-    Active& a = *actives[r];
-    if (!a.timings.first_token) a.timings.first_token = sampled_at;
-    a.timings.token_times.push_back(sampled_at);
-    ++a.usage.completion_tokens;
-    StreamEvent e;
-    e.kind = StreamEvent::Kind::kToken;
-    e.token = std::move(details[r][j]);
-    if (j < texts[r].size()) e.text = std::move(texts[r][j]);
-    if (j == 0) e.kv_export = std::move(exports[r]);
-    ++j;
-    a.stream->push(std::move(e));
-    if (u.finish != FinishReason::kNone) finish(u.id, u.finish, Status::ok());
-  }
-  if (spec_) {
-    int64_t attention_work = 0;  // each row attends its position and those before
-    for (const ScheduledChunk& c : out.chunks) attention_work += c.n_tokens * (c.start_pos + (c.n_tokens + 1) / 2);
-    const int64_t step_us =
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - step_start).count();
-    spec_->observe_step(out.n_tokens, attention_work, step_us);
-    bool pure_decode = true;  // every chunk samples one token, or verifies a draft
-    for (const ScheduledChunk& c : out.chunks) pure_decode = pure_decode && c.sample && c.n_tokens == c.n_draft + 1;
-    if (pure_decode) {
-      spec_->observe_outcome(verified_any, static_cast<int64_t>(out.chunks.size()),
-                             static_cast<int64_t>(updates.size()), step_us + draft_us);
-    }
-  }
+  emit(updates, rows);
+  if (spec_) observe_speculation(out, rows.verified_any, static_cast<int64_t>(updates.size()), step_start, draft_us);
   if (config_.on_step) {
     config_.on_step({counters_.steps, out.n_tokens, static_cast<int64_t>(out.chunks.size()),
                      static_cast<int64_t>(out.preempted.size())});
   }
   return true;
+}
+
+void Engine::build_batch(const SchedulerOutput& out, StepBatch& b) {
+  b.batch.reserve(out.chunks.size());
+  b.verified.resize(out.chunks.size());
+  const bool want_mass = config_.kv_eviction.kind == kv::EvictionKind::kSnap;
+  b.key_mass.resize(want_mass ? out.chunks.size() : 0);
+  const auto now = Clock::now();
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const ScheduledChunk& c = out.chunks[i];
+    const Sequence* seq = scheduler_->find(c.id);
+    LADDER_CHECK(seq != nullptr, "a scheduled sequence is unknown");
+    Active& a = *active_.at(c.id);
+    if (!a.timings.prefill_start) {
+      a.timings.prefill_start = now;
+      a.usage.cached_prompt_tokens = seq->prefix_hit_tokens;
+    }
+    model::BatchSequence bs;
+    bs.start_pos = c.start_pos;
+    bs.block_table = scheduler_->block_table(c.id);
+    if (want_mass) {
+      b.key_mass[i].assign(bs.block_table.size(), 0.0f);
+      bs.key_mass = b.key_mass[i];
+    }
+    if (c.n_draft > 0) {
+      LADDER_CHECK(c.n_tokens == c.n_draft + 1 && static_cast<int64_t>(seq->draft.size()) == c.n_draft,
+                   "a verifying chunk holds the last token and the draft");
+      b.verified[i].push_back(seq->tokens.back());
+      b.verified[i].insert(b.verified[i].end(), seq->draft.begin(), seq->draft.end());
+      bs.tokens = b.verified[i];
+      bs.logits = model::BatchSequence::Logits::kAll;
+    } else {
+      bs.tokens = std::span(seq->tokens).subspan(static_cast<size_t>(c.start_pos), static_cast<size_t>(c.n_tokens));
+      bs.logits = c.sample ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
+    }
+    b.batch.push_back(bs);
+  }
+}
+
+Engine::StepRows Engine::sample_rows(const SchedulerOutput& out, int64_t forward_us) {
+  const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  StepRows rows;
+  rows.n = static_cast<size_t>(out.n_sampling());
+  const size_t n_rows = rows.n;
+  rows.chunks.reserve(n_rows);
+  size_t next_row = 0;
+  for (const ScheduledChunk& c : out.chunks) {
+    if (!c.sample) continue;
+    rows.chunks.push_back(&c);
+    rows.row0.push_back(next_row);
+    next_row += static_cast<size_t>(c.n_draft) + 1;
+  }
+  rows.actives.resize(n_rows);
+  rows.seqs.resize(n_rows);
+  for (size_t r = 0; r < n_rows; ++r) {
+    rows.actives[r] = active_.at(rows.chunks[r]->id).get();
+    rows.seqs[r] = scheduler_->find(rows.chunks[r]->id);
+  }
+  // Sampling rows are independent (each request has its own Sampler and RNG),
+  // so they run across the op pool; the result does not depend on which
+  // thread takes a row. A full-vocabulary log-softmax per row is not free at
+  // 32k+ vocabularies and dozens of rows. A verifying chunk's rows are drawn
+  // in order, stopping at the first rejection (sample_verified).
+  rows.details.resize(n_rows);
+  threads_->parallel_for(static_cast<int64_t>(n_rows), 1, [&](int64_t begin, int64_t end) {
+    for (auto r = static_cast<size_t>(begin); r < static_cast<size_t>(end); ++r) {
+      const auto n_draft = static_cast<size_t>(rows.chunks[r]->n_draft);
+      const std::span<float> logits = std::span(logits_).subspan(rows.row0[r] * n_vocab, (n_draft + 1) * n_vocab);
+      TokenConstraint* constraint = rows.actives[r]->constraint.get();
+      LADDER_CHECK(constraint == nullptr || n_draft == 0, "a constrained request was given a draft");
+      if (constraint != nullptr) constraint->mask(logits);
+      const Sequence& seq = *rows.seqs[r];
+      rows.details[r] = sample_verified(rows.actives[r]->sampler, logits, n_vocab, seq.prompt(), seq.output(),
+                                        std::span(seq.draft).first(n_draft));
+      if (constraint != nullptr) {
+        for (const SampledToken& t : rows.details[r]) constraint->accept(t.token);
+      }
+    }
+  });
+  // Output text and stop strings, in row order; a stop string ends a
+  // request's run at the token that completes it.
+  rows.emitted.resize(n_rows);
+  rows.texts.resize(n_rows);
+  rows.stopped.reset(new bool[n_rows]());
+  for (size_t r = 0; r < n_rows; ++r) {
+    Active& a = *rows.actives[r];
+    if (rows.chunks[r]->n_draft > 0) {
+      rows.verified_any = true;
+      spec_->record_cycle(a.spec, rows.chunks[r]->n_draft, static_cast<int64_t>(rows.details[r].size()) - 1,
+                          forward_us);
+    }
+    for (const SampledToken& t : rows.details[r]) {
+      rows.emitted[r].push_back(t.token);
+      if (!a.text) continue;
+      OutputText::Step step = a.text->push(t.token);
+      rows.texts[r].push_back(std::move(step.text));
+      if (step.stopped) {
+        rows.stopped[r] = true;
+        break;
+      }
+    }
+    rows.details[r].resize(rows.emitted[r].size());
+  }
+  if (rows.verified_any) spec_->record_verify_step(forward_us);
+  // Exports are read while the sequences still hold their blocks.
+  rows.exports.resize(n_rows);
+  for (size_t r = 0; r < n_rows; ++r) {
+    if (rows.actives[r]->export_kv && !rows.actives[r]->timings.first_token) {
+      rows.exports[r] = export_prompt_blocks(rows.chunks[r]->id, *rows.seqs[r], rows.actives[r]->ns);
+    }
+  }
+  return rows;
+}
+
+void Engine::emit(const std::vector<SequenceUpdate>& updates, StepRows& rows) {
+  // Updates come in row order, one per token kept (a finish drops the rest
+  // of its row's run).
+  const auto sampled_at = Clock::now();
+  size_t r = 0, j = 0;
+  for (const SequenceUpdate& u : updates) {
+    while (rows.chunks[r]->id != u.id) {
+      ++r;
+      j = 0;
+      LADDER_CHECK(r < rows.n, "an update for a request that sampled nothing");
+    }
+    LADDER_CHECK(j < rows.details[r].size() && rows.details[r][j].token == u.token,
+                 "updates follow the emitted tokens");
+    Active& a = *rows.actives[r];
+    if (!a.timings.first_token) a.timings.first_token = sampled_at;
+    a.timings.token_times.push_back(sampled_at);
+    ++a.usage.completion_tokens;
+    StreamEvent e;
+    e.kind = StreamEvent::Kind::kToken;
+    e.token = std::move(rows.details[r][j]);
+    if (j < rows.texts[r].size()) e.text = std::move(rows.texts[r][j]);
+    if (j == 0) e.kv_export = std::move(rows.exports[r]);
+    ++j;
+    a.stream->push(std::move(e));
+    if (u.finish != FinishReason::kNone) finish(u.id, u.finish, Status::ok());
+  }
+}
+
+void Engine::observe_speculation(const SchedulerOutput& out, bool verified_any, int64_t n_updates,
+                                 Clock::time_point step_start, int64_t draft_us) {
+  int64_t attention_work = 0;  // each row attends its position and those before
+  for (const ScheduledChunk& c : out.chunks) attention_work += c.n_tokens * (c.start_pos + (c.n_tokens + 1) / 2);
+  const int64_t step_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - step_start).count();
+  spec_->observe_step(out.n_tokens, attention_work, step_us);
+  bool pure_decode = true;  // every chunk samples one token, or verifies a draft
+  for (const ScheduledChunk& c : out.chunks) pure_decode = pure_decode && c.sample && c.n_tokens == c.n_draft + 1;
+  if (pure_decode) {
+    spec_->observe_outcome(verified_any, static_cast<int64_t>(out.chunks.size()), n_updates, step_us + draft_us);
+  }
 }
 
 std::shared_ptr<const kv::KvBlockSet> Engine::export_prompt_blocks(RequestId id, const Sequence& seq,

@@ -107,6 +107,12 @@ struct EngineConfig {
 // largest chunk needs.
 int32_t kv_staging_slots_for(const EngineConfig& config, size_t slot_bytes);
 
+// The KV storage shape of a model with these dimensions under `config`: its
+// format and block size, config.n_kv_blocks blocks or as many as fit
+// kv_memory_bytes, and the staging slots a staged format needs. The engine
+// and a model draft take theirs from here (a draft with its own layer count).
+Result<kv::KvShape> plan_kv_shape(int n_layers, int n_kv_heads, int head_dim, const EngineConfig& config);
+
 struct Submission {
   RequestId id = 0;
   std::shared_ptr<TokenStream> stream;
@@ -148,6 +154,14 @@ class Engine {
   int64_t max_input_tokens() const { return max_input_; }
   int64_t max_output_tokens() const { return max_output_; }
   std::string kv_format_name() const { return kv_->format_name(); }
+  // The KV layout without a pool (n_blocks and n_staging 0): what a decode
+  // worker's KV receiver checks incoming blocks against.
+  kv::KvShape kv_wire_shape() const {
+    kv::KvShape s = kv_->storage().shape();
+    s.n_blocks = 0;
+    s.n_staging = 0;
+    return s;
+  }
   // Requests submitted and not yet finished (queued or running).
   int64_t in_flight() const;
 
@@ -171,7 +185,16 @@ class Engine {
   Status validate(Request& request) const;
   void loop();
   // One step with the lock released; returns false when there was nothing to do.
+  // Its phases: schedule, build_batch, the forward pass, sample_rows,
+  // the scheduler's update, emit, observe_speculation.
   bool step();
+  struct StepBatch;
+  struct StepRows;
+  void build_batch(const SchedulerOutput& out, StepBatch& batch);
+  StepRows sample_rows(const SchedulerOutput& out, int64_t forward_us);
+  void emit(const std::vector<SequenceUpdate>& updates, StepRows& rows);
+  void observe_speculation(const SchedulerOutput& out, bool verified_any, int64_t n_updates,
+                           Clock::time_point step_start, int64_t draft_us);
   void admit(std::vector<Pending>& pending);
   void apply_cancels(std::vector<RequestId>& cancels);
   // Ends a request that never reached the scheduler (queued, expired).

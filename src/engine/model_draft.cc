@@ -115,17 +115,17 @@ Result<std::unique_ptr<ModelDraft>> ModelDraft::create(const DraftSpec& spec, co
   }
   if (d->n_layers_ == 0) d->n_layers_ = d->model_->config().n_layers;
   const model::ModelConfig& mc = d->model_->config();
-  kv::KvShape shape{.n_layers = static_cast<int>(d->n_layers_),
-                    .n_kv_heads = static_cast<int>(mc.n_kv_heads),
-                    .head_dim = static_cast<int>(mc.head_dim),
-                    .block_size = options.block_size,
-                    .n_blocks = options.n_kv_blocks,
-                    .dtype = options.kv_dtype};
-  if (shape.n_blocks <= 0) {
-    LADDER_ASSIGN_OR_RETURN(shape.n_blocks, kv::kv_blocks_that_fit(shape, options.kv_memory_bytes));
-  }
-  if (shape.n_blocks < 1) return invalid_argument("the draft's KV pool holds not one block");
-  LADDER_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStorage> storage, kv::make_arena_storage(shape));
+  // The draft's pool is planned as the engine's is (staging slots included).
+  EngineConfig plan;
+  plan.n_kv_blocks = options.n_kv_blocks;
+  plan.kv_memory_bytes = options.kv_memory_bytes;
+  plan.block_size = options.block_size;
+  plan.kv_dtype = options.kv_dtype;
+  plan.scheduler = options.scheduler;
+  auto shape = plan_kv_shape(static_cast<int>(d->n_layers_), static_cast<int>(mc.n_kv_heads),
+                             static_cast<int>(mc.head_dim), plan);
+  if (!shape.is_ok()) return Status(shape.status().code(), "the draft's KV pool: " + shape.status().message());
+  LADDER_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvStorage> storage, kv::make_arena_storage(*shape));
   d->kv_ = std::make_unique<kv::KvCacheManager>(std::move(storage), /*prefix_caching=*/false);
   return d;
 }
@@ -214,6 +214,7 @@ ModelDraftOptions draft_options_for(const EngineConfig& ec) {
   o.kv_memory_bytes = ec.kv_memory_bytes;
   o.block_size = ec.block_size;
   o.kv_dtype = ec.kv_dtype;
+  o.scheduler = ec.scheduler;
   return o;
 }
 

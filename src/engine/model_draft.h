@@ -37,6 +37,8 @@ struct ModelDraftOptions {
   size_t kv_memory_bytes = size_t{64} << 20;
   int block_size = 16;
   TensorType kv_dtype = TensorType::kF16;
+  // The target's step budget: a staged format's staging slots are sized by it.
+  SchedulerConfig scheduler;
 };
 
 class ModelDraft final : public Draft {

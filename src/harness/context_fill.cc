@@ -11,15 +11,15 @@ namespace ladder::harness {
 
 using nlohmann::json;
 
-Result<int64_t> count_prompt_tokens(const Endpoint& ep, const std::string& api_key, const std::string& model,
+Result<int64_t> count_prompt_tokens(const net::Endpoint& ep, const std::string& api_key, const std::string& model,
                                     const std::string& prompt) {
-  HttpRequestSpec spec;
+  net::HttpRequestSpec spec;
   spec.method = "POST";
   spec.path = "/v1/completions";
   spec.api_key = api_key;
   spec.body = json{{"model", model}, {"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}}.dump();
   spec.timeout_s = 120;
-  LADDER_ASSIGN_OR_RETURN(HttpResponse resp, http_fetch(ep, spec));
+  LADDER_ASSIGN_OR_RETURN(net::HttpResponse resp, net::http_fetch(ep, spec));
   json j = json::parse(resp.body, nullptr, false);
   if (resp.status != 200) {
     std::string message = !j.is_discarded() && j.contains("/error/message"_json_pointer)

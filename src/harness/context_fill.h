@@ -14,12 +14,12 @@
 
 #include "common/status.h"
 #include "harness/generators.h"
-#include "harness/http_client.h"
+#include "net/http_client.h"
 
 namespace ladder::harness {
 
 // usage.prompt_tokens of `prompt` sent to /v1/completions with max_tokens 1.
-Result<int64_t> count_prompt_tokens(const Endpoint& ep, const std::string& api_key, const std::string& model,
+Result<int64_t> count_prompt_tokens(const net::Endpoint& ep, const std::string& api_key, const std::string& model,
                                     const std::string& prompt);
 
 struct ContextFit {

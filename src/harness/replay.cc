@@ -158,7 +158,7 @@ class UnitRunner {
     for (const auto& m : messages) r.prompt_chars += m.content.size();
     r.prompt_chars += prompt.size();
 
-    HttpRequestSpec spec;
+    net::HttpRequestSpec spec;
     spec.method = "POST";
     spec.path = w.is_chat() ? "/v1/chat/completions" : "/v1/completions";
     auto key = opts_.tenant_keys.find(w.tenant);
@@ -176,7 +176,7 @@ class UnitRunner {
     std::vector<std::string> events;
     bool is_sse = false;
     std::string body;
-    Status st = http_stream(
+    Status st = net::http_stream(
         opts_.endpoint, spec,
         [&](int status, std::string_view content_type) {
           r.http_status = status;
@@ -305,7 +305,7 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
   std::thread sampler([&] {
     auto next = t0;
     auto next_progress = t0;
-    Endpoint ep = opts.endpoint;
+    net::Endpoint ep = opts.endpoint;
     for (;;) {
       {
         std::lock_guard<std::mutex> lock(done_mu);
@@ -315,11 +315,11 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
       s.t_s = ms_between(t0, Clock::now()) / 1000.0;
       s.in_flight = progress.in_flight.load();
       if (!run.queue_metric.empty()) {
-        HttpRequestSpec spec;
+        net::HttpRequestSpec spec;
         spec.path = "/metrics";
         spec.api_key = opts.api_key;
         spec.timeout_s = 2;
-        auto m = http_fetch(ep, spec);
+        auto m = net::http_fetch(ep, spec);
         if (m.is_ok() && m->status == 200) {
           s.server_queue = find_queue_depth(parse_prometheus_text(m->body), run.queue_metric).second;
         }
@@ -374,11 +374,11 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
   done_cv.notify_all();
   sampler.join();
   if (run.server_cpu_before_s) {
-    HttpRequestSpec spec;
+    net::HttpRequestSpec spec;
     spec.path = "/metrics";
     spec.api_key = opts.api_key;
     spec.timeout_s = std::min(opts.timeout_s, 10.0);
-    auto m = http_fetch(opts.endpoint, spec);
+    auto m = net::http_fetch(opts.endpoint, spec);
     if (m.is_ok() && m->status == 200) run.server_cpu_after_s = process_cpu_seconds(parse_prometheus_text(m->body));
   }
 

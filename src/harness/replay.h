@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "harness/http_client.h"
+#include "net/http_client.h"
 #include "harness/server_probe.h"
 #include "harness/request_result.h"
 #include "harness/verifier.h"
@@ -34,7 +34,7 @@
 namespace ladder::harness {
 
 struct ReplayOptions {
-  Endpoint endpoint;
+  net::Endpoint endpoint;
   std::string api_key;                            // default key
   std::map<std::string, std::string> tenant_keys;  // tenant -> API key (the server maps keys to tenants)
   std::string model;                              // sent as "model"; empty: the first id of /v1/models

@@ -52,7 +52,7 @@ bool thresholds_given(const QualityThresholds& t) { return t.min_match || t.min_
 
 // Options that cannot apply to this command line are errors, never silent
 // no-ops (flags only; the workload's own checks come after loading it).
-Status check_flags(const ReplayCommandOptions& o, const Endpoint& ep) {
+Status check_flags(const ReplayCommandOptions& o, const net::Endpoint& ep) {
   const bool auto_sweep = o.sweep == "auto";
   const bool redrawn = o.rate || !o.sweep.empty();
   auto given = [&](const char* name) { return o.given.count(name) > 0; };
@@ -150,7 +150,7 @@ Result<Verification> load_verification(const ReplayCommandOptions& o) {
 // (ladder.config) -- and the whole fingerprint adds the client settings
 // that change what each request asks or how it is paced (not the endpoint
 // address or the offered load, which the record states apart).
-json configuration_of(const ReplayCommandOptions& o, const Endpoint& ep, const ReplayOptions& ropts, const Slo& slo,
+json configuration_of(const ReplayCommandOptions& o, const net::Endpoint& ep, const ReplayOptions& ropts, const Slo& slo,
                       const ServerInfo& server, const Verification& ver) {
   const json entry = server.model_entry(ropts.model);
   const json ladder = entry.is_object() ? entry.value("ladder", json(nullptr)) : json(nullptr);
@@ -246,30 +246,39 @@ Result<std::vector<double>> parse_rates(const std::string& text) {
   return rates;
 }
 
-Result<int> run_replay_command(const ReplayCommandOptions& o) {
-  if (o.out_dir.empty()) return invalid_argument("--out DIR is required");
-  LADDER_ASSIGN_OR_RETURN(Endpoint endpoint, parse_endpoint(o.endpoint));
-  endpoint.tls_options = {o.insecure, o.ca_cert};
-  LADDER_RETURN_IF_ERROR(check_flags(o, endpoint));
-  LADDER_ASSIGN_OR_RETURN(Slo slo, parse_slo(o.slo));
-  LADDER_ASSIGN_OR_RETURN(ArrivalProcess arrival, parse_arrival(o.arrival));
-  const bool auto_sweep = o.sweep == "auto";
+namespace {
+
+// What the command line asks for, checked: where, how loaded, verified how,
+// and the workload before any schedule is applied.
+struct ReplayPlan {
+  net::Endpoint endpoint;
+  Slo slo;
+  ArrivalProcess arrival;
+  bool auto_sweep = false;
   std::vector<double> sweep_rates;
-  if (!o.sweep.empty() && !auto_sweep) {
-    LADDER_ASSIGN_OR_RETURN(sweep_rates, parse_rates(o.sweep));
-  }
   std::map<std::string, std::string> tenant_keys;
+  Verification ver;
+  Workload base;
+};
+
+Result<ReplayPlan> plan_replay(const ReplayCommandOptions& o) {
+  if (o.out_dir.empty()) return invalid_argument("--out DIR is required");
+  ReplayPlan p;
+  LADDER_ASSIGN_OR_RETURN(p.endpoint, net::parse_endpoint(o.endpoint));
+  p.endpoint.tls_options = {o.insecure, o.ca_cert};
+  LADDER_RETURN_IF_ERROR(check_flags(o, p.endpoint));
+  LADDER_ASSIGN_OR_RETURN(p.slo, parse_slo(o.slo));
+  LADDER_ASSIGN_OR_RETURN(p.arrival, parse_arrival(o.arrival));
+  p.auto_sweep = o.sweep == "auto";
+  if (!o.sweep.empty() && !p.auto_sweep) {
+    LADDER_ASSIGN_OR_RETURN(p.sweep_rates, parse_rates(o.sweep));
+  }
   for (const auto& tk : o.tenant_keys) {
     size_t eq = tk.find('=');
     if (eq == std::string::npos || eq == 0) return invalid_argument("--tenant-key is TENANT=KEY (got '" + tk + "')");
-    tenant_keys[tk.substr(0, eq)] = tk.substr(eq + 1);
+    p.tenant_keys[tk.substr(0, eq)] = tk.substr(eq + 1);
   }
-  std::optional<AutoSweep> sweeper;
-  if (auto_sweep) {
-    LADDER_ASSIGN_OR_RETURN(sweeper, AutoSweep::create({o.rate.value_or(1.0), o.target, o.sweep_steps,
-                                                        o.sweep_max_rate, 6}));
-  }
-  LADDER_ASSIGN_OR_RETURN(Verification ver, load_verification(o));
+  LADDER_ASSIGN_OR_RETURN(p.ver, load_verification(o));
 
   LADDER_ASSIGN_OR_RETURN(TextSynthesizer synth, TextSynthesizer::from_file(o.text_path, o.chars_per_token));
   LoadOptions load;
@@ -278,78 +287,87 @@ Result<int> run_replay_command(const ReplayCommandOptions& o) {
   load.conv.length_scale = o.length_scale;
   load.conv.max_input_tokens = o.max_input_tokens;
   load.conv.max_output_tokens = o.max_output_tokens;
-  LADDER_ASSIGN_OR_RETURN(Workload base, load_workload(o.workload_path, load, synth));
-  for (const auto& e : base.skipped) {
+  LADDER_ASSIGN_OR_RETURN(p.base, load_workload(o.workload_path, load, synth));
+  for (const auto& e : p.base.skipped) {
     std::fprintf(stderr, "warning: %s line %d skipped: %s\n", o.workload_path.c_str(), e.line, e.message.c_str());
   }
-  if (base.requests.empty()) return invalid_argument("no usable requests in " + o.workload_path);
-  LADDER_RETURN_IF_ERROR(check_workload(o, base, tenant_keys));
-  if (ver.reference) {
+  if (p.base.requests.empty()) return invalid_argument("no usable requests in " + o.workload_path);
+  LADDER_RETURN_IF_ERROR(check_workload(o, p.base, p.tenant_keys));
+  if (p.ver.reference) {
     size_t known = 0;
-    for (const auto& k : request_keys(base.requests)) known += ver.reference->entries.count(k);
+    for (const auto& k : request_keys(p.base.requests)) known += p.ver.reference->entries.count(k);
     if (known == 0) {
       return invalid_argument("the reference " + o.reference + " holds none of this workload's requests (made from " +
-                              ver.reference->workload_source + ")");
+                              p.ver.reference->workload_source + ")");
     }
   }
+  return p;
+}
 
-  std::error_code ec;
-  std::filesystem::create_directories(o.out_dir, ec);
-  if (ec) return io_error("cannot create " + o.out_dir + ": " + ec.message());
-
+// The replay client's options, once the server has been asked what it serves.
+ReplayOptions replay_options(const ReplayCommandOptions& o, const ReplayPlan& p, const ServerInfo& server) {
   ReplayOptions ropts;
-  ropts.endpoint = endpoint;
+  ropts.endpoint = p.endpoint;
   ropts.api_key = o.api_key;
-  ropts.tenant_keys = tenant_keys;
+  ropts.tenant_keys = p.tenant_keys;
   ropts.model = o.model;
   ropts.concurrency = o.concurrency;
   ropts.timeout_s = o.timeout_s;
-  ropts.slo_override = slo;
+  ropts.slo_override = p.slo;
   ropts.ignore_eos = o.ignore_eos;
   ropts.progress = !o.quiet;
   ropts.send_deadlines = o.send_deadlines;
-
-  if (o.wait_ready_s > 0) LADDER_RETURN_IF_ERROR(wait_until_ready(endpoint, o.api_key, o.wait_ready_s));
-  const ServerInfo server_before = probe_server(endpoint, o.api_key, 10);
-  if (ropts.model.empty()) ropts.model = server_before.model_id.empty() ? "default" : server_before.model_id;
-  const bool checking = !o.save_reference.empty() || ver.mode != VerifyMode::kNone;
-  const json entry = server_before.model_entry(ropts.model);
+  if (ropts.model.empty()) ropts.model = server.model_id.empty() ? "default" : server.model_id;
+  const bool checking = !o.save_reference.empty() || p.ver.mode != VerifyMode::kNone;
+  const json entry = server.model_entry(ropts.model);
   // Token ids are an extension: asked of servers known to serve them (Ladder,
   // vLLM) unless --token-ids says otherwise; a strict hosted API may reject
   // an unknown field.
   const bool known_ids = entry.is_object() && (entry.contains("ladder") || entry.value("owned_by", "") == "vllm");
   ropts.token_ids = o.token_ids == "on" || (o.token_ids == "auto" && checking && known_ids);
-  ropts.top_logprobs = !o.save_reference.empty() || ver.mode == VerifyMode::kApprox ? kReferenceTopK : 0;
-  Verifier verifier = ver.reference ? Verifier(ver.mode, &*ver.reference, ver.policy) : Verifier();
-  ropts.verifier = &verifier;
-  const Prices prices{o.price_in, o.price_out};
+  ropts.top_logprobs = !o.save_reference.empty() || p.ver.mode == VerifyMode::kApprox ? kReferenceTopK : 0;
+  return ropts;
+}
 
+// Every run the command asked for (one, a list of rates, or an auto sweep).
+struct Measurements {
   std::vector<RunReport> reports;
-  std::vector<std::string> notes;
-  size_t scheduled_requests = 0, units = 0;
-  auto measure = [&](std::optional<double> rate) -> Status {
-    Workload w = base;
+  std::vector<std::string> notes;  // how the first run's schedule scaled the trace
+  size_t scheduled_requests = 0;
+  size_t units = 0;
+};
+
+Result<Measurements> measure(const ReplayCommandOptions& o, const ReplayPlan& p, ReplayOptions& ropts) {
+  Measurements m;
+  std::optional<AutoSweep> sweeper;
+  if (p.auto_sweep) {
+    LADDER_ASSIGN_OR_RETURN(sweeper, AutoSweep::create({o.rate.value_or(1.0), o.target, o.sweep_steps,
+                                                        o.sweep_max_rate, 6}));
+  }
+  const Prices prices{o.price_in, o.price_out};
+  auto run_at = [&](std::optional<double> rate) -> Status {
+    Workload w = p.base;
     ScheduleOptions so;
     so.time_scale = o.time_scale;
     so.rate = rate;
-    so.arrival = arrival;
+    so.arrival = p.arrival;
     so.seed = o.seed;
     so.duration_s = o.duration_s;
     so.max_requests = o.max_requests;
     LADDER_RETURN_IF_ERROR(apply_schedule(w, so));
     if (w.requests.empty()) return invalid_argument("the window (--duration/--requests) left no requests");
-    if (reports.empty()) {
-      notes = w.notes;
+    if (m.reports.empty()) {
+      m.notes = w.notes;
       if (!o.sweep.empty()) {
-        for (auto& n : notes) {
+        for (auto& n : m.notes) {
           if (n.rfind("arrivals re-drawn", 0) == 0) {
             n = fmt::format("arrivals re-drawn: {} at each sweep rate ({}) per second (seed {}), trace timestamps ignored",
-                            arrival.to_string(), auto_sweep ? "auto" : o.sweep, o.seed);
+                            p.arrival.to_string(), p.auto_sweep ? "auto" : o.sweep, o.seed);
           }
         }
       }
-      scheduled_requests = w.requests.size();
-      units = arrival_unit_count(w.requests);
+      m.scheduled_requests = w.requests.size();
+      m.units = arrival_unit_count(w.requests);
     }
     RunReport rr;
     rr.nominal_rate = rate;
@@ -358,91 +376,101 @@ Result<int> run_replay_command(const ReplayCommandOptions& o) {
     ropts.label = rr.label;
     LADDER_ASSIGN_OR_RETURN(rr.run, run_replay(w.requests, ropts));
     rr.summary = summarize_run(rr.run.results, rr.run.window_s);
-    rr.quality = summarize_quality(rr.run.results, ver.mode == VerifyMode::kApprox ? &ver.policy : nullptr);
+    rr.quality = summarize_quality(rr.run.results, p.ver.mode == VerifyMode::kApprox ? &p.ver.policy : nullptr);
     rr.cost = summarize_cost(rr.run, rr.summary.overall, prices);
-    reports.push_back(std::move(rr));
+    m.reports.push_back(std::move(rr));
     return Status::ok();
   };
   if (sweeper) {
     while (auto rate = sweeper->next()) {
-      LADDER_RETURN_IF_ERROR(measure(*rate));
-      sweeper->record(*rate, reports.back().summary.overall.goodput_fraction);
+      LADDER_RETURN_IF_ERROR(run_at(*rate));
+      sweeper->record(*rate, m.reports.back().summary.overall.goodput_fraction);
     }
-  } else if (!sweep_rates.empty()) {
-    for (double r : sweep_rates) LADDER_RETURN_IF_ERROR(measure(r));
+  } else if (!p.sweep_rates.empty()) {
+    for (double r : p.sweep_rates) LADDER_RETURN_IF_ERROR(run_at(r));
   } else {
-    LADDER_RETURN_IF_ERROR(measure(o.rate));
+    LADDER_RETURN_IF_ERROR(run_at(o.rate));
   }
-  const ServerInfo server_after = probe_server(endpoint, o.api_key, 10);
+  return m;
+}
 
-  // record.json
-  MachineInfo m = probe_machine();
+// record.json's body (schema in DESIGN.md), with the sweep's verdict when
+// the command swept.
+json build_record(const ReplayCommandOptions& o, const ReplayPlan& p, const ReplayOptions& ropts,
+                  const Measurements& m, const ServerInfo& before, const ServerInfo& after,
+                  std::optional<SweepVerdict>* verdict) {
+  const MachineInfo machine = probe_machine();
   json record;
   record["schema_version"] = kRecordSchemaVersion;
   record["kind"] = "ladder.replay";
   record["timestamp"] = iso8601_utc_now();
   record["command_line"] = o.command_line;
   json skipped = json::array();
-  for (size_t i = 0; i < base.skipped.size() && i < 100; ++i) {
-    skipped.push_back({{"line", base.skipped[i].line}, {"message", base.skipped[i].message}});
+  for (size_t i = 0; i < p.base.skipped.size() && i < 100; ++i) {
+    skipped.push_back({{"line", p.base.skipped[i].line}, {"message", p.base.skipped[i].message}});
   }
-  record["workload"] = {{"source", base.source},
-                        {"format", base.format},
-                        {"digest_sha256", base.digest_sha256},
-                        {"requests", scheduled_requests},
-                        {"arrival_units", units},
-                        {"skipped_lines", base.skipped.size()},
+  record["workload"] = {{"source", p.base.source},
+                        {"format", p.base.format},
+                        {"digest_sha256", p.base.digest_sha256},
+                        {"requests", m.scheduled_requests},
+                        {"arrival_units", m.units},
+                        {"skipped_lines", p.base.skipped.size()},
                         {"skipped", skipped},
-                        {"scaling", notes},
+                        {"scaling", m.notes},
                         {"chars_per_token_stated", o.chars_per_token}};
-  record["configuration"] = configuration_of(o, endpoint, ropts, slo, server_before, ver);
-  record["slos"] = {{"override", slo_to_json(slo)},
-                    {"per_slice", slos_by_slice(reports.front().run.results)},
+  record["configuration"] = configuration_of(o, p.endpoint, ropts, p.slo, before, p.ver);
+  record["slos"] = {{"override", slo_to_json(p.slo)},
+                    {"per_slice", slos_by_slice(m.reports.front().run.results)},
                     {"units", "ms"},
                     {"deadline_header", o.send_deadlines ? "x-ladder-deadline-ms = TTFT SLO, else E2E SLO" : "not sent"}};
-  record["server"] = {{"models", server_before.models},
-                      {"metrics_available", server_before.metrics_available},
-                      {"metrics_before", server_before.metrics},
-                      {"metrics_after", server_after.metrics}};
-  record["machine"] = {{"cpu_model", m.cpu_model}, {"cores", m.cores}, {"memory_bytes", m.memory_bytes},
-                       {"hostname", m.hostname}};
+  record["server"] = {{"models", before.models},
+                      {"metrics_available", before.metrics_available},
+                      {"metrics_before", before.metrics},
+                      {"metrics_after", after.metrics}};
+  record["machine"] = {{"cpu_model", machine.cpu_model}, {"cores", machine.cores},
+                       {"memory_bytes", machine.memory_bytes}, {"hostname", machine.hostname}};
   record["runs"] = json::array();
-  for (const auto& rr : reports) record["runs"].push_back(run_to_json(rr));
-  std::optional<SweepVerdict> verdict;
+  for (const auto& rr : m.reports) record["runs"].push_back(run_to_json(rr));
   if (!o.sweep.empty()) {
     std::vector<SweepPoint> points;
     json jp = json::array();
-    for (const auto& rr : reports) {
+    for (const auto& rr : m.reports) {
       points.push_back({rr.offered_rate, rr.summary.overall.goodput_fraction, rr.summary.overall.goodput_rps});
       jp.push_back({{"offered_rate", rr.offered_rate},
                     {"attainment", rr.summary.overall.goodput_fraction},
                     {"goodput_rps", rr.summary.overall.goodput_rps}});
     }
-    verdict = find_max_goodput_rate(points, o.target);
-    record["sweep"] = verdict->to_json(o.target);
-    record["sweep"]["mode"] = auto_sweep ? "auto (doubling, then bisection)" : "list";
+    *verdict = find_max_goodput_rate(points, o.target);
+    record["sweep"] = (*verdict)->to_json(o.target);
+    record["sweep"]["mode"] = p.auto_sweep ? "auto (doubling, then bisection)" : "list";
     record["sweep"]["points"] = jp;
   }
+  return record;
+}
 
-  const std::filesystem::path dir(o.out_dir);
-  if (!o.save_reference.empty()) {
-    Reference ref;
-    ref.created = record["timestamp"];
-    ref.fingerprint_sha256 = record["configuration"]["fingerprint_sha256"];
-    ref.server_fingerprint_sha256 = record["configuration"]["server_fingerprint_sha256"];
-    ref.configuration = record["configuration"];
-    ref.workload_source = base.source;
-    ref.workload_digest = base.digest_sha256;
-    ref.add_results(reports.front().run.results);
-    LADDER_RETURN_IF_ERROR(save_reference(o.save_reference, ref));
-    record["configuration"]["verification"]["saved_reference_requests"] = ref.entries.size();
-    record["configuration"]["verification"]["saved_reference_with_token_ids"] = ref.with_token_ids();
-    if (ref.with_token_ids() < ref.entries.size()) {
-      notes.push_back(fmt::format("{} of {} reference entries have no token ids (the server sent none): exact checks "
-                                  "against them compare text",
-                                  ref.entries.size() - ref.with_token_ids(), ref.entries.size()));
-    }
+// --save-reference: the first run's outputs, named by the record's fingerprints.
+Status save_reference_of(const ReplayCommandOptions& o, const ReplayPlan& p, const Measurements& m, json& record,
+                         std::vector<std::string>& notes) {
+  Reference ref;
+  ref.created = record["timestamp"];
+  ref.fingerprint_sha256 = record["configuration"]["fingerprint_sha256"];
+  ref.server_fingerprint_sha256 = record["configuration"]["server_fingerprint_sha256"];
+  ref.configuration = record["configuration"];
+  ref.workload_source = p.base.source;
+  ref.workload_digest = p.base.digest_sha256;
+  ref.add_results(m.reports.front().run.results);
+  LADDER_RETURN_IF_ERROR(save_reference(o.save_reference, ref));
+  record["configuration"]["verification"]["saved_reference_requests"] = ref.entries.size();
+  record["configuration"]["verification"]["saved_reference_with_token_ids"] = ref.with_token_ids();
+  if (ref.with_token_ids() < ref.entries.size()) {
+    notes.push_back(fmt::format("{} of {} reference entries have no token ids (the server sent none): exact checks "
+                                "against them compare text",
+                                ref.entries.size() - ref.with_token_ids(), ref.entries.size()));
   }
+  return Status::ok();
+}
+
+Status write_outputs(const std::filesystem::path& dir, const json& record, const std::vector<RunReport>& reports) {
   LADDER_RETURN_IF_ERROR(write_file(dir / "record.json", record.dump(2, ' ', false, json::error_handler_t::replace) + "\n"));
   std::string lines;
   for (const auto& rr : reports) {
@@ -453,15 +481,20 @@ Result<int> run_replay_command(const ReplayCommandOptions& o) {
     }
   }
   LADDER_RETURN_IF_ERROR(write_file(dir / "requests.jsonl", lines));
-  LADDER_RETURN_IF_ERROR(write_file(dir / "report.html", make_report_html(record, reports)));
+  return write_file(dir / "report.html", make_report_html(record, reports));
+}
 
-  std::string table = format_summary_table(reports);
+// The summary on stdout; the exit code (failed requests, nothing verified).
+int report(const ReplayCommandOptions& o, const ReplayPlan& p, const Measurements& m,
+           const std::vector<std::string>& notes, const json& record, const std::optional<SweepVerdict>& verdict) {
+  const std::filesystem::path dir(o.out_dir);
+  std::string table = format_summary_table(m.reports);
   std::fputs(table.c_str(), stdout);
   for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
-  std::printf("verification: %s%s\n", verify_mode_name(ver.mode),
-              ver.reference ? (" against " + o.reference + " (fingerprint " +
-                               ver.reference->fingerprint_sha256.substr(0, 12) + ")").c_str()
-                            : "");
+  std::printf("verification: %s%s\n", verify_mode_name(p.ver.mode),
+              p.ver.reference ? (" against " + o.reference + " (fingerprint " +
+                                 p.ver.reference->fingerprint_sha256.substr(0, 12) + ")").c_str()
+                              : "");
   std::printf("configuration fingerprint: %s\n",
               record["configuration"]["fingerprint_sha256"].get<std::string>().c_str());
   if (verdict) std::printf("max goodput rate at %.0f%% attainment: %s\n", 100.0 * o.target, verdict->statement().c_str());
@@ -470,7 +503,7 @@ Result<int> run_replay_command(const ReplayCommandOptions& o) {
   std::fflush(stdout);
 
   size_t errors = 0, verified = 0;
-  for (const auto& rr : reports) {
+  for (const auto& rr : m.reports) {
     errors += rr.summary.overall.errors;
     verified += rr.summary.overall.verified;
   }
@@ -485,6 +518,30 @@ Result<int> run_replay_command(const ReplayCommandOptions& o) {
     code = kExitRunFailed;
   }
   return code;
+}
+
+}  // namespace
+
+Result<int> run_replay_command(const ReplayCommandOptions& o) {
+  LADDER_ASSIGN_OR_RETURN(ReplayPlan p, plan_replay(o));
+  std::error_code ec;
+  std::filesystem::create_directories(o.out_dir, ec);
+  if (ec) return io_error("cannot create " + o.out_dir + ": " + ec.message());
+
+  if (o.wait_ready_s > 0) LADDER_RETURN_IF_ERROR(wait_until_ready(p.endpoint, o.api_key, o.wait_ready_s));
+  const ServerInfo before = probe_server(p.endpoint, o.api_key, 10);
+  ReplayOptions ropts = replay_options(o, p, before);
+  Verifier verifier = p.ver.reference ? Verifier(p.ver.mode, &*p.ver.reference, p.ver.policy) : Verifier();
+  ropts.verifier = &verifier;
+  LADDER_ASSIGN_OR_RETURN(Measurements m, measure(o, p, ropts));
+  const ServerInfo after = probe_server(p.endpoint, o.api_key, 10);
+
+  std::optional<SweepVerdict> verdict;
+  json record = build_record(o, p, ropts, m, before, after, &verdict);
+  std::vector<std::string> notes = m.notes;
+  if (!o.save_reference.empty()) LADDER_RETURN_IF_ERROR(save_reference_of(o, p, m, record, notes));
+  LADDER_RETURN_IF_ERROR(write_outputs(o.out_dir, record, m.reports));
+  return report(o, p, m, notes, record, verdict);
 }
 
 }  // namespace ladder::harness

@@ -66,13 +66,13 @@ std::pair<std::string, double> find_queue_depth(const std::map<std::string, doub
   return {"", 0.0};
 }
 
-ServerInfo probe_server(const Endpoint& ep, const std::string& api_key, double timeout_s) {
+ServerInfo probe_server(const net::Endpoint& ep, const std::string& api_key, double timeout_s) {
   ServerInfo info;
-  HttpRequestSpec spec;
+  net::HttpRequestSpec spec;
   spec.path = "/v1/models";
   spec.api_key = api_key;
   spec.timeout_s = timeout_s;
-  auto models = http_fetch(ep, spec);
+  auto models = net::http_fetch(ep, spec);
   if (models.is_ok() && models->status == 200) {
     json j = json::parse(models->body, nullptr, false);
     if (!j.is_discarded()) {
@@ -84,7 +84,7 @@ ServerInfo probe_server(const Endpoint& ep, const std::string& api_key, double t
     }
   }
   spec.path = "/metrics";
-  auto metrics = http_fetch(ep, spec);
+  auto metrics = net::http_fetch(ep, spec);
   if (metrics.is_ok() && metrics->status == 200) {
     info.metrics = parse_prometheus_text(metrics->body);
     info.metrics_available = true;
@@ -92,18 +92,18 @@ ServerInfo probe_server(const Endpoint& ep, const std::string& api_key, double t
   return info;
 }
 
-Status wait_until_ready(const Endpoint& ep, const std::string& api_key, double wait_s) {
+Status wait_until_ready(const net::Endpoint& ep, const std::string& api_key, double wait_s) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
   std::string last = "no answer";
   while (true) {
-    HttpRequestSpec spec;
+    net::HttpRequestSpec spec;
     spec.path = "/health";
     spec.api_key = api_key;
     spec.timeout_s = 5;
-    auto health = http_fetch(ep, spec);
+    auto health = net::http_fetch(ep, spec);
     if (health.is_ok() && health->status == 404) {
       spec.path = "/v1/models";
-      health = http_fetch(ep, spec);
+      health = net::http_fetch(ep, spec);
     }
     if (health.is_ok() && health->status == 200) return Status::ok();
     last = health.is_ok() ? spec.path + " answered HTTP " + std::to_string(health->status) : health.status().message();

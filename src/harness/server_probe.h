@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "harness/http_client.h"
+#include "net/http_client.h"
 
 namespace ladder::harness {
 
@@ -38,7 +38,7 @@ struct ServerInfo {
   // listed); null when there is none.
   nlohmann::json model_entry(const std::string& id) const;
 };
-ServerInfo probe_server(const Endpoint& ep, const std::string& api_key, double timeout_s);
+ServerInfo probe_server(const net::Endpoint& ep, const std::string& api_key, double timeout_s);
 
 // The served model's context length: /v1/models data[i].max_model_len (vLLM,
 // Ladder) or data[i].meta.n_ctx_train (llama.cpp).
@@ -47,6 +47,6 @@ Result<int64_t> served_context_length(const ServerInfo& info, const std::string&
 // Waits until the server answers GET /health with 200 (or, for servers without
 // /health, GET /v1/models with 200); a refused connection or a 503 (still
 // loading) is retried until wait_s has passed.
-Status wait_until_ready(const Endpoint& ep, const std::string& api_key, double wait_s);
+Status wait_until_ready(const net::Endpoint& ep, const std::string& api_key, double wait_s);
 
 }  // namespace ladder::harness

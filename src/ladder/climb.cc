@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "harness/http_client.h"
+#include "net/http_client.h"
 #include "harness/record.h"
 #include "harness/server_probe.h"
 #include "ladder/child_process.h"
@@ -235,9 +235,9 @@ Result<RungServer> Climber::start_rung(int rung, const std::string& log_dir) {
 
 Status Climber::warm_up(const std::string& url) const {
   if (policy().warmup_requests == 0) return Status::ok();
-  LADDER_ASSIGN_OR_RETURN(harness::Endpoint ep, harness::parse_endpoint(url));
+  LADDER_ASSIGN_OR_RETURN(net::Endpoint ep, net::parse_endpoint(url));
   const harness::ServerInfo info = harness::probe_server(ep, "", 10);
-  harness::HttpRequestSpec spec;
+  net::HttpRequestSpec spec;
   spec.method = "POST";
   spec.path = "/v1/completions";
   spec.body =
@@ -245,7 +245,7 @@ Status Climber::warm_up(const std::string& url) const {
           .dump();
   spec.timeout_s = 120;
   for (int i = 0; i < policy().warmup_requests; ++i) {
-    Result<harness::HttpResponse> r = harness::http_fetch(ep, spec);
+    Result<net::HttpResponse> r = net::http_fetch(ep, spec);
     if (!r.is_ok()) return invalid_argument("warm-up request failed: " + r.status().message());
     if (r->status != 200)
       return invalid_argument(fmt::format("warm-up request got HTTP {}: {}", r->status, r->body));

@@ -1,26 +1,12 @@
-// Router: `ladder route`, rung 2's only public endpoint. It speaks the same
-// OpenAI API as `ladder serve` and reuses its pieces: the HTTP server, the
-// tenants file and API keys, the request builder (chat template, tokenizer,
-// bounds, x-ladder-deadline-ms), admission (reservations, priorities,
-// deadline feasibility, bounded queue, 429 with Retry-After) and /metrics.
-//
-// Each admitted request:
-//   1. its prompt's block keys (tenant scope, model, tokenizer, KV format)
-//      choose a prefill worker and a decode worker (WorkerPool);
-//   2. the prefill worker computes the prompt and sends its full blocks
-//      straight to the decode worker's KV port (POST /internal/prefill);
-//   3. the router forwards the client's request, key and deadline to the
-//      decode worker with x-ladder-kv-transfer naming those blocks, and
-//      streams its response back byte for byte.
-// A prompt with no full block before its last token, or no prefill worker
-// answering, goes to the decode worker alone (it computes the prompt; output
-// is the same). A decode worker that fails before its response started is
-// reported as 502; one that fails mid-stream ends the stream with an error
-// event. Either way the worker is marked unhealthy until its /health says
-// ready again, and the router serves on.
+// Router: `ladder route`, rung 2's only public endpoint. The same Frontend
+// as `ladder serve` (the OpenAI API, tenants and keys, planning, SLO
+// judgement, /metrics, drain; server/frontend.h) in front of a RelayBackend
+// that places each request on a prefill and a decode worker and relays it
+// (route/relay_backend.h).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +22,10 @@ struct RouterConfig {
   std::string api_key;
   std::string admin_key;
   server::HttpServerConfig http;
+  // A second listener that serves only /metrics, keyless and per tenant (for
+  // a private network). Unset: none.
+  std::optional<uint16_t> metrics_port;
+  std::string metrics_host = "127.0.0.1";
   std::vector<std::string> prefill_urls;
   std::vector<std::string> decode_urls;
   int32_t max_queue = 256;

@@ -42,7 +42,7 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(const std::vector<std::st
   std::unique_ptr<WorkerPool> pool(new WorkerPool());
   for (WorkerRole role : {WorkerRole::kPrefill, WorkerRole::kDecode}) {
     for (const std::string& url : role == WorkerRole::kPrefill ? prefill_urls : decode_urls) {
-      auto ep = harness::parse_endpoint(url);
+      auto ep = net::parse_endpoint(url);
       if (!ep.is_ok()) {
         return invalid_argument(
             fmt::format("--{} {}: {}", worker_role_name(role), url, ep.status().message()));
@@ -58,7 +58,7 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::create(const std::vector<std::st
 }
 
 void WorkerPool::probe(double timeout_s) {
-  std::vector<std::pair<WorkerRole, harness::Endpoint>> targets;
+  std::vector<std::pair<WorkerRole, net::Endpoint>> targets;
   {
     std::lock_guard lock(mu_);
     for (WorkerRole role : {WorkerRole::kPrefill, WorkerRole::kDecode}) {
@@ -69,10 +69,10 @@ void WorkerPool::probe(double timeout_s) {
   std::vector<WorkerInfo> seen;
   for (const auto& [role, ep] : targets) {
     WorkerInfo info;
-    harness::HttpRequestSpec spec;
+    net::HttpRequestSpec spec;
     spec.path = "/health";
     spec.timeout_s = timeout_s;
-    auto r = harness::http_fetch(ep, spec);
+    auto r = net::http_fetch(ep, spec);
     if (!r.is_ok()) {
       info.status = r.status().message();
     } else {
@@ -90,6 +90,8 @@ void WorkerPool::probe(double timeout_s) {
         info.block_size = doc.value("kv_block_size", 0);
         info.max_running = doc.value("max_running", 0);
         info.max_input_tokens = doc.value("max_input_tokens", int64_t{0});
+        info.context_length = doc.value("context_length", int64_t{0});
+        info.tool_preamble = doc.value("tool_preamble", true);
         info.kv_port = static_cast<uint16_t>(doc.value("kv_port", 0));
         info.kv_blocks_used = doc.value("kv_blocks_used", int64_t{0});
       }
@@ -115,6 +117,8 @@ void WorkerPool::probe(double timeout_s) {
         w.info.block_size = in.block_size;
         w.info.max_running = in.max_running;
         w.info.max_input_tokens = in.max_input_tokens;
+        w.info.context_length = in.context_length;
+        w.info.tool_preamble = in.tool_preamble;
         w.info.kv_port = in.kv_port;
         w.info.kv_blocks_used = in.kv_blocks_used;
       }
@@ -232,11 +236,21 @@ int WorkerPool::block_size() const {
   std::lock_guard lock(mu_);
   return decode_.front().info.block_size;
 }
-int64_t WorkerPool::max_input_tokens() const {
+int64_t WorkerPool::smallest_decode(int64_t WorkerInfo::*field) const {
   std::lock_guard lock(mu_);
   int64_t n = INT64_MAX;
-  for (const Worker& w : decode_) n = std::min(n, w.info.max_input_tokens);
+  for (const Worker& w : decode_) n = std::min(n, w.info.*field);
   return n;
+}
+
+int64_t WorkerPool::context_length() const { return smallest_decode(&WorkerInfo::context_length); }
+int64_t WorkerPool::max_input_tokens() const { return smallest_decode(&WorkerInfo::max_input_tokens); }
+
+bool WorkerPool::tool_preamble() const {
+  std::lock_guard lock(mu_);
+  bool on = true;
+  for (const Worker& w : decode_) on = on && w.info.tool_preamble;
+  return on;
 }
 
 int WorkerPool::total_decode_slots() const {

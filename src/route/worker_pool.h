@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "harness/http_client.h"
+#include "net/http_client.h"
 #include "kv/block_key.h"
 
 namespace ladder::route {
@@ -60,6 +60,8 @@ struct WorkerInfo {
   int block_size = 0;
   int max_running = 0;
   int64_t max_input_tokens = 0;
+  int64_t context_length = 0;
+  bool tool_preamble = true;  // describes tools in the system message
   uint16_t kv_port = 0;
   int64_t in_flight = 0;
   int64_t kv_blocks_used = 0;
@@ -69,7 +71,7 @@ struct Placement {
   size_t index = 0;
   WorkerRole role = WorkerRole::kDecode;
   size_t affinity_blocks = 0;  // leading keys the index believed it holds
-  harness::Endpoint endpoint;
+  net::Endpoint endpoint;
   std::string kv_address;  // decode: HOST:PORT of its KV listener
 };
 
@@ -102,18 +104,24 @@ class WorkerPool {
   std::string tokenizer_digest() const;
   std::string kv_format() const;
   int block_size() const;
-  // The smallest prompt bound of the decode workers.
+  // The smallest prompt bound and context length of the decode workers.
   int64_t max_input_tokens() const;
+  int64_t context_length() const;
+  // Whether the decode workers describe tools in the system message (the
+  // router plans requests as they do).
+  bool tool_preamble() const;
   // Running slots of all decode workers together.
   int total_decode_slots() const;
 
  private:
   struct Worker {
     WorkerInfo info;
-    harness::Endpoint endpoint;
+    net::Endpoint endpoint;
     PrefixIndex index;
   };
   WorkerPool() = default;
+  // The smallest value of `field` among the decode workers.
+  int64_t smallest_decode(int64_t WorkerInfo::*field) const;
   std::vector<Worker>& of(WorkerRole role) { return role == WorkerRole::kPrefill ? prefill_ : decode_; }
 
   mutable std::mutex mu_;

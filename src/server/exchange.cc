@@ -169,7 +169,6 @@ void Exchange::finish_choices() {
   rec.tenant = tenant.name;
   std::optional<Clock::time_point> first, prefill_start;
   Clock::time_point last = plan_.arrival;
-  bool tpot_met = true;
   engine::SpecUsage speculative;  // every choice's, added up
   for (const auto& end : ends_) {
     if (!end) continue;
@@ -196,9 +195,10 @@ void Exchange::finish_choices() {
       rec.itl_s.push_back(ms_between(t.token_times[i - 1], t.token_times[i]) / 1000.0);
     }
     const int64_t n_tokens = end->usage.completion_tokens;
-    if (tenant.slo.tpot_ms > 0 && n_tokens > 1 && t.first_token) {
-      tpot_met = tpot_met && ms_between(*t.first_token, end_time) / static_cast<double>(n_tokens - 1) <=
-                                 tenant.slo.tpot_ms;
+    if (n_tokens > 1 && t.first_token) {
+      // The slowest choice's: the frontend judges the TPOT target by it.
+      rec.tpot_s =
+          std::max(rec.tpot_s, ms_between(*t.first_token, end_time) / 1000.0 / static_cast<double>(n_tokens - 1));
     }
   }
   if (prefill_start) timings.queued_ms = ms_between(plan_.arrival, *prefill_start);
@@ -208,6 +208,7 @@ void Exchange::finish_choices() {
   }
   timings.e2e_ms = ms_between(plan_.arrival, last);
   rec.prompt_tokens = timings.prompt_tokens;
+  timings.completion_tokens = rec.completion_tokens;
   rec.cached_tokens = timings.cached_tokens;
   rec.queued_s = timings.queued_ms / 1000.0;
   if (first) rec.ttft_s = timings.ttft_ms / 1000.0;
@@ -217,11 +218,6 @@ void Exchange::finish_choices() {
     writer_.finish(UsageInfo{timings.prompt_tokens, rec.completion_tokens, timings.cached_tokens, speculative},
                    timings);
     rec.http_status = 200;
-    bool met = first.has_value() && tpot_met;
-    if (met && plan_.request.scheduling.deadline != Clock::time_point::max()) {
-      met = *first <= plan_.request.scheduling.deadline;
-    }
-    rec.slo_met = met;
     rec.finished = true;
   } else {
     rec.http_status = failure_->http_status;
@@ -252,10 +248,8 @@ void Exchange::settle_if_done() {
     // Whatever the engine did, the client did not get the whole response.
     rec.http_status = 499;
     rec.finished = false;
-    rec.slo_met = false;
   }
-  services_.metrics->record(rec);
-  if (services_.on_settled) services_.on_settled(this, plan_, rec);
+  if (services_.on_settled) services_.on_settled(this, rec);
 }
 
 }  // namespace ladder::server

@@ -38,12 +38,12 @@ class Exchange;
 struct ExchangeServices {
   engine::Engine* engine = nullptr;
   StreamPump* pump = nullptr;
-  ServerMetrics* metrics = nullptr;
   const tokenizer::Tokenizer* tokenizer = nullptr;
   const TenantRegistry* tenants = nullptr;
-  // Called once per exchange when it is settled (recorded), with its record.
-  // Whoever keeps the exchange alive (the server's registry) lets it go here.
-  std::function<void(const Exchange*, const GenerationPlan&, const RequestRecord&)> on_settled;
+  // Called once per exchange when it is settled, with its record (the
+  // frontend judges its SLO and records it). Whoever keeps the exchange alive
+  // (the backend's registry) lets it go here.
+  std::function<void(const Exchange*, RequestRecord)> on_settled;
 };
 
 class Exchange : public std::enable_shared_from_this<Exchange> {

@@ -148,14 +148,18 @@ std::string ServerMetrics::render(const GaugeSnapshot& g, bool per_tenant) const
   gauge("ladder_queue_depth", "Requests waiting for admission.", g.admission_queue);
   gauge("ladder_engine_waiting_sequences", "Admitted sequences waiting in the engine scheduler.", g.engine_waiting);
   gauge("ladder_running_sequences", "Sequences running in the engine.", g.running);
-  gauge("ladder_kv_blocks_used", "KV cache blocks held by sequences.", g.kv_blocks_used);
-  gauge("ladder_kv_blocks_free", "KV cache blocks free (including evictable cached ones).", g.kv_blocks_free);
+  if (g.holds_kv) {
+    gauge("ladder_kv_blocks_used", "KV cache blocks held by sequences.", g.kv_blocks_used);
+    gauge("ladder_kv_blocks_free", "KV cache blocks free (including evictable cached ones).", g.kv_blocks_free);
+  }
   gauge("ladder_open_connections", "Open HTTP connections.", g.open_connections);
   gauge("ladder_live_requests", "Accepted generation requests not yet answered in full.", g.live_requests);
-  out += fmt::format("# HELP ladder_engine_prefix_cache_hit_tokens_total Prompt tokens served from the prefix "
-                     "cache, all tenants.\n# TYPE ladder_engine_prefix_cache_hit_tokens_total counter\n"
-                     "ladder_engine_prefix_cache_hit_tokens_total {}\n",
-                     g.prefix_hit_tokens);
+  if (g.holds_kv) {
+    out += fmt::format("# HELP ladder_engine_prefix_cache_hit_tokens_total Prompt tokens served from the prefix "
+                       "cache, all tenants.\n# TYPE ladder_engine_prefix_cache_hit_tokens_total counter\n"
+                       "ladder_engine_prefix_cache_hit_tokens_total {}\n",
+                       g.prefix_hit_tokens);
+  }
   if (g.kv_host.bytes_capacity > 0) {
     auto counter = [&](const char* name, const char* help, int64_t v) {
       out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n", name, help, v);

@@ -39,6 +39,7 @@ struct GaugeSnapshot {
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_free = 0;
   int64_t prefix_hit_tokens = 0; // engine-wide, all tenants
+  bool holds_kv = true;  // false (a router): no KV gauges of its own
   engine::KvHostMetrics kv_host;  // rendered when the host tier has capacity
   int64_t open_connections = 0;
   int64_t live_requests = 0;     // accepted generation requests not yet settled
@@ -57,6 +58,7 @@ struct RequestRecord {
   double queued_s = -1;       // < 0: not measured (rejected before admission)
   double ttft_s = -1;
   double e2e_s = -1;
+  double tpot_s = -1;         // the slowest choice's mean gap after its first token
   std::vector<double> itl_s;  // gaps between successive output tokens
   // Finished (stop or length) and delivered in full. The server cannot
   // verify output against a reference; `ladder replay` does.

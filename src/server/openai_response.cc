@@ -34,7 +34,8 @@ json usage_json(const UsageInfo& u) {
 json timings_json(const ServerTimings& t) {
   return {{"tenant", t.tenant},           {"queued_ms", t.queued_ms},         {"ttft_ms", t.ttft_ms},
           {"decode_ms", t.decode_ms},     {"e2e_ms", t.e2e_ms},               {"prompt_tokens", t.prompt_tokens},
-          {"cached_tokens", t.cached_tokens}, {"preemptions", t.preemptions}};
+          {"cached_tokens", t.cached_tokens}, {"completion_tokens", t.completion_tokens},
+          {"preemptions", t.preemptions}};
 }
 
 namespace {

@@ -41,6 +41,7 @@ struct ServerTimings {
   double e2e_ms = 0;     // arrival -> last token
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
+  int64_t completion_tokens = 0;  // every choice's
   int32_t preemptions = 0;
 };
 

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "server/api_error.h"
+#include "server/deadline.h"
 #include "server/openai_response.h"
 
 namespace ladder::server {
@@ -67,7 +68,7 @@ std::optional<ApiError> parse_args(const std::string& body, PrefillArgs* out) {
   }
   if (doc.contains("deadline_ms")) {
     const json& d = doc["deadline_ms"];
-    if (!d.is_number() || !(d.get<double>() > 0) || d.get<double>() > 1e9) {
+    if (!d.is_number() || !valid_deadline_ms(d.get<double>())) {
       return invalid_field("deadline_ms", "deadline_ms must be a positive number");
     }
     out->deadline_ms = d.get<double>();
@@ -79,6 +80,7 @@ std::optional<ApiError> parse_args(const std::string& body, PrefillArgs* out) {
 struct PrefillJob : std::enable_shared_from_this<PrefillJob> {
   const PrefillServices& services;
   std::shared_ptr<ResponseChannel> channel;
+  std::function<void()> done;
   PrefillArgs args;
   Clock::time_point arrival;
   std::mutex mu;
@@ -88,8 +90,8 @@ struct PrefillJob : std::enable_shared_from_this<PrefillJob> {
   std::shared_ptr<const kv::KvBlockSet> blocks;
   int64_t cached_tokens = 0;
 
-  PrefillJob(const PrefillServices& s, std::shared_ptr<ResponseChannel> ch, PrefillArgs a)
-      : services(s), channel(std::move(ch)), args(std::move(a)), arrival(Clock::now()) {}
+  PrefillJob(const PrefillServices& s, std::shared_ptr<ResponseChannel> ch, std::function<void()> d, PrefillArgs a)
+      : services(s), channel(std::move(ch)), done(std::move(d)), args(std::move(a)), arrival(Clock::now()) {}
 
   void answer(HttpResponse r) {
     {
@@ -98,7 +100,7 @@ struct PrefillJob : std::enable_shared_from_this<PrefillJob> {
       answered = true;
     }
     channel->respond(std::move(r));
-    if (services.on_done) services.on_done();
+    if (done) done();
   }
 
   void on_event(const engine::StreamEvent& ev) {
@@ -166,10 +168,10 @@ std::vector<int32_t> prefill_prompt(const std::vector<int32_t>& prompt, int bloc
 }
 
 void handle_prefill(const PrefillServices& s, const HttpRequest& request, const std::string& api_key,
-                    std::shared_ptr<ResponseChannel> channel) {
+                    std::shared_ptr<ResponseChannel> channel, std::function<void()> done) {
   auto finish_now = [&](HttpResponse r) {
     channel->respond(std::move(r));
-    if (s.on_done) s.on_done();
+    if (done) done();
   };
   const int tenant = s.tenants->authenticate(api_key);
   if (tenant < 0) return finish_now(error_response(unauthenticated("missing or invalid API key")));
@@ -191,13 +193,12 @@ void handle_prefill(const PrefillServices& s, const HttpRequest& request, const 
   r.scheduling.priority = tc.priority;
   r.scheduling.tenant = tenant;
   if (args.deadline_ms) {
-    r.scheduling.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                               std::chrono::duration<double, std::milli>(*args.deadline_ms));
+    r.scheduling.deadline = deadline_after(Clock::now(), *args.deadline_ms);
   }
   r.cache_scope = tc.cache_scope;
   r.export_kv = true;
 
-  auto job = std::make_shared<PrefillJob>(s, channel, std::move(args));
+  auto job = std::make_shared<PrefillJob>(s, channel, std::move(done), std::move(args));
   std::weak_ptr<PrefillJob> weak = job;
   channel->on_end([weak, &s](Delivery how) {
     auto j = weak.lock();

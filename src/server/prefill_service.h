@@ -38,13 +38,12 @@ struct PrefillServices {
   KvLinkMetrics* metrics = nullptr;
   WorkQueue* senders = nullptr;  // the blocking sends run here, off the pump thread
   std::chrono::milliseconds send_timeout{30000};
-  // Called once per request when its response has been handed to the channel.
-  std::function<void()> on_done;
 };
 
 // Handles one POST /internal/prefill; `api_key` is the bearer key sent.
+// `done` is called once, when the response has been handed to the channel.
 void handle_prefill(const PrefillServices& services, const HttpRequest& request, const std::string& api_key,
-                    std::shared_ptr<ResponseChannel> channel);
+                    std::shared_ptr<ResponseChannel> channel, std::function<void()> done);
 
 // The prompt a prefill worker computes for a request of `prompt` (see above):
 // its first (n - 1) / block_size * block_size + 1 tokens; empty when there is

@@ -6,9 +6,13 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include <spdlog/spdlog.h>
+
 #include "common/check.h"
+#include "grammar/token_vocabulary.h"
 #include "grammar/json_schema.h"
 #include "grammar/tool_call_grammar.h"
+#include "server/deadline.h"
 #include "server/openai_request.h"
 
 namespace ladder::server {
@@ -23,6 +27,40 @@ std::string random_response_id(const char* prefix) {
     id += kHex[b & 15];
   }
   return id;
+}
+
+namespace {
+// Distinct grammars (response formats, tool sets) kept compiled.
+constexpr size_t kGrammarCacheEntries = 64;
+}  // namespace
+
+Planner::Planner(const tokenizer::Tokenizer& tokenizer, const tokenizer::ChatTemplate& chat_template,
+                 const PlannerOptions& options) {
+  RequestBuilder::Model bm;
+  bm.system_fingerprint = options.system_fingerprint;
+  bm.tokenizer = &tokenizer;
+  bm.chat_template = &chat_template;
+  bm.served_model_name = options.served_model_name;
+  bm.model_path = options.model_path;
+  bm.max_input_tokens = options.max_input_tokens;
+  vocabulary_ = grammar::TokenVocabulary::from_tokenizer(tokenizer);
+  grammars_ = std::make_unique<grammar::GrammarCache>(vocabulary_, kGrammarCacheEntries);
+  bm.grammars = grammars_.get();
+  bm.vocabulary = vocabulary_.get();
+  const grammar::DetectedToolCallFormat tools =
+      grammar::detect_tool_call_format(chat_template.source(), vocabulary_.get());
+  bm.tool_format = tools.format;
+  spdlog::info("tool calls: {} format{}", grammar::tool_call_format_name(tools.format),
+               tools.detected ? "" : " (nothing in the template names one; the default)");
+  bm.tool_preamble = options.tool_preamble && !chat_template.renders_tools();
+  if (!chat_template.renders_tools()) {
+    spdlog::info(options.tool_preamble
+                     ? "the chat template does not render tools: a request's tools are described in its system "
+                       "message (the tools preamble; --tool-preamble off to leave them out)"
+                     : "the chat template does not render tools and --tool-preamble is off: the model sees a "
+                       "request's tools only through a forced call's grammar (tool_choice required or a function)");
+  }
+  builder_ = std::make_unique<RequestBuilder>(bm);
 }
 
 RequestBuilder::RequestBuilder(Model model) : model_(std::move(model)) {
@@ -182,17 +220,14 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
 
   const std::string deadline = http.header("x-ladder-deadline-ms");
   if (!deadline.empty()) {
-    char* end = nullptr;
-    errno = 0;
-    const double ms = std::strtod(deadline.c_str(), &end);
-    if (end == deadline.c_str() || *end != '\0' || errno != 0 || !(ms > 0) || ms > 1e9) {
-      return invalid_field("x-ladder-deadline-ms", "header x-ladder-deadline-ms must be a positive number of ms");
+    const std::optional<double> ms = parse_deadline_ms(deadline);
+    if (!ms) {
+      return invalid_field("x-ladder-deadline-ms",
+                           "header x-ladder-deadline-ms must be a positive number of ms, at most 1e9");
     }
-    r.scheduling.deadline =
-        plan.arrival + std::chrono::duration_cast<engine::Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+    r.scheduling.deadline = deadline_after(plan.arrival, *ms);
   } else if (tenant.slo.ttft_ms > 0) {
-    r.scheduling.deadline = plan.arrival + std::chrono::duration_cast<engine::Clock::duration>(
-                                               std::chrono::duration<double, std::milli>(tenant.slo.ttft_ms));
+    r.scheduling.deadline = deadline_after(plan.arrival, tenant.slo.ttft_ms);
   }
 
   plan.meta.kind = kind;

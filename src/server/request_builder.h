@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -83,6 +84,31 @@ class RequestBuilder {
   size_t max_token_bytes_ = 1;  // the longest token piece of the vocabulary
   std::optional<ReasoningMarkers> reasoning_;
   std::vector<int32_t> tool_markers_;  // special tokens that mark tool calls in tool_format
+};
+
+// A RequestBuilder with what it refers to kept alive: the grammar vocabulary
+// and compiled-grammar cache, the tool-call format detected in the template.
+// `ladder serve` and `ladder route` plan requests through the same one, so a
+// request is accepted or refused the same way by both.
+struct PlannerOptions {
+  std::string served_model_name;
+  std::string model_path;
+  std::string system_fingerprint;
+  int64_t max_input_tokens = 0;
+  // Describe tools in the system message when the template does not render them.
+  bool tool_preamble = true;
+};
+class Planner {
+ public:
+  // The tokenizer and template must outlive the planner.
+  Planner(const tokenizer::Tokenizer& tokenizer, const tokenizer::ChatTemplate& chat_template,
+          const PlannerOptions& options);
+  const RequestBuilder& builder() const { return *builder_; }
+
+ private:
+  std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;
+  std::unique_ptr<grammar::GrammarCache> grammars_;
+  std::unique_ptr<RequestBuilder> builder_;
 };
 
 // A response id: prefix + 24 hex digits from a cryptographic RNG (never a

@@ -172,4 +172,12 @@ Result<TenantRegistry> TenantRegistry::from_toml_string(std::string_view text, c
   return reg;
 }
 
+std::vector<engine::TenantBudget> tenant_budgets(const TenantRegistry& tenants) {
+  std::vector<engine::TenantBudget> budgets;
+  for (const TenantConfig& t : tenants.tenants()) {
+    budgets.push_back({t.reserved_share, t.max_concurrent, t.max_queued, t.priority});
+  }
+  return budgets;
+}
+
 }  // namespace ladder::server

@@ -26,6 +26,7 @@
 
 #include "common/sha256.h"
 #include "common/status.h"
+#include "engine/admission.h"
 
 namespace ladder::server {
 
@@ -79,5 +80,8 @@ class TenantRegistry {
   std::vector<Digest> admin_keys_;
   bool requires_key_ = true;
 };
+
+// Each tenant's share of the running slots and queue, as admission takes them.
+std::vector<engine::TenantBudget> tenant_budgets(const TenantRegistry& tenants);
 
 }  // namespace ladder::server

@@ -42,6 +42,15 @@ TEST(GenerateCli, KvDtypeOption) {
     ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), kGolden.size()) << dtype;
   }
+  // A model draft plans its KV pool as the engine does: q4's staging slots
+  // included (it used to fail with "needs at least one staging slot").
+  for (const char* dtype : {"q8", "q4"}) {
+    auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
+                          "Once upon a time", "-n", "64", "--temp", "0", "--kv-dtype", dtype, "--spec",
+                          "early-exit:2"});
+    ASSERT_EQ(r.exit_code, 0) << dtype << " + early-exit draft: " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), kGolden.size()) << dtype;
+  }
   auto bad = run_command({ladder_bin(), "generate", "-m", shared_path("models/stories260K.gguf"), "-p", "hi",
                           "--kv-dtype", "q5"});
   EXPECT_NE(bad.exit_code, 0);

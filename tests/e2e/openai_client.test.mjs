@@ -1,4 +1,5 @@
-// End-to-end: the official `openai` npm client against a real `ladder serve`.
+// End-to-end: the official `openai` npm client against a real `ladder serve`,
+// or (LADDER_E2E_TARGET=route) `ladder route` with a prefill and a decode worker.
 // Run by the ctest suite `server` (tests/server/e2e_test.cc), or by hand:
 //   LADDER_BIN=build/src/cli/ladder LADDER_MODEL=../shared/models/stories260K.gguf node openai_client.test.mjs
 import { spawn } from 'node:child_process';
@@ -21,14 +22,16 @@ const dir = mkdtempSync(join(tmpdir(), 'ladder-e2e-'));
 const tenants = join(dir, 'tenants.toml');
 writeFileSync(tenants, '[[tenant]]\nname = "e2e"\napi_keys = ["sk-e2e"]\n');
 
-function startServer() {
+// LADDER_E2E_TARGET=route: the same suite through `ladder route` in front of
+// a prefill and a decode worker (three processes); default: `ladder serve`.
+const target = process.env.LADDER_E2E_TARGET ?? 'serve';
+assert.ok(['serve', 'route'].includes(target), `LADDER_E2E_TARGET ${target}`);
+
+function spawnLadder(args) {
   return new Promise((resolve, reject) => {
-    // --tool-preamble off: the tools preamble would not fit stories260K's 128-token context.
-    const child = spawn(bin, ['serve', '--port', '0', '-m', model, '--tenants', tenants, '--tool-preamble', 'off'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
-    const timer = setTimeout(() => reject(new Error('ladder serve did not report its port')), 30000);
+    const timer = setTimeout(() => reject(new Error(`ladder ${args[0]} did not report its port`)), 30000);
     child.stdout.on('data', (d) => {
       out += d.toString();
       const m = out.match(/listening on http:\/\/([\d.]+):(\d+)/);
@@ -37,8 +40,24 @@ function startServer() {
         resolve({ child, base: `http://${m[1]}:${m[2]}` });
       }
     });
-    child.on('exit', (code) => reject(new Error(`ladder serve exited early with ${code}`)));
+    child.on('exit', (code) => reject(new Error(`ladder ${args[0]} exited early with ${code}`)));
   });
+}
+
+// The process clients talk to, and the ones that hold KV (their /metrics say
+// how many blocks are in use).
+async function startServer() {
+  // --tool-preamble off: the tools preamble would not fit stories260K's 128-token context.
+  const common = ['--port', '0', '-m', model, '--tenants', tenants];
+  const serveArgs = [...common, '--tool-preamble', 'off'];
+  if (target === 'serve') {
+    const s = await spawnLadder(['serve', ...serveArgs]);
+    return { children: [s.child], base: s.base, kvBases: [s.base] };
+  }
+  const prefill = await spawnLadder(['serve', ...serveArgs, '--role', 'prefill', '--threads', '1']);
+  const decode = await spawnLadder(['serve', ...serveArgs, '--role', 'decode', '--threads', '1', '--kv-host', '127.0.0.1', '--kv-port', '0']);
+  const router = await spawnLadder(['route', ...common, '--prefill', prefill.base, '--decode', decode.base]);
+  return { children: [router.child, prefill.child, decode.child], base: router.base, kvBases: [prefill.base, decode.base] };
 }
 
 async function waitReady(base) {
@@ -59,7 +78,7 @@ async function metric(base, name) {
   return line === undefined ? NaN : Number(line.split(' ')[1]);
 }
 
-const { child, base } = await startServer();
+const { children, base, kvBases } = await startServer();
 let failed = 0;
 async function check(name, fn) {
   try {
@@ -77,7 +96,10 @@ try {
 
   await check('models.list', async () => {
     const ids = [];
-    for await (const m of client.models.list()) ids.push(m.id);
+    for await (const m of client.models.list()) {
+      ids.push(m.id);
+      assert.equal(m.max_model_len, 128);  // what long-context workloads size prompts by
+    }
     assert.deepEqual(ids, ['stories260K']);
   });
 
@@ -258,8 +280,32 @@ try {
     assert.notEqual(r.choices[0].message.content, r.choices[1].message.content);
   });
 
+  await check('/metrics counts every output token, streamed with and without include_usage', async () => {
+    const before = await metric(base, 'ladder_completion_tokens_total');
+    const req = { model: 'stories260K', prompt: 'Once upon a time', max_tokens: 10, temperature: 0, ignore_eos: true };
+    const whole = await client.completions.create(req);
+    assert.equal(whole.usage.completion_tokens, 10);
+    let usage = null;
+    for await (const chunk of await client.completions.create({ ...req, stream: true, stream_options: { include_usage: true } })) {
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.equal(usage.completion_tokens, 10);
+    let pieces = 0;
+    for await (const chunk of await client.completions.create({ ...req, stream: true })) {
+      if (chunk.choices.length > 0 && chunk.choices[0].text) pieces++;
+    }
+    assert.ok(pieces >= 1);
+    let after = NaN;
+    for (let i = 0; i < 50; i++) {  // the last request settles once its stream was delivered
+      after = await metric(base, 'ladder_completion_tokens_total');
+      if (after - before === 30) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(after - before, 30);
+  });
+
   await check('embeddings have the model\'s width and unit length', async () => {
-    const models = await (await fetch(`${base}/v1/models`, { headers: { Authorization: 'Bearer sk-e2e' } })).json();
+    const models = await (await fetch(`${kvBases.at(-1)}/v1/models`, { headers: { Authorization: 'Bearer sk-e2e' } })).json();
     const width = models.data[0].ladder.embedding_width;
     const r = await client.embeddings.create({ model: 'stories260K', input: ['Once upon a time', 'a cat'] });
     assert.equal(r.data.length, 2);
@@ -278,23 +324,30 @@ try {
       stream.controller.abort();
       break;
     }
-    let used = NaN;
-    for (let i = 0; i < 100; i++) {
-      used = await metric(base, 'ladder_kv_blocks_used');
-      if (used === 0) break;
-      await new Promise((r) => setTimeout(r, 20));
+    for (const kvBase of kvBases) {
+      let used = NaN;
+      for (let i = 0; i < 100; i++) {
+        used = await metric(kvBase, 'ladder_kv_blocks_used');
+        if (used === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(used, 0, `${kvBase} holds KV blocks`);
     }
-    assert.equal(used, 0);
+    // A router holds no KV and says so by leaving the gauges out.
+    if (target === 'route') assert.ok(Number.isNaN(await metric(base, 'ladder_kv_blocks_used')));
   });
 } finally {
-  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-  child.kill('SIGTERM');
-  const code = await exited;
-  if (code !== 0) {
-    failed++;
-    console.log(`FAIL ladder serve exited with ${code} after SIGTERM`);
-  } else {
-    console.log('ok   SIGTERM: drained and exited 0');
+  // The front first (a router drains before its workers go), then the workers.
+  for (const child of children) {
+    const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    const code = await exited;
+    if (code !== 0) {
+      failed++;
+      console.log(`FAIL ladder exited with ${code} after SIGTERM`);
+    } else {
+      console.log('ok   SIGTERM: drained and exited 0');
+    }
   }
 }
 process.exit(failed === 0 ? 0 : 1);

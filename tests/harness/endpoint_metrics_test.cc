@@ -2,7 +2,7 @@
 // the request body it sends.
 #include <gtest/gtest.h>
 
-#include "harness/http_client.h"
+#include "net/http_client.h"
 #include "harness/replay.h"
 #include "harness/replay_command.h"
 
@@ -10,25 +10,25 @@ namespace ladder::harness {
 namespace {
 
 TEST(Endpoint, Parses) {
-  auto a = parse_endpoint("http://127.0.0.1:8080/v1/");
+  auto a = net::parse_endpoint("http://127.0.0.1:8080/v1/");
   ASSERT_TRUE(a.is_ok());
   EXPECT_EQ(a->host, "127.0.0.1");
   EXPECT_EQ(a->port, "8080");
   EXPECT_EQ(a->base_path, "");
-  auto b = parse_endpoint("http://gpu-box/proxy/v1");
+  auto b = net::parse_endpoint("http://gpu-box/proxy/v1");
   ASSERT_TRUE(b.is_ok());
   EXPECT_EQ(b->port, "80");
   EXPECT_EQ(b->base_path, "/proxy");
-  auto c = parse_endpoint("https://api.example.com/v1");
+  auto c = net::parse_endpoint("https://api.example.com/v1");
   ASSERT_TRUE(c.is_ok());
   EXPECT_TRUE(c->tls);
   EXPECT_EQ(c->port, "443");
   EXPECT_EQ(c->url(), "https://api.example.com:443");
   EXPECT_FALSE(a->tls);
-  EXPECT_FALSE(parse_endpoint("ftp://x").is_ok());
-  EXPECT_FALSE(parse_endpoint("127.0.0.1:8080").is_ok());
-  EXPECT_FALSE(parse_endpoint("http://:80").is_ok());
-  EXPECT_FALSE(parse_endpoint("http://h:8o").is_ok());
+  EXPECT_FALSE(net::parse_endpoint("ftp://x").is_ok());
+  EXPECT_FALSE(net::parse_endpoint("127.0.0.1:8080").is_ok());
+  EXPECT_FALSE(net::parse_endpoint("http://:80").is_ok());
+  EXPECT_FALSE(net::parse_endpoint("http://h:8o").is_ok());
 }
 
 TEST(Prometheus, QueueDepthIsFoundAndSummed) {

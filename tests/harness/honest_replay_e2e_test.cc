@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "harness/http_client.h"
+#include "net/http_client.h"
 #include "harness/server_probe.h"
 #include "harness/workload.h"
 #include "ladder_server.h"
@@ -106,7 +106,7 @@ TEST(HonestReplay, CostAgreesWithTheServersCpuAccounting) {
   ASSERT_EQ(made.exit_code, 0) << made.err;
   LadderServer server({}, dir + "/cost.gguf");
   ASSERT_FALSE(server.url().empty());
-  auto ep = parse_endpoint(server.url());
+  auto ep = net::parse_endpoint(server.url());
   ASSERT_TRUE(ep.is_ok());
   ASSERT_TRUE(wait_until_ready(*ep, "", 60).is_ok());  // loading is not the run's work
   ASSERT_TRUE(process_cpu_seconds(probe_server(*ep, "", 10).metrics)) << "ladder serve's /metrics has process_cpu_seconds_total";

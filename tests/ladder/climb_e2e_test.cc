@@ -17,7 +17,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "harness/http_client.h"
+#include "net/http_client.h"
 #include "http_test_client.h"
 #include "ladder/ledger.h"
 #include "test_support.h"
@@ -231,9 +231,9 @@ TEST(ClimbE2E, ASpeculativeCandidateThatDoesNotPayIsRejected) {
 
 // /v1/models' ladder.config of a started server.
 json served_config(int port) {
-  auto ep = harness::parse_endpoint("http://127.0.0.1:" + std::to_string(port));
+  auto ep = net::parse_endpoint("http://127.0.0.1:" + std::to_string(port));
   EXPECT_TRUE(ep.is_ok());
-  auto r = harness::http_fetch(*ep, {"GET", "/v1/models", "", "", {}, 10});
+  auto r = net::http_fetch(*ep, {"GET", "/v1/models", "", "", {}, 10});
   EXPECT_TRUE(r.is_ok());
   return json::parse(r->body)["data"][0]["ladder"]["config"];
 }

@@ -127,8 +127,8 @@ def main():
             if ann.get("prometheus.io/scrape") != "true":
                 problem(f"{dname}: pod lacks prometheus.io/scrape: \"true\"")
             # The scrape port: the metrics listener when there is one (a
-            # `serve` with --tenants answers /metrics on its API port only
-            # with a key), else the http port.
+            # `serve` or `route` with --tenants answers /metrics on its API
+            # port only with a key), else the http port.
             metrics_port = arg("--metrics-port")
             if metrics_port is not None:
                 if "metrics" not in ports or int(metrics_port) != ports["metrics"]:
@@ -137,8 +137,8 @@ def main():
                     problem(f"{dname}: --metrics-port without --metrics-host 0.0.0.0 cannot be scraped")
                 want = ports.get("metrics")
             else:
-                if cmd == "serve" and arg("--tenants") is not None:
-                    problem(f"{dname}: serve with --tenants needs --metrics-port for a keyless scrape")
+                if arg("--tenants") is not None:
+                    problem(f"{dname}: {cmd} with --tenants needs --metrics-port for a keyless scrape")
                 want = ports.get("http")
             if str(ann.get("prometheus.io/port")) != str(want):
                 problem(f"{dname}: prometheus.io/port {ann.get('prometheus.io/port')} is not the scrape port {want}")

@@ -1,5 +1,7 @@
-// The official `openai` npm client drives `ladder serve` (tests/e2e): models,
-// completions and chat, streaming and not, typed errors, abort, SIGTERM.
+// The official `openai` npm client drives `ladder serve`, and `ladder route`
+// with a prefill and a decode worker, through one suite (tests/e2e): models,
+// completions and chat, streaming and not, JSON mode, tools, typed errors,
+// token counters, embeddings, abort, SIGTERM. Every case passes on both.
 // node_modules comes from the committed package-lock.json via `npm ci` when
 // it is missing (the npm registry must be reachable the first time).
 #include <gtest/gtest.h>
@@ -15,7 +17,9 @@
 namespace ladder::testing {
 namespace {
 
-TEST(E2E, OpenAiNodeClient) {
+class E2E : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(E2E, OpenAiNodeClient) {
   const std::string dir = std::string(LADDER_TEST_SOURCE_DIR) + "/e2e";
   const std::string model = shared_path("models/stories260K.gguf");
   ASSERT_FALSE(model.empty());
@@ -25,10 +29,13 @@ TEST(E2E, OpenAiNodeClient) {
   }
   setenv("LADDER_MODEL", model.c_str(), 1);
   setenv("LADDER_BIN", ladder_bin().c_str(), 1);
+  setenv("LADDER_E2E_TARGET", GetParam(), 1);
   CommandResult r = run_command({"node", dir + "/openai_client.test.mjs"});
   std::printf("%s", r.out.c_str());
   EXPECT_EQ(r.exit_code, 0) << r.out << "\n" << r.err;
 }
+
+INSTANTIATE_TEST_SUITE_P(ServeAndRoute, E2E, ::testing::Values("serve", "route"));
 
 }  // namespace
 }  // namespace ladder::testing

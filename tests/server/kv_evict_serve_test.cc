@@ -32,7 +32,7 @@ TEST(ServeKvEvict, PolicyIsPublishedAndLongCompletionsRun) {
   const json models = json::parse(http_request(srv.port(), "GET", "/v1/models").body);
   const json& ladder = models["data"][0]["ladder"];
   EXPECT_EQ(ladder["kv_evict"], "window");
-  EXPECT_EQ(ladder["config"]["rung"], 3);
+  EXPECT_EQ(ladder["config"]["kv_approximate"], true);
   EXPECT_EQ(ladder["config"]["kv_evict"],
             (json{{"policy", "window"}, {"budget_tokens", 48}, {"sink_tokens", 8}}));
   EXPECT_EQ(ladder["config"]["kv_format"], "f16-b16-kt");  // eviction alone keeps the format

@@ -71,7 +71,7 @@ TEST(ServeKvHost, TierHitsBeyondThePoolWithTheSameAnswers) {
   const json models = json::parse(http_request(srv.port(), "GET", "/v1/models").body);
   EXPECT_EQ(models["data"][0]["ladder"]["kv_host_bytes"], 1 << 20);
   EXPECT_EQ(models["data"][0]["ladder"]["config"]["kv_host_bytes"], 1 << 20);
-  EXPECT_EQ(models["data"][0]["ladder"]["config"]["rung"], 1);  // the tier is exact
+  EXPECT_EQ(models["data"][0]["ladder"]["config"]["kv_approximate"], false);  // the tier is exact
   const auto tiered = replay(srv.port());
   ASSERT_EQ(tiered.size(), 15u);
   ASSERT_EQ(plain.size(), 15u);

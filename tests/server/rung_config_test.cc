@@ -20,17 +20,17 @@ json served_config(const ServerProcess& srv) {
   return models["data"][0]["ladder"]["config"];
 }
 
-TEST(ServeRung, RungThreeNamesTheApproximateKvConfiguration) {
+TEST(ServeRung, RungThreeServesAndReportsTheApproximateKvConfiguration) {
   {
     ServerProcess exact({"-m", stories()});
     ASSERT_TRUE(exact.ok());
-    EXPECT_EQ(served_config(exact)["rung"], 1);
+    EXPECT_EQ(served_config(exact)["kv_approximate"], false);
     EXPECT_EQ(served_config(exact)["kv_format"], "f16-b16-kt");
   }
   ServerProcess rung3({"-m", stories(), "--rung", "3", "--kv-memory-mib", "4"});
   ASSERT_TRUE(rung3.ok());
   const json cfg = served_config(rung3);
-  EXPECT_EQ(cfg["rung"], 3);
+  EXPECT_EQ(cfg["kv_approximate"], true);
   EXPECT_EQ(cfg["kv_format"], "q4-b16-kt");
   // 4 MiB in q4 bytes: 51 staging slots of 10240 bytes off the top, then
   // 4480-byte blocks (tests/engine/kv_format_engine_test.cc has the arithmetic).
@@ -42,7 +42,7 @@ TEST(ServeRung, RungThreeNamesTheApproximateKvConfiguration) {
 
   ServerProcess q8({"-m", stories(), "--rung", "3", "--kv-dtype", "q8"});
   ASSERT_TRUE(q8.ok());
-  EXPECT_EQ(served_config(q8)["rung"], 3);
+  EXPECT_EQ(served_config(q8)["kv_approximate"], true);
   EXPECT_EQ(served_config(q8)["kv_format"], "q8-b16-kt");
 }
 

@@ -17,7 +17,7 @@
 
 #include "common/status.h"
 
-namespace ladder::harness {
+namespace ladder::net {
 
 struct TlsOptions {
   bool insecure = false;  // accept any certificate (self-signed, wrong name)
@@ -65,4 +65,4 @@ Status http_stream(const Endpoint& ep, const HttpRequestSpec& spec,
 // The whole response.
 Result<HttpResponse> http_fetch(const Endpoint& ep, const HttpRequestSpec& spec);
 
-}  // namespace ladder::harness
+}  // namespace ladder::net

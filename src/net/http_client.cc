@@ -1,4 +1,4 @@
-#include "harness/http_client.h"
+#include "net/http_client.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -19,7 +19,7 @@
 #include <memory>
 #include <mutex>
 
-namespace ladder::harness {
+namespace ladder::net {
 
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
@@ -241,4 +241,4 @@ Result<HttpResponse> http_fetch(const Endpoint& ep, const HttpRequestSpec& spec)
   return resp;
 }
 
-}  // namespace ladder::harness
+}  // namespace ladder::net

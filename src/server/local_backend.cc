@@ -1,0 +1,332 @@
+#include "server/local_backend.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "common/build_info.h"
+#include "common/sha256.h"
+#include "engine/model_draft.h"
+#include "kv/kv_format.h"
+#include "model/model_bundle.h"
+#include "server/api_error.h"
+#include "server/embedder.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/stream_pump.h"
+#include "tokenizer/chat_template.h"
+
+namespace ladder::server {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// What a loaded model brings; immutable once built.
+struct Served {
+  model::ModelBundle bundle;
+  tokenizer::ChatTemplate chat_template;
+  std::unique_ptr<StreamPump> pump;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<Planner> planner;
+  std::unique_ptr<Embedder> embedder;
+};
+
+const char* serve_role_name(ServeRole role) {
+  switch (role) {
+    case ServeRole::kBoth: return "both";
+    case ServeRole::kPrefill: return "prefill";
+    case ServeRole::kDecode: return "decode";
+  }
+  return "unknown";
+}
+
+LocalBackend::LocalBackend(const ServeConfig& config, const TenantRegistry& tenants)
+    : config_(config), tenants_(tenants) {}
+
+LocalBackend::~LocalBackend() {
+  // Exchanges left unsettled (a stop without a drain) go first: they refer
+  // to the engine and the pump.
+  {
+    std::lock_guard lock(mu_);
+    exchanges_.clear();
+  }
+  if (kv_senders_) kv_senders_->stop();
+  if (kv_receiver_) kv_receiver_->stop();
+  if (served_) {
+    served_->pump->stop();
+    served_->engine->shutdown();
+  }
+}
+
+uint16_t LocalBackend::kv_port() const { return kv_receiver_ ? kv_receiver_->port() : 0; }
+
+const RequestBuilder* LocalBackend::builder() const {
+  Served* s = ready_.load();
+  return s != nullptr ? &s->planner->builder() : nullptr;
+}
+
+Status LocalBackend::load() {
+  const auto t0 = Clock::now();
+  LADDER_ASSIGN_OR_RETURN(model::ModelBundle bundle, model::ModelBundle::load(config_.model_path));
+  LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate tmpl, tokenizer::chat_template_from_gguf(*bundle.file));
+  auto served = std::unique_ptr<Served>(new Served{std::move(bundle), std::move(tmpl), nullptr, nullptr, nullptr,
+                                                   nullptr});
+
+  engine::EngineConfig ec = config_.engine;
+  ec.model_digest = served->bundle.file->digest();
+  ec.tokenizer_digest = served->bundle.tokenizer->digest();
+  ec.tokenizer = served->bundle.tokenizer.get();
+  ec.tenants = tenant_budgets(tenants_);
+  served->pump = std::make_unique<StreamPump>();
+  ec.on_step = [pump = served->pump.get()](const engine::StepReport&) { pump->wake(); };
+  if (config_.draft.kind != engine::DraftSpec::Kind::kNone) {
+    LADDER_ASSIGN_OR_RETURN(ec.speculative.draft,
+                            engine::make_draft(config_.draft, *served->bundle.model, *served->bundle.file,
+                                               engine::draft_options_for(ec)));
+  }
+  LADDER_ASSIGN_OR_RETURN(served->engine, engine::Engine::create(*served->bundle.model, ec));
+  served_ = std::move(served);
+  Served& s = *served_;
+  {
+    // Stable across restarts of one configuration: the decode worker's KV
+    // port (chosen at start) is left out.
+    json settings = effective_config();
+    settings.erase("kv_port");
+    system_fingerprint_ = "fp_" + sha256_hex(json{{"model_digest", ec.model_digest},
+                                                   {"tokenizer_digest", ec.tokenizer_digest},
+                                                   {"revision", git_revision()},
+                                                   {"config", settings}}
+                                                  .dump())
+                                      .substr(0, 16);
+  }
+  PlannerOptions po;
+  po.served_model_name = config_.served_model_name;
+  po.model_path = config_.model_path;
+  po.system_fingerprint = system_fingerprint_;
+  po.max_input_tokens = s.engine->max_input_tokens();
+  po.tool_preamble = config_.tool_preamble;
+  s.planner = std::make_unique<Planner>(*s.bundle.tokenizer, s.chat_template, po);
+  s.embedder = std::make_unique<Embedder>(*s.bundle.model, *s.bundle.tokenizer, s.engine->max_input_tokens());
+
+  services_.engine = s.engine.get();
+  services_.pump = s.pump.get();
+  services_.tokenizer = s.bundle.tokenizer.get();
+  services_.tenants = &tenants_;
+  services_.on_settled = [this](const Exchange* x, RequestRecord rec) {
+    std::shared_ptr<Exchange> done;  // released outside the lock
+    SettledFn settled;
+    {
+      std::lock_guard lock(mu_);
+      auto it = exchanges_.find(x);
+      if (it == exchanges_.end()) return;
+      done = std::move(it->second.first);
+      settled = std::move(it->second.second);
+      exchanges_.erase(it);
+    }
+    settled(std::move(rec));
+  };
+  LADDER_RETURN_IF_ERROR(start_role());
+  const engine::Engine& e = *s.engine;
+  spdlog::info("model {} loaded in {:.0f} ms: context {}, {} KV blocks ({}), {} running slots, queue {}",
+               config_.served_model_name, std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+               e.context_length(), e.n_kv_blocks(), e.kv_format_name(), e.config().scheduler.max_running,
+               e.config().max_queue);
+  ready_ = served_.get();
+  return Status::ok();
+}
+
+// The rung-2 pieces of a prefill or decode worker, once its engine exists.
+Status LocalBackend::start_role() {
+  const engine::Engine& e = *served_->engine;
+  if (config_.role == ServeRole::kDecode) {
+    KvReceiverConfig rc;
+    rc.host = config_.kv_host;
+    rc.port = config_.kv_port;
+    rc.model_digest = e.config().model_digest;
+    rc.tokenizer_digest = e.config().tokenizer_digest;
+    rc.shape = e.kv_wire_shape();
+    kv_inbox_ = std::make_unique<KvInbox>(config_.kv_inbox_bytes, config_.kv_inbox_ttl, kv_metrics_);
+    kv_receiver_ = std::make_unique<KvReceiver>(rc, *kv_inbox_, kv_metrics_);
+    LADDER_RETURN_IF_ERROR(kv_receiver_->start());
+    spdlog::info("decode role: KV transfers accepted on {}:{}", rc.host, kv_receiver_->port());
+  } else if (config_.role == ServeRole::kPrefill) {
+    kv_senders_ = std::make_unique<WorkQueue>(config_.kv_send_threads, config_.max_pending_prepare);
+    prefill_.engine = served_->engine.get();
+    prefill_.pump = served_->pump.get();
+    prefill_.tenants = &tenants_;
+    prefill_.metrics = &kv_metrics_;
+    prefill_.senders = kv_senders_.get();
+    spdlog::info("prefill role: POST /internal/prefill computes prompts and sends their KV to decode workers");
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- requests
+
+void LocalBackend::serve(GenerationPlan plan, const HttpRequest& http, std::shared_ptr<ResponseChannel> channel,
+                         SettledFn settled) {
+  if (kv_inbox_ != nullptr) {
+    // A decode worker: the router names the transfer that carries this prompt's KV.
+    const std::string transfer = http.header("x-ladder-kv-transfer");
+    if (!transfer.empty()) {
+      plan.request.kv_import = kv_inbox_->take(transfer);
+      if (plan.request.kv_import == nullptr) {
+        spdlog::warn("KV transfer {} is not here (expired or never sent): computing the prompt", transfer);
+      }
+    }
+  }
+  auto x = std::make_shared<Exchange>(std::move(plan), std::move(channel), services_);
+  {
+    std::lock_guard lock(mu_);
+    exchanges_.emplace(x.get(), std::make_pair(x, std::move(settled)));
+  }
+  x->start();
+}
+
+HttpResponse LocalBackend::embed(const EmbeddingsRequest& request, const HttpRequest&, RequestRecord* record) {
+  int64_t n_tokens = 0;
+  Result<json> body = ready_.load()->embedder->respond(request, config_.served_model_name, &n_tokens);
+  record->prompt_tokens = n_tokens;
+  if (!body.is_ok()) return error_response(api_error_from_status(body.status()));
+  HttpResponse r;
+  r.body = dump_json(*body);
+  return r;
+}
+
+bool LocalBackend::owns_route(const std::string& path) const {
+  return config_.role == ServeRole::kPrefill && path == "/internal/prefill";
+}
+
+void LocalBackend::serve_route(const HttpRequest& http, std::shared_ptr<ResponseChannel> channel,
+                               std::function<void()> done) {
+  handle_prefill(prefill_, http, bearer_key(http), std::move(channel), std::move(done));
+}
+
+void LocalBackend::cancel_all() {
+  if (Served* s = ready_.load()) s->engine->cancel_all();
+}
+
+std::string LocalBackend::stop() {
+  std::vector<std::shared_ptr<Exchange>> unsettled;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, x] : exchanges_) unsettled.push_back(x.first);
+  }
+  for (auto& x : unsettled) x->abandon();
+  unsettled.clear();
+  if (kv_senders_) kv_senders_->stop();
+  if (kv_receiver_) kv_receiver_->stop();
+  if (!served_) return "";
+  served_->pump->stop();
+  served_->engine->shutdown();
+  const engine::EngineMetrics m = served_->engine->metrics();
+  return fmt::format("; KV blocks in use {} of {}, running {}, queued {}", m.kv_blocks_used, m.kv_blocks_total,
+                     m.running, m.queue_depth + m.admission_queued);
+}
+
+// ------------------------------------------------------------------- pages
+
+void LocalBackend::describe_health(ServerState state, json& doc) const {
+  Served* s = ready_.load();
+  if (s == nullptr || state != ServerState::kReady) return;
+  const engine::EngineMetrics m = s->engine->metrics();
+  doc["running"] = m.running;
+  doc["kv_blocks_used"] = m.kv_blocks_used;
+  doc["kv_blocks_free"] = m.kv_blocks_free;
+  if (config_.role != ServeRole::kBoth) {
+    // What `ladder route` checks and places by: the same model everywhere,
+    // the keys' namespace, capacity, where KV goes.
+    const engine::EngineConfig& ec = s->engine->config();
+    doc["model_digest"] = ec.model_digest;
+    doc["tokenizer_digest"] = ec.tokenizer_digest;
+    doc["kv_format"] = s->engine->kv_format_name();
+    doc["kv_block_size"] = ec.block_size;
+    doc["max_running"] = ec.scheduler.max_running;
+    doc["max_input_tokens"] = s->engine->max_input_tokens();
+    doc["context_length"] = s->engine->context_length();
+    doc["tool_preamble"] = config_.tool_preamble;
+    doc["kv_port"] = kv_port();
+  }
+}
+
+int64_t LocalBackend::context_length() const { return ready_.load()->engine->context_length(); }
+
+json LocalBackend::effective_config() const {
+  const engine::Engine& e = *served_->engine;
+  const engine::EngineConfig& ec = e.config();
+  const engine::SpeculativeConfig& sc = ec.speculative;
+  const kv::EvictionPolicy& ev = ec.kv_eviction;
+  return {{"role", serve_role_name(config_.role)},
+          {"kv_port", kv_port()},
+          {"speculative",
+           {{"draft", sc.draft ? sc.draft->name() : "off"},
+            {"k", sc.draft ? sc.k : 0},
+            {"adaptive", sc.draft != nullptr && sc.adaptive}}},
+          {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
+          {"kv_format", e.kv_format_name()},
+          {"kv_approximate", kv::kv_format_is_approximate(ec.kv_dtype) || ev.enabled()},
+          {"kv_evict",
+           {{"policy", std::string(kv::eviction_kind_name(ev.kind))},
+            {"budget_tokens", ev.enabled() ? ev.budget_tokens : 0},
+            {"sink_tokens", ev.enabled() ? ev.sink_tokens : 0}}},
+          {"kv_host_bytes", ec.kv_host_bytes},
+          {"kv_block_size", ec.block_size},
+          {"kv_blocks", e.n_kv_blocks()},
+          {"prefix_caching", ec.prefix_caching},
+          {"max_batch_tokens", ec.scheduler.max_batch_tokens},
+          {"max_running", ec.scheduler.max_running},
+          {"max_chunk_tokens", ec.scheduler.max_chunk_tokens},
+          {"context_length", e.context_length()},
+          {"max_input_tokens", e.max_input_tokens()},
+          {"max_output_tokens", e.max_output_tokens()},
+          {"max_queue", ec.max_queue},
+          {"tool_preamble", config_.tool_preamble},
+          {"threads", ec.n_threads},
+          {"tenants", tenants_.size()}};
+}
+
+json LocalBackend::model_facts() const {
+  // What a measurement of this server must name to be reproducible: the
+  // exact weights and tokenizer, every setting that can change output or
+  // latency, and the engine's revision.
+  const Served& s = *ready_.load();
+  const engine::EngineConfig& ec = s.engine->config();
+  return {{"model_digest", ec.model_digest},
+          {"tokenizer_digest", ec.tokenizer_digest},
+          {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
+          {"kv_evict", std::string(kv::eviction_kind_name(ec.kv_eviction.kind))},
+          {"kv_host_bytes", ec.kv_host_bytes},
+          {"kv_block_size", ec.block_size},
+          {"kv_blocks", s.engine->n_kv_blocks()},
+          {"embedding_width", s.embedder->width()},
+          {"version", version()},
+          {"revision", git_revision()},
+          {"system_fingerprint", system_fingerprint_},
+          {"config", effective_config()}};
+}
+
+void LocalBackend::fill_gauges(GaugeSnapshot& g) const {
+  const Served* loaded = ready_.load();
+  if (loaded == nullptr) return;
+  const Served& s = *loaded;
+  const engine::EngineMetrics m = s.engine->metrics();
+  g.admission_queue = m.admission_queued;
+  g.engine_waiting = m.queue_depth;
+  g.running = m.running;
+  g.kv_blocks_used = m.kv_blocks_used;
+  g.kv_blocks_free = m.kv_blocks_free;
+  g.prefix_hit_tokens = m.prefix_hit_tokens;
+  g.kv_host = m.kv_host;
+  g.speculative = s.engine->config().speculative.draft != nullptr;
+  g.spec = m.spec;
+}
+
+std::string LocalBackend::extra_metrics() const {
+  if (config_.role == ServeRole::kBoth) return {};
+  const Served* s = ready_.load();
+  const engine::EngineMetrics m = s != nullptr ? s->engine->metrics() : engine::EngineMetrics{};
+  return kv_metrics_.render(m.kv_imported_blocks, m.kv_refused_blocks);
+}
+
+}  // namespace ladder::server
