@@ -20,6 +20,7 @@ struct RouteOptions {
   int io_threads = 2;
   double startup_timeout_s = 300;
   int metrics_port = -1;
+  std::string prefill_policy = "measured";
 };
 
 int run_route(RouteOptions& o) {
@@ -28,6 +29,9 @@ int run_route(RouteOptions& o) {
   o.config.http.max_body_bytes = o.max_body_bytes;
   o.config.http.io_threads = o.io_threads;
   if (o.metrics_port >= 0) o.config.metrics_port = static_cast<uint16_t>(o.metrics_port);
+  o.config.prefill_mode = o.prefill_policy == "always"  ? route::PrefillMode::kAlways
+                          : o.prefill_policy == "never" ? route::PrefillMode::kNever
+                                                        : route::PrefillMode::kMeasured;
   route::Router router(o.config);
   if (Status st = router.start(); !st.is_ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
@@ -76,6 +80,12 @@ CommandRegistrar reg{
                       "the API port's /metrics follows the API key")
           ->check(CLI::Range(0, 65535));
       cmd->add_option("--metrics-host", c.metrics_host, "Address of the metrics listener")->capture_default_str();
+      cmd->add_option("--prefill-policy", o->prefill_policy,
+                      "Where prompts are computed: measured (a prefill worker when its measured cost beats the "
+                      "decode worker's, counting the decode worker's running requests), always (a prefill worker "
+                      "whenever there are blocks to send), never (the decode worker)")
+          ->check(CLI::IsMember({"measured", "always", "never"}))
+          ->capture_default_str();
       cmd->add_option("--max-queue", c.max_queue, "Requests waiting for admission")
           ->capture_default_str()
           ->check(CLI::NonNegativeNumber);

@@ -103,9 +103,7 @@ Result<int32_t> kv_blocks_that_fit(const KvShape& shape, size_t bytes) {
   return static_cast<int32_t>(std::min<size_t>(n, std::numeric_limits<int32_t>::max()));
 }
 
-bool kv_format_is_approximate(TensorType dtype) {
-  return dtype == TensorType::kQ8_0 || dtype == TensorType::kQ4_0;
-}
+bool kv_format_is_approximate(TensorType dtype) { return ops::kv_dtype_quantized(dtype); }
 
 std::string kv_format_name(const KvShape& shape) {
   return fmt::format("{}-b{}-kt", ops::kv_dtype_short_name(shape.dtype), shape.block_size);

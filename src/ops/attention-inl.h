@@ -542,7 +542,7 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
   thread_local std::vector<float> dropped;
   const int group = a.n_heads / a.k->n_kv_heads;
   const int64_t hd = a.k->head_dim;
-  const bool quantized = a.k->dtype == TensorType::kQ8_0 || a.k->dtype == TensorType::kQ4_0;
+  const bool quantized = kv_dtype_quantized(a.k->dtype);
   dropped.resize(static_cast<size_t>(hd));
   for (int64_t task = begin; task < end; ++task) {
     const detail::AttentionTile& tile = a.tiles[task];

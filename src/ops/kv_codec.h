@@ -40,6 +40,9 @@ namespace ladder::ops {
 bool kv_dtype_supported(TensorType dtype);
 // Formats whose partly filled blocks live in a staging slot (Q4).
 bool kv_dtype_staged(TensorType dtype);
+// Formats that store KV with per-group scales (Q8, Q4): approximate, the
+// third rung's; F32 and F16 are exact enough for rung 1.
+bool kv_dtype_quantized(TensorType dtype);
 // Short name: "f32", "f16", "q8", "q4"; and back (case-insensitive).
 const char* kv_dtype_short_name(TensorType dtype);
 std::optional<TensorType> kv_dtype_from_short_name(std::string_view name);

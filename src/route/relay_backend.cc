@@ -59,28 +59,28 @@ json final_ladder_block(const std::string& seen, bool streaming) {
 
 }  // namespace
 
-RelayBackend::RelayBackend(RelaySettings settings, const server::TenantRegistry& tenants)
-    : settings_(std::move(settings)), tenants_(tenants) {}
+RelayBackend::RelayBackend(const RouterConfig& config, const server::TenantRegistry& tenants)
+    : config_(config), tenants_(tenants), policy_(config.prefill_mode) {}
 
 RelayBackend::~RelayBackend() { stop(); }
 
 Status RelayBackend::open() {
-  LADDER_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(settings_.model_path));
+  LADDER_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(config_.model_path));
   file_.emplace(std::move(file));
   LADDER_ASSIGN_OR_RETURN(tokenizer_, tokenizer::Tokenizer::from_gguf(*file_));
   LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate tmpl, tokenizer::chat_template_from_gguf(*file_));
   chat_template_.emplace(std::move(tmpl));
-  LADDER_ASSIGN_OR_RETURN(pool_, WorkerPool::create(settings_.prefill_urls, settings_.decode_urls));
+  LADDER_ASSIGN_OR_RETURN(pool_, WorkerPool::create(config_.prefill_urls, config_.decode_urls));
   prober_ = std::thread([this] {
     std::unique_lock lock(mu_);
     auto next_probe = Clock::now();
     while (!stopping_) {
       if (Clock::now() >= next_probe) {
         lock.unlock();
-        pool_->probe(std::min(2.0, settings_.worker_timeout_s));
+        pool_->probe(std::min(2.0, config_.worker_timeout_s));
         lock.lock();
         next_probe = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(settings_.probe_period_s));
+                                        std::chrono::duration<double>(config_.probe_period_s));
       }
       cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return stopping_; });
       lock.unlock();
@@ -94,23 +94,23 @@ Status RelayBackend::open() {
 Status RelayBackend::start_serving() {
   if (pool_->model_digest() != file_->digest()) {
     return failed_precondition(fmt::format("the workers serve model {} but --model {} is {}",
-                                           pool_->model_digest().substr(0, 12), settings_.model_path,
+                                           pool_->model_digest().substr(0, 12), config_.model_path,
                                            file_->digest().substr(0, 12)));
   }
   if (pool_->tokenizer_digest() != tokenizer_->digest()) {
     return failed_precondition("the workers' tokenizer is not the one in --model");
   }
   server::PlannerOptions po;
-  po.served_model_name = settings_.served_model_name;
-  po.model_path = settings_.model_path;
+  po.served_model_name = config_.served_model_name;
+  po.model_path = config_.model_path;
   po.max_input_tokens = pool_->max_input_tokens();
   po.tool_preamble = pool_->tool_preamble();
   planner_ = std::make_unique<server::Planner>(*tokenizer_, *chat_template_, po);
 
   engine::AdmissionConfig ac;
   ac.capacity = std::max(1, pool_->total_decode_slots());
-  ac.max_queue = settings_.max_queue;
-  ac.initial_service_ms = settings_.initial_service_ms;
+  ac.max_queue = config_.max_queue;
+  ac.initial_service_ms = config_.initial_service_ms;
   // One relay thread per running slot: each waits on its workers.
   relays_ = std::make_unique<server::WorkQueue>(ac.capacity, static_cast<size_t>(ac.capacity) * 2);
   {
@@ -118,7 +118,7 @@ Status RelayBackend::start_serving() {
     admission_ = std::make_unique<engine::AdmissionController>(ac, server::tenant_budgets(tenants_));
   }
   builder_ = &planner_->builder();
-  spdlog::info("router ready: model {}, KV {} (block {}), {} decode slots", settings_.served_model_name,
+  spdlog::info("router ready: model {}, KV {} (block {}), {} decode slots", config_.served_model_name,
                pool_->kv_format(), pool_->block_size(), ac.capacity);
   return Status::ok();
 }
@@ -283,16 +283,39 @@ void RelayBackend::relay(const std::shared_ptr<Call>& call) {
   std::optional<Placement> decode = pool_->place(WorkerRole::kDecode, keys);
   if (!decode) return end_early(call, server::unavailable("no decode worker is available", "no_worker"), true);
   counters_.affinity_blocks_decode += decode->affinity_blocks;
-  std::optional<std::string> transfer_id = prefill_remotely(call, keys, decode, rec);
-  if (!transfer_id) return;
-  relay_decode(call, *decode, *transfer_id, rec);
+  // The tokens of full blocks the decode worker is not believed to hold: what
+  // a prefill worker would compute and send.
+  const auto n_uncached = static_cast<int64_t>(keys.size() - std::min(keys.size(), decode->affinity_blocks)) * bs;
+  const PrefillDecision d = decide_prefill(keys.empty(), n_uncached, *decode);
+  RemotePrefill remote;
+  if (d.where == PrefillWhere::kRemote) {
+    std::optional<RemotePrefill> r = prefill_remotely(call, keys, decode, rec);
+    if (!r) return;
+    remote = *r;
+  }
+  const double worker_prompt_ms = relay_decode(call, *decode, remote.transfer_id, rec);
+  if (n_uncached <= 0 || worker_prompt_ms < 0) return;
+  std::lock_guard lock(policy_mu_);
+  if (remote.round_trip_ms >= 0) {
+    policy_.observe_remote(n_uncached, remote.round_trip_ms + worker_prompt_ms);
+  } else {
+    policy_.observe_local(n_uncached, worker_prompt_ms);
+  }
 }
 
-std::optional<std::string> RelayBackend::prefill_remotely(const std::shared_ptr<Call>& call,
-                                                          const std::vector<kv::BlockKey>& keys,
-                                                          std::optional<Placement>& decode, RequestRecord& rec) {
-  // Nothing to move when the decode worker is believed to hold every block.
-  if (decode->affinity_blocks >= keys.size()) return std::string();
+PrefillDecision RelayBackend::decide_prefill(bool no_full_block, int64_t n_uncached, const Placement& decode) {
+  const WorkerPool::PrefillAvailability a = pool_->prefill_availability();
+  std::lock_guard lock(policy_mu_);
+  PrefillDecision d{PrefillWhere::kLocal, "no_full_block"};  // nothing a prefill worker could send
+  if (!no_full_block) d = policy_.decide(n_uncached, decode.others_in_flight, a.any, a.free);
+  ++decisions_[{d.where == PrefillWhere::kRemote ? "remote" : "local", d.reason}];
+  return d;
+}
+
+std::optional<RelayBackend::RemotePrefill> RelayBackend::prefill_remotely(const std::shared_ptr<Call>& call,
+                                                                          const std::vector<kv::BlockKey>& keys,
+                                                                          std::optional<Placement>& decode,
+                                                                          RequestRecord& rec) {
   for (int attempt = 0; attempt < 3 && !call->gone && !cancelled_; ++attempt) {
     std::optional<Placement> prefill = pool_->place(WorkerRole::kPrefill, keys);
     if (!prefill) break;
@@ -309,9 +332,11 @@ std::optional<std::string> RelayBackend::prefill_remotely(const std::shared_ptr<
     spec.path = "/internal/prefill";
     spec.api_key = call->api_key;
     spec.body = body.dump();
-    spec.timeout_s = settings_.worker_timeout_s;
+    spec.timeout_s = config_.worker_timeout_s;
     spec.stop = [this, call] { return call->gone.load() || cancelled_.load(); };
+    const Clock::time_point sent = Clock::now();
     auto r = net::http_fetch(prefill->endpoint, spec);
+    const double round_trip_ms = seconds_between(sent, Clock::now()) * 1000;
     pool_->release(*prefill);
     if (!r.is_ok()) {
       ++counters_.failures_prefill;
@@ -322,14 +347,14 @@ std::optional<std::string> RelayBackend::prefill_remotely(const std::shared_ptr<
     if (r->status == 200 && doc.is_object()) {
       counters_.affinity_blocks_prefill += prefill->affinity_blocks;
       pool_->record_blocks(*prefill, keys);
-      if (doc.value("blocks", 0) == 0) return std::string();
+      if (doc.value("blocks", 0) == 0) return RemotePrefill{};
       pool_->record_blocks(*decode, keys);
       ++counters_.transfers;
       counters_.transfer_blocks += doc.value("blocks", uint64_t{0});
       counters_.transfer_bytes += doc.value("bytes", uint64_t{0});
       counters_.transfer_micros += static_cast<uint64_t>(doc.value("transfer_ms", 0.0) * 1000);
       counters_.prefill_micros += static_cast<uint64_t>(doc.value("prefill_ms", 0.0) * 1000);
-      return id;
+      return RemotePrefill{id, round_trip_ms};
     }
     const json error = doc.is_object() && doc.contains("error") ? doc["error"] : json::object();
     if (r->status == 502 && error.value("code", "") == "kv_transfer_failed") {
@@ -357,11 +382,11 @@ std::optional<std::string> RelayBackend::prefill_remotely(const std::shared_ptr<
     return std::nullopt;
   }
   ++counters_.prefill_fallbacks;
-  return std::string();
+  return RemotePrefill{};
 }
 
-void RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Placement& decode,
-                                const std::string& transfer_id, RequestRecord& rec) {
+double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Placement& decode,
+                                  const std::string& transfer_id, RequestRecord& rec) {
   net::HttpRequestSpec spec;
   spec.method = "POST";
   spec.path = call->plan.kind == server::ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions";
@@ -371,7 +396,7 @@ void RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Placeme
   if (auto ms = server::remaining_ms(call->plan.request.scheduling.deadline)) {
     spec.headers.emplace_back("x-ladder-deadline-ms", fmt::format("{:.3f}", *ms));
   }
-  spec.timeout_s = settings_.worker_timeout_s;
+  spec.timeout_s = config_.worker_timeout_s;
   spec.stop = [this, call] { return call->gone.load() || cancelled_.load(); };
   int status = 0;
   bool streaming = false;
@@ -399,7 +424,8 @@ void RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Placeme
       st.is_ok() && (streaming ? seen.find("data: [DONE]") != std::string::npos : json::accept(seen));
   if (call->gone) {
     rec.http_status = 499;
-    return finish_call(call, std::move(rec), rec.prompt_tokens);
+    finish_call(call, std::move(rec), rec.prompt_tokens);
+    return -1;
   }
   if (!complete) {
     ApiError e = server::unavailable("the server is shutting down", "server_draining");
@@ -418,7 +444,8 @@ void RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Placeme
     } else {
       call->ch->respond(server::error_response(e));
     }
-    return finish_call(call, std::move(rec), rec.prompt_tokens);
+    finish_call(call, std::move(rec), rec.prompt_tokens);
+    return -1;
   }
   if (streaming) {
     call->ch->finish();
@@ -436,15 +463,20 @@ void RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Placeme
   // The decode worker's own account: tokens, and its TTFT counted from when
   // the router sent the request.
   const json ladder = final_ladder_block(seen, streaming);
+  double worker_prompt_ms = -1;
   if (ladder.is_object()) {
     rec.completion_tokens = ladder.value("completion_tokens", int64_t{0});
     rec.cached_tokens = ladder.value("cached_tokens", int64_t{0});
     const double worker_ttft_s = ladder.value("ttft_ms", -1.0) / 1000;
-    if (worker_ttft_s >= 0) rec.ttft_s = seconds_between(call->plan.arrival, sent) + worker_ttft_s;
+    if (worker_ttft_s >= 0) {
+      rec.ttft_s = seconds_between(call->plan.arrival, sent) + worker_ttft_s;
+      worker_prompt_ms = std::max(0.0, worker_ttft_s * 1000 - ladder.value("queued_ms", 0.0));
+    }
     const int64_t per_choice = rec.completion_tokens / std::max<int32_t>(1, call->plan.n);
     if (per_choice > 1) rec.tpot_s = ladder.value("decode_ms", 0.0) / 1000 / static_cast<double>(per_choice - 1);
   }
   finish_call(call, std::move(rec), rec.prompt_tokens + rec.completion_tokens);
+  return status == 200 ? worker_prompt_ms : -1;
 }
 
 // ---------------------------------------------------------------- embeddings
@@ -458,7 +490,7 @@ HttpResponse RelayBackend::embed(const server::EmbeddingsRequest&, const server:
   spec.path = "/v1/embeddings";
   spec.api_key = server::bearer_key(http);
   spec.body = http.body;
-  spec.timeout_s = settings_.worker_timeout_s;
+  spec.timeout_s = config_.worker_timeout_s;
   auto r = net::http_fetch(decode->endpoint, spec);
   pool_->release(*decode);
   if (!r.is_ok()) {
@@ -500,9 +532,10 @@ json RelayBackend::model_facts() const {
           {"revision", git_revision()},
           {"config",
            {{"role", "router"},
-            {"prefill_workers", settings_.prefill_urls},
-            {"decode_workers", settings_.decode_urls},
-            {"max_queue", settings_.max_queue},
+            {"prefill_policy", prefill_mode_name(config_.prefill_mode)},
+            {"prefill_workers", config_.prefill_urls},
+            {"decode_workers", config_.decode_urls},
+            {"max_queue", config_.max_queue},
             {"tenants", tenants_.size()}}}};
 }
 
@@ -545,6 +578,24 @@ std::string RelayBackend::extra_metrics() const {
       "ladder_router_prefill_fallbacks_total",
       "Requests with blocks to send whose prompt the decode worker computed (no prefill worker answered).",
       "", static_cast<double>(counters_.prefill_fallbacks.load()));
+  out +=
+      "# HELP ladder_router_prefill_decisions_total Where routed prompts were computed (remote: a prefill worker; "
+      "local: the decode worker) and why.\n"
+      "# TYPE ladder_router_prefill_decisions_total counter\n";
+  std::optional<double> threshold;
+  {
+    std::lock_guard lock(policy_mu_);
+    for (const auto& [key, count] : decisions_) {
+      out += fmt::format("ladder_router_prefill_decisions_total{{where=\"{}\",reason=\"{}\"}} {}\n", key.first,
+                         key.second, count);
+    }
+    threshold = policy_.threshold_tokens();
+  }
+  out += fmt::format(
+      "# HELP ladder_router_prefill_threshold_tokens Uncached prompt tokens from which a prefill worker pays, as "
+      "measured (with an idle decode worker; -1: not measured yet, or never).\n"
+      "# TYPE ladder_router_prefill_threshold_tokens gauge\nladder_router_prefill_threshold_tokens {}\n",
+      threshold ? *threshold : -1.0);
   out +=
       "# HELP ladder_router_affinity_blocks_total Leading prompt blocks the chosen worker was believed to "
       "hold.\n"

@@ -28,10 +28,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/admission.h"
 #include "gguf/gguf_file.h"
+#include "route/prefill_policy.h"
 #include "route/worker_pool.h"
 #include "server/frontend.h"
 #include "server/work_queue.h"
@@ -40,15 +43,29 @@
 
 namespace ladder::route {
 
-struct RelaySettings {
-  int32_t max_queue = 256;
-  double initial_service_ms = 1000;
-  double probe_period_s = 1;
-  double worker_timeout_s = 60;  // per network wait on a worker
-  std::string served_model_name;
-  std::string model_path;
+// `ladder route`'s settings: the frontend's and the relay's.
+struct RouterConfig {
+  std::string model_path;         // the workers' GGUF: its tokenizer and chat template
+  std::string served_model_name;  // default: the file name without .gguf
+  std::string tenants_file;
+  std::string api_key;
+  std::string admin_key;
+  server::HttpServerConfig http;
+  // A second listener that serves only /metrics, keyless and per tenant (for
+  // a private network). Unset: none.
+  std::optional<uint16_t> metrics_port;
+  std::string metrics_host = "127.0.0.1";
   std::vector<std::string> prefill_urls;
   std::vector<std::string> decode_urls;
+  int32_t max_queue = 256;
+  double initial_service_ms = 1000;
+  int prepare_threads = 2;
+  size_t max_pending_prepare = 1024;
+  double probe_period_s = 1;
+  double worker_timeout_s = 60;  // per network wait on a worker
+  double drain_grace_s = 30;
+  // Where prompts are computed (PrefillPolicy).
+  PrefillMode prefill_mode = PrefillMode::kMeasured;
 };
 
 // What the router adds to /metrics besides the frontend's series.
@@ -67,7 +84,8 @@ struct RelayCounters {
 
 class RelayBackend : public server::Backend {
  public:
-  RelayBackend(RelaySettings settings, const server::TenantRegistry& tenants);
+  // `config` and `tenants` outlive the backend.
+  RelayBackend(const RouterConfig& config, const server::TenantRegistry& tenants);
   ~RelayBackend() override;
 
   // Reads the model's tokenizer and chat template (the router plans requests
@@ -98,15 +116,22 @@ class RelayBackend : public server::Backend {
  private:
   void admit(const std::shared_ptr<Call>& call);
   void relay(const std::shared_ptr<Call>& call);
-  // Phase 1: the prompt computed on a prefill worker, its KV sent to the
-  // decode worker. The transfer id to name (empty: none), or nullopt when the
-  // call ended here (the prefill worker's own refusal, no decode worker).
-  std::optional<std::string> prefill_remotely(const std::shared_ptr<Call>& call,
-                                              const std::vector<kv::BlockKey>& keys, std::optional<Placement>& decode,
-                                              server::RequestRecord& rec);
+  // Phase 1 (when the policy says remote): the prompt computed on a prefill
+  // worker, its KV sent to the decode worker. The transfer id to name (empty:
+  // none) and the round trip's ms, or nullopt when the call ended here (the
+  // prefill worker's own refusal, no decode worker left).
+  struct RemotePrefill {
+    std::string transfer_id;
+    double round_trip_ms = -1;  // < 0: the decode worker computes the prompt
+  };
+  std::optional<RemotePrefill> prefill_remotely(const std::shared_ptr<Call>& call,
+                                                const std::vector<kv::BlockKey>& keys,
+                                                std::optional<Placement>& decode, server::RequestRecord& rec);
   // Phase 2: the request relayed to the decode worker and its response back.
-  void relay_decode(const std::shared_ptr<Call>& call, const Placement& decode, const std::string& transfer_id,
-                    server::RequestRecord& rec);
+  // The worker's own prompt time (its TTFT less its queue time) in ms, or -1.
+  double relay_decode(const std::shared_ptr<Call>& call, const Placement& decode, const std::string& transfer_id,
+                      server::RequestRecord& rec);
+  PrefillDecision decide_prefill(bool no_full_block, int64_t n_uncached, const Placement& decode);
   // Ends a call that never reached a worker's response (refused, expired,
   // withdrawn, failed placement).
   void end_early(const std::shared_ptr<Call>& call, const server::ApiError& e, bool was_running);
@@ -115,7 +140,7 @@ class RelayBackend : public server::Backend {
   void start_relays(std::vector<std::shared_ptr<Call>> calls);
   void expire_waiting();
 
-  RelaySettings settings_;
+  const RouterConfig& config_;
   const server::TenantRegistry& tenants_;
   RelayCounters counters_;
   std::optional<gguf::GgufFile> file_;
@@ -126,6 +151,11 @@ class RelayBackend : public server::Backend {
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<server::WorkQueue> relays_;
   std::atomic<bool> cancelled_{false};
+
+  // Where prompts are computed (conditional disaggregation) and why.
+  mutable std::mutex policy_mu_;
+  PrefillPolicy policy_;
+  std::map<std::pair<std::string, std::string>, uint64_t> decisions_;  // (where, reason) -> requests
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

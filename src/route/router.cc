@@ -13,19 +13,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-RelaySettings relay_settings(const RouterConfig& c) {
-  RelaySettings r;
-  r.max_queue = c.max_queue;
-  r.initial_service_ms = c.initial_service_ms;
-  r.probe_period_s = c.probe_period_s;
-  r.worker_timeout_s = c.worker_timeout_s;
-  r.served_model_name = c.served_model_name;
-  r.model_path = c.model_path;
-  r.prefill_urls = c.prefill_urls;
-  r.decode_urls = c.decode_urls;
-  return r;
-}
-
 RouterConfig with_model_name(RouterConfig c) {
   c.served_model_name = server::served_name_or_stem(c.served_model_name, c.model_path);
   return c;
@@ -37,7 +24,7 @@ struct Router::State {
   explicit State(RouterConfig c)
       : config(with_model_name(std::move(c))),
         frontend(server::frontend_config_of(config)),
-        backend(relay_settings(config), frontend.tenants()) {}
+        backend(config, frontend.tenants()) {}
   ~State() { frontend.stop_now(); }  // nothing reaches the backend while it goes
   RouterConfig config;
   server::Frontend frontend;

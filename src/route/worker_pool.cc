@@ -183,14 +183,26 @@ std::optional<Placement> WorkerPool::place(WorkerRole role, std::span<const kv::
   }
   if (!best) return std::nullopt;
   Worker& w = list[*best];
-  ++w.info.in_flight;
   Placement p;
+  p.others_in_flight = w.info.in_flight;
+  ++w.info.in_flight;
   p.index = *best;
   p.role = role;
   p.affinity_blocks = best_hits;
   p.endpoint = w.endpoint;
   if (role == WorkerRole::kDecode) p.kv_address = fmt::format("{}:{}", w.endpoint.host, w.info.kv_port);
   return p;
+}
+
+WorkerPool::PrefillAvailability WorkerPool::prefill_availability() const {
+  std::lock_guard lock(mu_);
+  PrefillAvailability a;
+  for (const Worker& w : prefill_) {
+    if (!w.info.healthy) continue;
+    a.any = true;
+    a.free = a.free || w.info.max_running <= 0 || w.info.in_flight < w.info.max_running;
+  }
+  return a;
 }
 
 void WorkerPool::release(const Placement& p) {

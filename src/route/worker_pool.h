@@ -71,6 +71,7 @@ struct Placement {
   size_t index = 0;
   WorkerRole role = WorkerRole::kDecode;
   size_t affinity_blocks = 0;  // leading keys the index believed it holds
+  int64_t others_in_flight = 0;  // this router's other requests on the worker when placed
   net::Endpoint endpoint;
   std::string kv_address;  // decode: HOST:PORT of its KV listener
 };
@@ -93,6 +94,13 @@ class WorkerPool {
   // in-flight count goes up until release(). nullopt when none is healthy.
   std::optional<Placement> place(WorkerRole role, std::span<const kv::BlockKey> keys);
   void release(const Placement& p);
+  // Whether a prefill worker is healthy, and whether one has a running slot
+  // this router's requests do not take.
+  struct PrefillAvailability {
+    bool any = false;
+    bool free = false;
+  };
+  PrefillAvailability prefill_availability() const;
   // The worker now holds these blocks (it computed or received them).
   void record_blocks(const Placement& p, std::span<const kv::BlockKey> keys);
   // The worker failed a call: unhealthy until a probe finds it ready again.

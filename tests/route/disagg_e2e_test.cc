@@ -15,7 +15,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "http_test_client.h"
+#include "route/prefill_policy.h"
 #include "test_support.h"
 
 namespace ladder::testing {
@@ -23,6 +26,7 @@ namespace {
 
 using nlohmann::json;
 using Ms = std::chrono::milliseconds;
+using route::PrefillPolicy;
 
 std::string stories() {
   return shared_path("models/stories260K.gguf");
@@ -65,9 +69,12 @@ struct Cluster {
   std::vector<std::unique_ptr<ServerProcess>> decode;
   std::unique_ptr<ServerProcess> router;
 
-  // `common` goes to every process, `workers` to the two kinds of worker only.
+  // `common` goes to every process, `workers` to the two kinds of worker
+  // only, `routing` to the router only (default: every prompt with blocks to
+  // send goes to the prefill worker, so KV moves on every such request).
   Cluster(const std::string& model, const std::vector<std::string>& common, int n_decode = 1,
-          const std::vector<std::string>& workers = {}) {
+          const std::vector<std::string>& workers = {},
+          const std::vector<std::string>& routing = {"--prefill-policy", "always"}) {
     std::vector<std::string> p = {"-m", model, "--role", "prefill", "--threads", "1"};
     p.insert(p.end(), common.begin(), common.end());
     p.insert(p.end(), workers.begin(), workers.end());
@@ -83,6 +90,7 @@ struct Cluster {
       r.push_back(url(*decode.back()));
     }
     r.insert(r.end(), common.begin(), common.end());
+    r.insert(r.end(), routing.begin(), routing.end());
     router = std::make_unique<ServerProcess>(r, true, "route");
   }
   bool ok() const {
@@ -186,6 +194,51 @@ TEST(Disagg, OutputsEqualRungOneTokenForToken) {
   // Every block is free again on both workers.
   EXPECT_EQ(health(c.prefill->port())["kv_blocks_used"], 0);
   EXPECT_EQ(health(c.decode[0]->port())["kv_blocks_used"], 0);
+}
+
+// Conditional disaggregation (--prefill-policy measured, the default): the
+// router explores both paths until it has measured each, then places each
+// prompt by measured cost; every request is counted once under where its
+// prompt was computed and why, and outputs equal rung 1's either way.
+TEST(Disagg, MeasuredPrefillPolicyCountsEveryDecisionAndKeepsOutputs) {
+  ServerProcess rung1({"-m", stories(), "--threads", "1"});
+  Cluster c(stories(), {}, /*n_decode=*/1, /*workers=*/{}, /*routing=*/{});
+  ASSERT_TRUE(rung1.ok());
+  ASSERT_TRUE(c.ok());
+  const int router = c.router->port();
+  const int n = 12;
+  for (int i = 0; i < n; ++i) {
+    // A different first block each time: nothing the decode worker holds.
+    const json body = {{"prompt", std::to_string(i) + " " + story(2)}, {"max_tokens", 8}, {"temperature", 0}};
+    EXPECT_EQ(complete(router, body)["choices"][0]["text"], complete(rung1.port(), body)["choices"][0]["text"]) << i;
+  }
+  // A repeat: every block is held by the decode worker already.
+  complete(router, {{"prompt", "0 " + story(2)}, {"max_tokens", 8}, {"temperature", 0}});
+
+  const std::string rm = metrics(router);
+  auto decisions = [&](const char* where, const char* reason) {
+    const double v = metric_value(
+        rm, fmt::format("ladder_router_prefill_decisions_total{{where=\"{}\",reason=\"{}\"}}", where, reason));
+    return v > 0 ? v : 0;  // absent: none
+  };
+  double total = 0;
+  for (const char* where : {"remote", "local"}) {
+    for (const char* reason : {"cached", "no_prefill_worker", "prefill_busy", "exploring", "cheaper_remote",
+                               "cheaper_local", "no_full_block"}) {
+      total += decisions(where, reason);
+    }
+  }
+  EXPECT_EQ(total, n + 1) << rm;
+  EXPECT_EQ(decisions("local", "cached"), 1) << rm;
+  // Both paths measured before the costs decide.
+  EXPECT_GE(decisions("remote", "exploring"), PrefillPolicy::kMinSamples) << rm;
+  EXPECT_GE(decisions("local", "exploring"), PrefillPolicy::kMinSamples) << rm;
+  EXPECT_EQ(decisions("remote", "cheaper_remote") + decisions("local", "cheaper_local"),
+            n - decisions("remote", "exploring") - decisions("local", "exploring"))
+      << rm;
+  EXPECT_NE(rm.find("ladder_router_prefill_threshold_tokens "), std::string::npos);
+  EXPECT_EQ(metric_value(rm, "ladder_router_transfers_total"), decisions("remote", "exploring") +
+                                                                   decisions("remote", "cheaper_remote"));
 }
 
 TEST(Disagg, TenantsNeverShareBlocksOnAnyWorker) {

@@ -91,7 +91,7 @@ start "$NS_R" rung1 serve -m "$MODEL" --host 127.0.0.1 --port 8090 "${T[@]}"
 wait_ready "$NS_P" http://10.77.1.2:8080 prefill
 wait_ready "$NS_D" http://10.77.2.2:8080 decode
 wait_ready "$NS_R" http://127.0.0.1:8090 rung1
-start "$NS_R" router route -m "$MODEL" --host 127.0.0.1 --port 8080 --tenants "$WORK/tenants.toml" \
+start "$NS_R" router route -m "$MODEL" --host 127.0.0.1 --port 8080 --tenants "$WORK/tenants.toml" --prefill-policy always \
   --prefill http://10.77.1.2:8080 --decode http://10.77.2.2:8080
 wait_ready "$NS_R" http://127.0.0.1:8080 router
 

@@ -1,0 +1,89 @@
+// PrefillPolicy: whether a routed request's prompt is computed by a prefill
+// worker (its KV then sent to the decode worker) or by the decode worker
+// itself. Pure logic over measured costs; the router serialises calls.
+//
+// What each choice costs, in milliseconds of someone's time to first token:
+//   local   the decode worker computes n uncached prompt tokens: this request
+//           waits local(n), and so does the next token of each of the R
+//           sequences it is running (their steps share the worker);
+//   remote  the prefill worker computes them and ships the blocks: this
+//           request waits remote(n) (round trip, compute, transfer), the
+//           decode worker's running sequences do not.
+// Remote is chosen when remote(n) < (1 + R) * local(n). Both costs are lines
+// a + b * n fitted by exponentially weighted least squares to what the router
+// measured: remote(n) from each /internal/prefill round trip, local(n) from
+// the decode worker's own account (its TTFT minus its queue time) of requests
+// whose prompt it computed. Until each line has kMinSamples, the policy
+// explores: the path with fewer samples is taken.
+//
+// Before the cost rule: nothing to compute (every block is believed held)
+// stays local ("cached"), as does a request when every prefill worker's
+// running slots are taken by this router's requests ("prefill_busy").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ladder::route {
+
+// y = a + b * x, fitted to weighted points whose weights decay by `decay`
+// per new point (1 = ordinary least squares).
+class DecayingLine {
+ public:
+  explicit DecayingLine(double decay = 0.95) : decay_(decay) {}
+  void add(double x, double y);
+  int64_t samples() const { return n_; }
+  // The fitted value at x; nullopt before two distinct x were seen (then the
+  // mean of y, when there is one, is the best guess: see mean()).
+  std::optional<double> at(double x) const;
+  std::optional<double> mean() const;
+  std::optional<double> slope() const;
+
+ private:
+  double decay_;
+  double w_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
+  int64_t n_ = 0;
+};
+
+enum class PrefillWhere { kLocal, kRemote };
+
+// `ladder route --prefill-policy`: measured (the rule above), always (every
+// prompt with blocks to send goes to a prefill worker, as long as one is
+// healthy: the unconditional split), never (decode workers compute every
+// prompt: the ablation).
+enum class PrefillMode { kMeasured, kAlways, kNever };
+const char* prefill_mode_name(PrefillMode mode);
+
+struct PrefillDecision {
+  PrefillWhere where = PrefillWhere::kLocal;
+  // cached, no_prefill_worker, policy_always, policy_never, prefill_busy,
+  // exploring, cheaper_remote, cheaper_local (and, from the router,
+  // no_full_block)
+  const char* reason = "cached";
+};
+
+class PrefillPolicy {
+ public:
+  static constexpr int64_t kMinSamples = 4;
+  explicit PrefillPolicy(PrefillMode mode = PrefillMode::kMeasured) : mode_(mode) {}
+
+  // n_uncached: prompt tokens the decode worker is not believed to hold;
+  // decode_running: its other requests in flight from this router;
+  // prefill_free: a healthy prefill worker has a free running slot.
+  PrefillDecision decide(int64_t n_uncached, int64_t decode_running, bool any_prefill, bool prefill_free) const;
+  void observe_remote(int64_t n_tokens, double ms) { remote_.add(static_cast<double>(n_tokens), ms); }
+  void observe_local(int64_t n_tokens, double ms) { local_.add(static_cast<double>(n_tokens), ms); }
+  // Uncached tokens from which remote prefill pays with nothing else running
+  // on the decode worker; nullopt while unmeasured or when it never pays.
+  std::optional<double> threshold_tokens() const;
+  const DecayingLine& remote() const { return remote_; }
+  const DecayingLine& local() const { return local_; }
+
+ private:
+  PrefillMode mode_;
+  DecayingLine remote_;
+  DecayingLine local_;
+};
+
+}  // namespace ladder::route

@@ -1,0 +1,83 @@
+// PrefillPolicy (conditional disaggregation) and its cost lines, against
+// numbers worked out by hand.
+#include "route/prefill_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace ladder::route {
+namespace {
+
+TEST(DecayingLine, FitsALineExactlyAndForgetsOldPoints) {
+  DecayingLine plain(1.0);
+  EXPECT_FALSE(plain.mean());
+  plain.add(0, 1);
+  EXPECT_EQ(*plain.mean(), 1);
+  EXPECT_FALSE(plain.slope());  // one x: no slope yet
+  plain.add(10, 21);
+  plain.add(20, 41);
+  EXPECT_DOUBLE_EQ(*plain.slope(), 2);
+  EXPECT_DOUBLE_EQ(*plain.at(5), 11);
+
+  // Points on one line fit it whatever their weights; after the cost moves
+  // (y = 5 + 1 x from here on) the decayed fit follows the new points.
+  DecayingLine recent(0.5);
+  for (int i = 0; i < 4; ++i) recent.add(10.0 * i, 1 + 2 * 10.0 * i);
+  EXPECT_NEAR(*recent.at(100), 201, 1e-9);
+  for (int i = 0; i < 40; ++i) recent.add(10.0 * (i % 4), 5 + 10.0 * (i % 4));
+  EXPECT_NEAR(*recent.slope(), 1, 1e-6);
+  EXPECT_NEAR(*recent.at(0), 5, 1e-5);
+
+  DecayingLine flat(1.0);
+  flat.add(7, 3);
+  flat.add(7, 5);
+  EXPECT_FALSE(flat.slope());  // every x the same
+  EXPECT_DOUBLE_EQ(*flat.mean(), 4);
+}
+
+TEST(PrefillPolicy, RulesBeforeCosts) {
+  PrefillPolicy p;
+  EXPECT_STREQ(p.decide(0, 0, true, true).reason, "cached");
+  EXPECT_EQ(p.decide(0, 0, true, true).where, PrefillWhere::kLocal);
+  EXPECT_STREQ(p.decide(64, 0, false, false).reason, "no_prefill_worker");
+  EXPECT_STREQ(p.decide(64, 0, true, false).reason, "prefill_busy");
+  EXPECT_EQ(p.decide(64, 0, true, false).where, PrefillWhere::kLocal);
+
+  PrefillPolicy always(PrefillMode::kAlways);
+  EXPECT_EQ(always.decide(64, 0, true, false).where, PrefillWhere::kRemote);  // queues at a busy prefill worker
+  EXPECT_STREQ(always.decide(64, 0, true, false).reason, "policy_always");
+  EXPECT_EQ(always.decide(0, 0, true, true).where, PrefillWhere::kLocal);  // nothing to send
+  PrefillPolicy never(PrefillMode::kNever);
+  EXPECT_EQ(never.decide(64, 3, true, true).where, PrefillWhere::kLocal);
+  EXPECT_STREQ(never.decide(64, 3, true, true).reason, "policy_never");
+}
+
+TEST(PrefillPolicy, ExploresBothPathsThenComparesMeasuredCosts) {
+  PrefillPolicy p;
+  // No samples: the path with fewer is taken, remote first.
+  EXPECT_EQ(p.decide(64, 0, true, true).where, PrefillWhere::kRemote);
+  EXPECT_STREQ(p.decide(64, 0, true, true).reason, "exploring");
+  p.observe_remote(64, 56.4);
+  EXPECT_EQ(p.decide(64, 0, true, true).where, PrefillWhere::kLocal);
+  // remote(n) = 50 + 0.1 n ms; local(n) = 0.5 n ms.
+  for (int n : {32, 96, 160}) p.observe_remote(n, 50 + 0.1 * n);
+  for (int n : {32, 64, 96, 160}) p.observe_local(n, 0.5 * n);
+  ASSERT_TRUE(p.threshold_tokens().has_value());
+  EXPECT_NEAR(*p.threshold_tokens(), 50 / 0.4, 1e-9);  // 125 tokens
+
+  // An idle decode worker: remote pays from 125 uncached tokens.
+  EXPECT_EQ(p.decide(100, 0, true, true).where, PrefillWhere::kLocal);  // 60 ms vs 50
+  EXPECT_STREQ(p.decide(100, 0, true, true).reason, "cheaper_local");
+  EXPECT_EQ(p.decide(200, 0, true, true).where, PrefillWhere::kRemote);  // 70 ms vs 100
+  EXPECT_STREQ(p.decide(200, 0, true, true).reason, "cheaper_remote");
+  // One more request running there: local prefill delays it too (2 x 50 ms).
+  EXPECT_EQ(p.decide(100, 1, true, true).where, PrefillWhere::kRemote);
+  // A remote path dearer at every length never pays.
+  PrefillPolicy q;
+  for (int n : {32, 64, 96, 160}) q.observe_remote(n, 50 + 0.6 * n);
+  for (int n : {32, 64, 96, 160}) q.observe_local(n, 0.5 * n);
+  EXPECT_FALSE(q.threshold_tokens());
+  EXPECT_EQ(q.decide(4096, 0, true, true).where, PrefillWhere::kLocal);
+}
+
+}  // namespace
+}  // namespace ladder::route
