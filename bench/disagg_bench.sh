@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Rung 2 (prefill/decode split) against rung 1, paired in one run on this
-# machine, one core per role (taskset): rung 1 is `ladder serve` on core 0;
-# rung 2 is a prefill worker on core 0, a decode worker on core 1 and the
-# router beside the decode worker on core 1. Each workload is replayed
+# machine at equal cores (taskset): rung 1 is `ladder serve` on cores 0-1
+# with two op threads; rung 2 is a prefill worker on core 0, a decode worker
+# on core 1 and the router beside the decode worker on core 1, one op thread
+# each. The router's --prefill-policy is PREFILL_POLICY (default measured:
+# conditional disaggregation); its decisions are printed per workload. Each workload is replayed
 # against rung 1 (saving the reference), then against the router with
 # --verify exact (every request must match rung 1's tokens to count).
 #
@@ -47,11 +49,12 @@ serve() {
 }
 metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v s="$2" '$1 == s {print $2}'; }
 
-COMMON=(-m "$MODEL" --threads 1 --max-running 16 --max-batch-tokens 512)
-serve 0 rung1 serve "${COMMON[@]}"
-serve 0 prefill serve "${COMMON[@]}" --role prefill
-serve 1 decode serve "${COMMON[@]}" --role decode --kv-host 127.0.0.1
-serve 1 router route -m "$MODEL" --prefill "http://127.0.0.1:$PORT_prefill" --decode "http://127.0.0.1:$PORT_decode"
+COMMON=(-m "$MODEL" --max-running 16 --max-batch-tokens 512)
+serve 0,1 rung1 serve "${COMMON[@]}" --threads 2
+serve 0 prefill serve "${COMMON[@]}" --threads 1 --role prefill
+serve 1 decode serve "${COMMON[@]}" --threads 1 --role decode --kv-host 127.0.0.1
+serve 1 router route -m "$MODEL" --prefill "http://127.0.0.1:$PORT_prefill" --decode "http://127.0.0.1:$PORT_decode" \
+  --prefill-policy "${PREFILL_POLICY:-measured}"
 
 "$LADDER" workload chat -o "$OUT/chat.jsonl" --requests 400 --rate 2 --seed 1 --max-tokens 48 --user-tokens 200 >/dev/null
 WORKLOADS=(chat:"$OUT/chat.jsonl" azure-code:"$SHARED/traces/AzureLLMInferenceTrace_code.csv")
@@ -83,5 +86,7 @@ n = t1 - t0
 if n > 0:
     print(f"transfers {n:.0f}: {(b1 - b0) / n / 1024:.1f} KiB and {(s1 - s0) / n * 1000:.2f} ms per transferred request")
 PY
+  echo "router decisions so far (where the prompt was computed, why):"
+  curl -s "http://127.0.0.1:$PORT_router/metrics" | grep -E '^ladder_router_prefill_(decisions_total|threshold_tokens)' || true
 done
 echo "records under $OUT"

@@ -47,14 +47,22 @@ ToolCallStreamDelta ToolCallParser::push(std::string_view text) {
   return std::exchange(out_, {});
 }
 
-ToolCallStreamDelta ToolCallParser::finish() {
+ToolCallStreamDelta ToolCallParser::finish(bool cut_off) {
+  cut_off_ = cut_off;
   run(true);
   if (in_call_) {
-    if (header_sent_) {
-      end_call(false);  // cut off: the arguments stay as written
-    } else {
-      abandon_call();
+    if (header_sent_ && args_done_) {
+      end_call(true);  // named, its arguments whole: only the closing syntax is missing
+    } else if (header_sent_) {
+      // Its arguments do not parse: not a call of the whole result.
+      end_call(false);
+      result_.tool_calls.pop_back();
+    } else if (tentative_) {
+      abandon_call();  // a Llama reply's JSON that never named a call: content
       run(true);
+    } else {
+      in_call_ = false;  // a marker opened it: none of it is content
+      pos_ = buf_.size();
     }
   }
   // What a waiting state still holds is spaces or a cut-off marker, except
@@ -123,9 +131,10 @@ bool ToolCallParser::step(bool at_end) {
         mode_ = format_ == ToolCallFormat::kHermes ? Mode::kBeforeObject : Mode::kArrayOpen;
         return true;
       }
-      // Hold back what could begin the marker, and trailing spaces.
+      // Hold back what could begin the marker, and trailing spaces (at the
+      // end of output that was cut off, they are dropped).
       size_t end = buf_.size();
-      if (!at_end) {
+      if (!at_end || cut_off_) {
         for (size_t len = std::min(marker.size() - 1, buf_.size() - pos_); len > 0; --len) {
           if (buf_.compare(buf_.size() - len, len, marker.data(), len) == 0) {
             end -= len;
@@ -357,6 +366,7 @@ bool ToolCallParser::step_object(char c) {
 
 // A value of the call object is complete; false when it makes the object no call.
 bool ToolCallParser::value_done() {
+  if (key_ == "arguments" || key_ == "parameters") args_done_ = true;
   if (key_ == "name") {
     if (header_sent_ || !decode_json_string(value_raw_, &name_) || name_.empty()) return false;
     emit_header();
@@ -386,6 +396,7 @@ void ToolCallParser::begin_call(bool tentative) {
   id_.clear();
   header_sent_ = false;
   args_seen_ = false;
+  args_done_ = false;
   pending_args_.clear();
   scanner_ = JsonValueScanner();
 }

@@ -12,6 +12,13 @@
 //
 // finish() releases what was held back. parse_tool_calls() is push(all) +
 // finish(), so a stream split anywhere gives the same result as the whole.
+// A call still open at the end counts when its name and its whole arguments
+// value were written (only closing syntax is missing); otherwise it is not a
+// call: result() leaves it out (a stream has sent its fragments, which end
+// with finish_reason "length"), and the text of one whose name was not yet
+// known is dropped, never content.
+// finish(cut_off = true), for output cut by max_tokens, also drops a marker
+// left half written at the end.
 // A call whose JSON turns out malformed before its name is known is not a
 // call: its text becomes content. Llama 3 calls count only as the whole reply
 // (an object whose first key is "name" or "type"); other JSON is content.
@@ -59,7 +66,7 @@ class ToolCallParser {
   ToolCallParser(ToolCallFormat format, uint64_t id_seed);
 
   ToolCallStreamDelta push(std::string_view text);
-  ToolCallStreamDelta finish();
+  ToolCallStreamDelta finish(bool cut_off = false);
 
   // Everything returned so far, assembled.
   const ParsedToolCalls& result() const { return result_; }
@@ -108,6 +115,7 @@ class ToolCallParser {
   ToolCallStreamDelta out_;  // what this push returns
   ParsedToolCalls result_;
   int32_t index_ = 0;
+  bool cut_off_ = false;  // finish(true): the output was cut off
 
   // The call being read.
   bool in_call_ = false;
@@ -124,6 +132,7 @@ class ToolCallParser {
   std::string id_;
   bool header_sent_ = false;
   bool args_seen_ = false;
+  bool args_done_ = false;  // its arguments value is complete
   std::string pending_args_;  // arguments read before the name
 };
 

@@ -45,10 +45,10 @@ void ResponseWriter::on_token(int32_t index, const engine::StreamEvent& ev) {
     c.pending.logprobs.push_back(std::move(e));
   }
   if (options_.shape.token_ids) c.pending.token_ids.push_back(t.token);
-  emit(index, ev.text, /*at_end=*/false);
+  emit(index, ev.text, /*at_end=*/false, /*cut_off=*/false);
 }
 
-void ResponseWriter::emit(int32_t index, const std::string& text, bool at_end) {
+void ResponseWriter::emit(int32_t index, const std::string& text, bool at_end, bool cut_off) {
   Choice& c = choices_[static_cast<size_t>(index)];
   ChoiceDelta d = std::move(c.pending);
   c.pending = {};
@@ -69,7 +69,7 @@ void ResponseWriter::emit(int32_t index, const std::string& text, bool at_end) {
     // tool_calls, the rest (never a marker) as content.
     grammar::ToolCallStreamDelta td = c.tools->push(d.content);
     if (at_end) {
-      grammar::ToolCallStreamDelta rest = c.tools->finish();
+      grammar::ToolCallStreamDelta rest = c.tools->finish(cut_off);
       td.content += rest.content;
       for (auto& call : rest.tool_calls) td.tool_calls.push_back(std::move(call));
     }
@@ -98,7 +98,7 @@ void ResponseWriter::emit(int32_t index, const std::string& text, bool at_end) {
 
 void ResponseWriter::finish_choice(int32_t index, const engine::StreamEvent& ev, const std::string& finish_reason) {
   if (ended_) return;
-  emit(index, ev.text, /*at_end=*/true);
+  emit(index, ev.text, /*at_end=*/true, /*cut_off=*/finish_reason == "length");
   Choice& c = choices_[static_cast<size_t>(index)];
   std::string reason = finish_reason;
   if (c.tools && !c.tools->result().tool_calls.empty() && reason == "stop") reason = "tool_calls";

@@ -65,7 +65,8 @@ class ResponseWriter {
   };
 
   // Text and pending logprobs into the next delta (or the accumulated body).
-  void emit(int32_t index, const std::string& text, bool at_end);
+  // at_end: the choice's last text; cut_off: it ended at max_tokens.
+  void emit(int32_t index, const std::string& text, bool at_end, bool cut_off);
   void start_stream();
   void send_delta(int32_t index, ChoiceDelta delta, size_t offset);
 

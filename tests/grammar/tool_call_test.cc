@@ -55,11 +55,8 @@ const std::vector<ParseCase>& parse_cases() {
       {ToolCallFormat::kHermes, "<tool_call>not json</tool_call> ok", "not json</tool_call> ok", {}},
       {ToolCallFormat::kHermes, "a < b and <tool", "a < b and <tool", {}},
       {ToolCallFormat::kHermes, "plain text  \n", "plain text  \n", {}},
-      // Cut off inside the arguments: the call keeps what was written.
-      {ToolCallFormat::kHermes,
-       "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2",
-       "",
-       {{"f", R"({"a": [1, 2)"}}},
+      // Cut off before its name: nothing of it is content.
+      {ToolCallFormat::kHermes, "Sure.\n<tool_call>\n{\"na", "Sure.", {}},
       // Llama 3.x.
       {ToolCallFormat::kLlama3Json,
        "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
@@ -157,6 +154,40 @@ struct Assembled {
     }
   }
 };
+
+// Output cut off by max_tokens: complete calls come back clean; a call cut
+// inside its arguments is not a call of the result (a stream has sent its
+// fragments already); a marker half written at the end is not content.
+TEST(ToolCallParser, CutOffOutputLeavesNoBrokenCallAndNoMarker) {
+  const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n";
+  ToolCallParser p(ToolCallFormat::kHermes, 3);
+  Assembled streamed;
+  streamed.add(p.push(call + call + "<tool_call>\n{\"name\": \"g\", \"arguments\": {\"a\": [1, 2"), "cut");
+  streamed.add(p.finish(/*cut_off=*/true), "cut");
+  ASSERT_EQ(p.result().tool_calls.size(), 2u);
+  for (const ToolCall& c : p.result().tool_calls) {
+    EXPECT_EQ(c.name, "f");
+    EXPECT_EQ(c.arguments, R"({"a": 1})");
+  }
+  EXPECT_EQ(p.result().content, "");
+  ASSERT_EQ(streamed.parsed.tool_calls.size(), 3u);
+  EXPECT_EQ(streamed.parsed.tool_calls[2].arguments, R"({"a": [1, 2)");
+
+  ToolCallParser q(ToolCallFormat::kHermes, 3);
+  Assembled a;
+  a.add(q.push(call + "a < b and <tool"), "marker");
+  a.add(q.finish(/*cut_off=*/true), "marker");
+  EXPECT_EQ(a.parsed.content, "a < b and");
+  EXPECT_EQ(q.result().content, "a < b and");
+  EXPECT_EQ(q.result().tool_calls.size(), 1u);
+  // Named, its arguments whole, only the closing brace and tag missing: a call.
+  const ParsedToolCalls closed_late =
+      parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1} ", 3);
+  ASSERT_EQ(closed_late.tool_calls.size(), 1u);
+  EXPECT_EQ(closed_late.tool_calls[0].arguments, R"({"a": 1})");
+  // The same text ended by the model itself: what it wrote is content.
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kHermes, "a < b and <tool", 3).content, "a < b and <tool");
+}
 
 TEST(ToolCallParser, StreamingSplitAtEveryByteMatchesTheWhole) {
   for (const ParseCase& c : parse_cases()) {

@@ -135,7 +135,8 @@ const json kWeatherTools = json::parse(R"([{"type": "function", "function": {
   "name": "get_weather",
   "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
                  "unit": {"enum": ["c", "f"]}}, "required": ["city", "unit"]}}},
-  {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}])");
+  {"type": "function", "function": {"name": "get_time",
+   "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}])");
 
 void expect_weather_call(const std::string& name, const std::string& arguments) {
   EXPECT_EQ(name, "get_weather");
@@ -218,6 +219,49 @@ TEST_F(StructuredOutput, RequiredToolChoiceCallsOneOfTheTools) {
   bad = http_request(server_->port(), "POST", "/v1/chat/completions", req.dump());
   ASSERT_EQ(bad.status, 400);
   EXPECT_EQ(json::parse(bad.body)["error"]["param"], "tool_choice");
+}
+
+// Output cut by max_tokens anywhere in forced parallel calls: complete calls
+// come back clean (arguments that parse), a cut one is never a call of the
+// whole response, and nothing of a tag reaches content, streamed or not.
+TEST_F(StructuredOutput, CutOffToolCallsNeverLeakTagsOrBrokenArguments) {
+  json req = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+              {"temperature", 0},
+              {"tools", kWeatherTools},
+              {"parallel_tool_calls", true},
+              {"tool_choice", "required"}};
+  int complete_calls = 0;
+  const int64_t prompt = post("/v1/chat/completions", req)["usage"]["prompt_tokens"];
+  for (int max_tokens = 10; prompt + max_tokens <= 128; max_tokens += 2) {  // the model's context
+    req["max_tokens"] = max_tokens;
+    req.erase("stream");
+    const json r = post("/v1/chat/completions", req);
+    ASSERT_FALSE(r.is_null());
+    const json& m = r["choices"][0]["message"];
+    const std::string content = m["content"].is_string() ? m["content"].get<std::string>() : "";
+    EXPECT_EQ(content.find('<'), std::string::npos) << max_tokens << ": " << r.dump();
+    for (const json& call : m.value("tool_calls", json::array())) {
+      if (call["function"]["name"] == "get_time") {
+        EXPECT_TRUE(json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false).is_object())
+            << max_tokens << ": " << r.dump();
+      } else {
+        expect_weather_call(call["function"]["name"], call["function"]["arguments"]);
+      }
+      ++complete_calls;
+    }
+    req["stream"] = true;
+    const json body = post("/v1/chat/completions", req);
+    ASSERT_FALSE(body.is_null());
+    for (const std::string& payload : sse_payloads(body.get<std::string>())) {
+      if (payload == "[DONE]") continue;
+      for (const json& c : json::parse(payload)["choices"]) {
+        if (c["delta"].contains("content") && c["delta"]["content"].is_string()) {
+          EXPECT_EQ(c["delta"]["content"].get<std::string>().find('<'), std::string::npos) << max_tokens;
+        }
+      }
+    }
+  }
+  EXPECT_GT(complete_calls, 0);  // the longer budgets fit a whole call
 }
 
 std::vector<int32_t> token_ids(const json& r) { return r["choices"][0]["token_ids"].get<std::vector<int32_t>>(); }
