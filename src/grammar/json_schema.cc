@@ -111,7 +111,27 @@ class SchemaConverter {
     return out;
   }
 
+  // Bounds on what one request may ask to compile: the work grows with the
+  // nesting (each level's path and rules) and with the subschemas.
+  static constexpr int kMaxDepth = 64;
+  static constexpr int64_t kMaxSubschemas = 5000;
+
   Result<std::string> visit(const Json& s, const std::string& path, const std::string& hint) {
+    if (depth_ >= kMaxDepth) {
+      return invalid_argument("json_schema: nests deeper than " + std::to_string(kMaxDepth) +
+                              " levels (at " + where(path).substr(0, 200) + "); flatten it or use $ref");
+    }
+    if (++subschemas_ > kMaxSubschemas) {
+      return invalid_argument("json_schema: more than " + std::to_string(kMaxSubschemas) +
+                              " subschemas (at " + where(path).substr(0, 200) + ")");
+    }
+    ++depth_;
+    Result<std::string> r = visit_node(s, path, hint);
+    --depth_;
+    return r;
+  }
+
+  Result<std::string> visit_node(const Json& s, const std::string& path, const std::string& hint) {
     if (s.is_boolean()) {
       if (s.get<bool>()) return json_rules::value(b_);
       return invalid("schema false (no value validates)", path);
@@ -447,6 +467,8 @@ class SchemaConverter {
   const Json& root_;
   std::string prefix_;
   GbnfBuilder* b_;
+  int depth_ = 0;
+  int64_t subschemas_ = 0;
   std::map<std::string, std::string> ref_rules_;  // $ref -> rule name
 };
 

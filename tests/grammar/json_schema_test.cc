@@ -284,6 +284,27 @@ TEST(JsonSchemaGrammar, MalformedSchemasAreInvalid) {
 
 // Random patterns from regex pieces: each converts (and the grammar then
 // compiles) or fails with a Status naming the pattern; nothing crashes.
+// What one request may ask to compile is bounded (a 2,000-level schema took
+// 40 s of CPU): nesting past 64 levels, or more than 5,000 subschemas, is an
+// error that names the limit.
+TEST(JsonSchemaGrammar, DepthAndSizeAreBounded) {
+  auto nested = [](int depth) {
+    nlohmann::ordered_json s = {{"type", "integer"}};
+    for (int i = 0; i < depth; ++i) s = {{"type", "object"}, {"properties", {{"a", s}}}, {"required", {"a"}}};
+    return s;
+  };
+  EXPECT_TRUE(json_schema_to_gbnf(nested(63)).is_ok());
+  auto deep = json_schema_to_gbnf(nested(64));
+  ASSERT_FALSE(deep.is_ok());
+  EXPECT_EQ(deep.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(deep.status().message().find("deeper than 64 levels"), std::string::npos) << deep.status().message();
+  nlohmann::ordered_json wide = {{"type", "object"}, {"properties", nlohmann::ordered_json::object()}};
+  for (int i = 0; i < 5000; ++i) wide["properties"]["p" + std::to_string(i)] = {{"type", "integer"}};
+  auto many = json_schema_to_gbnf(wide);
+  ASSERT_FALSE(many.is_ok());
+  EXPECT_NE(many.status().message().find("more than 5000 subschemas"), std::string::npos) << many.status().message();
+}
+
 TEST(JsonSchemaGrammar, SurvivesRandomPatterns) {
   const std::vector<std::string> pieces = {"a", "\\d", "[a-z]", "[^\"]", "(",   ")",   "(?:",     "|",
                                            "*", "+?",  "{2,3}", "^",     "$",   "\\",  "\\u00e9", ".",

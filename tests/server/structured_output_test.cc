@@ -122,6 +122,14 @@ TEST_F(StructuredOutput, RefusesSchemasItCannotEnforceByName) {
   ASSERT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(json::parse(r.body)["error"]["param"], "response_format");
   EXPECT_NE(r.body.find("patternProperties"), std::string::npos) << r.body;
+  // Too deep to compile in bounded time: refused at once, the limit named.
+  json deep = {{"type", "integer"}};
+  for (int i = 0; i < 2000; ++i) deep = {{"type", "object"}, {"properties", {{"a", deep}}}};
+  req["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "deep"}, {"schema", deep}}}};
+  r = http_request(server_->port(), "POST", "/v1/chat/completions", req.dump());
+  ASSERT_EQ(r.status, 400) << r.body.substr(0, 300);
+  EXPECT_EQ(json::parse(r.body)["error"]["param"], "response_format");
+  EXPECT_NE(r.body.find("deeper than 64 levels"), std::string::npos) << r.body.substr(0, 300);
   req["response_format"] = {{"type", "xml"}};
   r = http_request(server_->port(), "POST", "/v1/chat/completions", req.dump());
   ASSERT_EQ(r.status, 400);
