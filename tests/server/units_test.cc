@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/deadline.h"
+#include "server/frontend.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/tenants.h"
@@ -255,6 +257,52 @@ TEST(Metrics, PrometheusText) {
   EXPECT_NE(text.find("ladder_ttft_seconds_count 1\n"), std::string::npos);
   EXPECT_NE(text.find("ladder_itl_seconds_count 2\n"), std::string::npos);
   EXPECT_NE(text.find("ladder_itl_seconds_bucket{le=\"0.001\"} 1\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ladder::server
+
+namespace ladder::server {
+namespace {
+
+// The one SLO judgement of serve and route: the first token by the plan's
+// deadline, TPOT (the slowest choice's) within the tenant's target; only a
+// finished request can meet it.
+TEST(MeetsSlo, FirstTokenByTheDeadlineAndTpotWithinTheTarget) {
+  GenerationPlan plan;
+  plan.arrival = engine::Clock::now();
+  plan.request.scheduling.deadline = deadline_after(plan.arrival, 500);
+  const TenantSlo slo{500, 50};
+  RequestRecord rec;
+  rec.finished = true;
+  rec.ttft_s = 0.4;
+  rec.tpot_s = 0.04;
+  EXPECT_TRUE(meets_slo(rec, plan, slo));
+  rec.ttft_s = 0.6;  // past the deadline
+  EXPECT_FALSE(meets_slo(rec, plan, slo));
+  rec.ttft_s = 0.4;
+  rec.tpot_s = 0.06;  // over the TPOT target
+  EXPECT_FALSE(meets_slo(rec, plan, slo));
+  rec.tpot_s = -1;  // one token: no TPOT to judge
+  EXPECT_TRUE(meets_slo(rec, plan, slo));
+  rec.finished = false;
+  EXPECT_FALSE(meets_slo(rec, plan, slo));
+  // No deadline and no TPOT target: any finished request meets it.
+  plan.request.scheduling.deadline = engine::Clock::time_point::max();
+  rec.finished = true;
+  rec.ttft_s = 100;
+  rec.tpot_s = 10;
+  EXPECT_TRUE(meets_slo(rec, plan, TenantSlo{}));
+}
+
+TEST(Deadline, OneRuleForWhatMaySendOne) {
+  EXPECT_EQ(parse_deadline_ms("250.5"), 250.5);
+  for (const char* bad : {"", "0", "-3", "1e10", "12ms", "nan"}) EXPECT_FALSE(parse_deadline_ms(bad)) << bad;
+  EXPECT_FALSE(remaining_ms(engine::Clock::time_point::max()));
+  EXPECT_EQ(*remaining_ms(engine::Clock::now() - std::chrono::seconds(1)), 1.0);  // passed in flight: 1 ms
+  const double left = *remaining_ms(deadline_after(engine::Clock::now(), 10000));
+  EXPECT_GT(left, 9000);
+  EXPECT_LE(left, 10000);
 }
 
 }  // namespace
