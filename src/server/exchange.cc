@@ -41,9 +41,11 @@ Exchange::Exchange(GenerationPlan plan, std::shared_ptr<ResponseChannel> channel
 
 std::optional<ApiError> Exchange::submit(int32_t index) {
   engine::Request r = plan_.request;
+  if (!plan_.prompts.empty()) r.prompt = plan_.prompts.at(static_cast<size_t>(index / plan_.n_per_prompt));
   if (plan_.grammar) r.constraint = std::make_shared<GrammarConstraint>(plan_.grammar);
-  // Seeded choices differ from each other and repeat across runs.
-  if (r.sampling.seed) *r.sampling.seed += static_cast<uint64_t>(index);
+  // Seeded choices differ from each other and repeat across runs (the n of
+  // each prompt as those of a request with that prompt alone).
+  if (r.sampling.seed) *r.sampling.seed += static_cast<uint64_t>(index % plan_.n_per_prompt);
   auto submitted = services_.engine->submit(std::move(r));
   if (!submitted.is_ok()) return api_error_from_status(submitted.status());
   bool gone = false;
@@ -170,8 +172,16 @@ void Exchange::finish_choices() {
   std::optional<Clock::time_point> first, prefill_start;
   Clock::time_point last = plan_.arrival;
   engine::SpecUsage speculative;  // every choice's, added up
-  for (const auto& end : ends_) {
+  // Each prompt counts once (its choices share it), the most any of its
+  // choices found cached; several prompts add up.
+  const size_t n_prompts = std::max<size_t>(1, plan_.prompts.size());
+  std::vector<int64_t> prompt_tokens(n_prompts, 0), cached_tokens(n_prompts, 0);
+  for (size_t i = 0; i < ends_.size(); ++i) {
+    const auto& end = ends_[i];
     if (!end) continue;
+    const size_t group = std::min(n_prompts - 1, i / static_cast<size_t>(plan_.n_per_prompt));
+    prompt_tokens[group] = end->usage.prompt_tokens;
+    cached_tokens[group] = std::max(cached_tokens[group], end->usage.cached_prompt_tokens);
     const engine::SpecUsage& sp = end->usage.speculative;
     speculative.eligible = speculative.eligible || sp.eligible;
     speculative.enabled = speculative.enabled || sp.enabled;
@@ -182,8 +192,6 @@ void Exchange::finish_choices() {
     speculative.verify_us += sp.verify_us;
     speculative.k = std::max(speculative.k, sp.k);
     const engine::RequestTimings& t = end->timings;
-    timings.prompt_tokens = end->usage.prompt_tokens;
-    timings.cached_tokens = std::max(timings.cached_tokens, end->usage.cached_prompt_tokens);
     timings.preemptions += end->n_preemptions;
     rec.completion_tokens += end->usage.completion_tokens;
     if (t.prefill_start && (!prefill_start || *t.prefill_start < *prefill_start)) prefill_start = t.prefill_start;
@@ -191,8 +199,8 @@ void Exchange::finish_choices() {
     Clock::time_point end_time = t.finished.value_or(Clock::now());
     if (!t.token_times.empty()) end_time = t.token_times.back();
     last = std::max(last, end_time);
-    for (size_t i = 1; i < t.token_times.size(); ++i) {
-      rec.itl_s.push_back(ms_between(t.token_times[i - 1], t.token_times[i]) / 1000.0);
+    for (size_t k = 1; k < t.token_times.size(); ++k) {
+      rec.itl_s.push_back(ms_between(t.token_times[k - 1], t.token_times[k]) / 1000.0);
     }
     const int64_t n_tokens = end->usage.completion_tokens;
     if (n_tokens > 1 && t.first_token) {
@@ -200,6 +208,10 @@ void Exchange::finish_choices() {
       rec.tpot_s =
           std::max(rec.tpot_s, ms_between(*t.first_token, end_time) / 1000.0 / static_cast<double>(n_tokens - 1));
     }
+  }
+  for (size_t g = 0; g < n_prompts; ++g) {
+    timings.prompt_tokens += prompt_tokens[g];
+    timings.cached_tokens += cached_tokens[g];
   }
   if (prefill_start) timings.queued_ms = ms_between(plan_.arrival, *prefill_start);
   if (first) {

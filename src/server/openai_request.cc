@@ -377,26 +377,42 @@ std::optional<ApiError> parse_completion_request(std::string_view body, Completi
   Fields f(doc);
   const json* prompt = f.find("prompt");
   if (prompt == nullptr) return invalid_field("prompt", "'prompt' is required");
-  if (prompt->is_string()) {
-    out->prompt = prompt->get<std::string>();
-  } else if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) {
-    out->prompt = (*prompt)[0].get<std::string>();
-  } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
-    std::vector<int32_t> ids;
-    for (const auto& e : *prompt) {
+  // One prompt (a string, or a list of token ids), or several (a list of
+  // strings, or a list of token-id lists): OpenAI's shapes.
+  auto ids_of = [](const json& list, std::vector<int32_t>* ids) -> std::optional<ApiError> {
+    for (const auto& e : list) {
       if (!e.is_number_integer()) return invalid_field("prompt", "token-id prompts must be lists of integers");
       int64_t v = e.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(e.get<uint64_t>(), 1ull << 40))
                                          : e.get<int64_t>();
       if (v < 0 || v > std::numeric_limits<int32_t>::max()) {
         return invalid_field("prompt", "token id " + std::to_string(v) + " is out of range");
       }
-      ids.push_back(static_cast<int32_t>(v));
+      ids->push_back(static_cast<int32_t>(v));
     }
-    out->prompt_tokens = std::move(ids);
-  } else if (prompt->is_array() && prompt->size() > 1) {
-    return invalid_field("prompt", "batched prompts are not supported; send one prompt per request");
+    return std::nullopt;
+  };
+  auto one = [&](const json& p) -> std::optional<ApiError> {
+    CompletionRequest::Prompt q;
+    if (p.is_string()) {
+      q.text = p.get<std::string>();
+    } else if (p.is_array() && !p.empty()) {
+      q.tokens.emplace();
+      LADDER_API_TRY(ids_of(p, &*q.tokens));
+    } else {
+      return invalid_field("prompt", "each prompt must be a string or a non-empty list of token ids");
+    }
+    out->prompts.push_back(std::move(q));
+    return std::nullopt;
+  };
+  if (prompt->is_string() || (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number())) {
+    LADDER_API_TRY(one(*prompt));
+  } else if (prompt->is_array() && !prompt->empty()) {
+    if (prompt->size() > kMaxChoices) {
+      return invalid_field("prompt", "at most " + std::to_string(kMaxChoices) + " prompts in one request");
+    }
+    for (const auto& p : *prompt) LADDER_API_TRY(one(p));
   } else {
-    return invalid_field("prompt", "'prompt' must be a string, a list of one string, or a list of token ids");
+    return invalid_field("prompt", "'prompt' must be a string, a list of token ids, or a non-empty list of those");
   }
   LADDER_API_TRY(parse_options(f, /*chat=*/false, &out->options));
   LADDER_API_TRY(refuse_unsupported(f, /*chat=*/false));

@@ -54,8 +54,12 @@ inline constexpr size_t kMaxLogitBiasEntries = 1024;
 
 struct CompletionRequest {
   GenerationOptions options;
-  std::string prompt;                       // text, when given as text
-  std::optional<std::vector<int32_t>> prompt_tokens;  // when given as token ids
+  struct Prompt {
+    std::string text;                             // when given as text
+    std::optional<std::vector<int32_t>> tokens;  // when given as token ids
+  };
+  // One or more (a list of prompts: n choices each, in prompt order).
+  std::vector<Prompt> prompts;
 };
 
 struct ChatRequest {

@@ -117,21 +117,27 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
     CompletionRequest c;
     if (auto err = parse_completion_request(http.body, &c)) return err;
     options = std::move(c.options);
-    if (c.prompt_tokens) {
-      for (int32_t id : *c.prompt_tokens) {
-        if (id >= tok.n_vocab()) {
-          return invalid_field("prompt", "token id " + std::to_string(id) + " is outside the vocabulary of " +
-                                             std::to_string(tok.n_vocab()));
+    for (CompletionRequest::Prompt& p : c.prompts) {
+      std::vector<int32_t> ids;
+      if (p.tokens) {
+        for (int32_t id : *p.tokens) {
+          if (id >= tok.n_vocab()) {
+            return invalid_field("prompt", "token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                               std::to_string(tok.n_vocab()));
+          }
         }
+        ids = std::move(*p.tokens);
+      } else {
+        if (auto err = check_prompt_bytes(p.text.size(), "prompt")) return err;
+        // Completions take the prompt as plain text: special-token markers in
+        // it are not parsed (send token ids for those). Chat requests get them
+        // from the template only.
+        ids = tok.encode(p.text, tok.add_bos_default(), /*parse_special=*/false);
       }
-      r.prompt = std::move(*c.prompt_tokens);
-    } else {
-      if (auto err = check_prompt_bytes(c.prompt.size(), "prompt")) return err;
-      // Completions take the prompt as plain text: special-token markers in it
-      // are not parsed (send token ids for those). Chat requests get them
-      // from the template only.
-      r.prompt = tok.encode(c.prompt, tok.add_bos_default(), /*parse_special=*/false);
+      plan.prompts.push_back(std::move(ids));
     }
+    r.prompt = plan.prompts.front();
+    if (plan.prompts.size() == 1) plan.prompts.clear();
   } else {
     ChatRequest c;
     if (auto err = parse_chat_request(http.body, &c)) return err;
@@ -207,7 +213,12 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
     return invalid_field("ignore_eos", "'ignore_eos' cannot be combined with a grammar (response_format or a forced "
                                        "tool call): the grammar decides where the output ends");
   }
-  plan.n = options.n;
+  plan.n_per_prompt = options.n;
+  plan.n = options.n * static_cast<int32_t>(std::max<size_t>(1, plan.prompts.size()));
+  if (plan.n > kMaxChoices) {
+    return invalid_field("n", "prompts x n is " + std::to_string(plan.n) + "; at most " +
+                                  std::to_string(kMaxChoices) + " choices in one request");
+  }
   r.sampling = options.sampling;
   r.stop.max_tokens = options.max_tokens.value_or(0);
   r.stop.stop_strings = options.stop;

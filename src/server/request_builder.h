@@ -40,6 +40,10 @@ struct GenerationPlan {
   std::optional<ReasoningMarkers> reasoning;  // chat with a thinking template
   bool reasoning_starts_inside = false;       // the prompt opened it
   int32_t n = 1;                              // choices, each its own engine request
+  // Completions with several prompts: each one's tokens (request.prompt is
+  // the first); choice i answers prompts[i / n_per_prompt]. Empty: one prompt.
+  std::vector<std::vector<int32_t>> prompts;
+  int32_t n_per_prompt = 1;
   // The grammar each choice's output must match (response_format, forced
   // tool calls); null: free text. Each engine request gets its own matcher.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;

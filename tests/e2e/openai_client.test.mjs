@@ -265,6 +265,22 @@ try {
     assert.equal(args, calls[0].function.arguments);
   });
 
+  await check('completions with several prompts: n choices per prompt, in prompt order', async () => {
+    const prompts = ['Once upon a time', 'The little dog'];
+    const req = { model: 'stories260K', max_tokens: 12, temperature: 0 };
+    const both = await client.completions.create({ ...req, prompt: prompts, n: 2 });
+    assert.deepEqual(both.choices.map((c) => c.index), [0, 1, 2, 3]);
+    let promptTokens = 0;
+    for (const [i, p] of prompts.entries()) {
+      const alone = await client.completions.create({ ...req, prompt: p });
+      assert.equal(both.choices[2 * i].text, alone.choices[0].text);
+      assert.equal(both.choices[2 * i + 1].text, alone.choices[0].text);  // greedy: n alike
+      promptTokens += alone.usage.prompt_tokens;
+    }
+    assert.equal(both.usage.prompt_tokens, promptTokens);
+    assert.equal(both.usage.completion_tokens, 4 * 12);
+  });
+
   await check('logit_bias changes the output as asked', async () => {
     const plain = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 8, temperature: 0, return_token_ids: true });
     const first = plain.choices[0].token_ids[0];

@@ -21,7 +21,8 @@ TEST(RequestParsing, ValidCompletion) {
       R"("stream":true,"stream_options":{"include_usage":true},"user":"u"})",
       &r);
   ASSERT_FALSE(err) << err->body();
-  EXPECT_EQ(r.prompt, "hi");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "hi");
   EXPECT_EQ(*r.options.max_tokens, 5);
   EXPECT_EQ(r.options.sampling.temperature, 0.0f);
   EXPECT_EQ(r.options.sampling.top_k, 3);
@@ -36,7 +37,20 @@ TEST(RequestParsing, ValidCompletion) {
 TEST(RequestParsing, TokenIdPrompt) {
   CompletionRequest r;
   ASSERT_FALSE(parse_completion_request(R"({"prompt":[1,403,407]})", &r));
-  EXPECT_EQ(*r.prompt_tokens, (std::vector<int32_t>{1, 403, 407}));
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(*r.prompts[0].tokens, (std::vector<int32_t>{1, 403, 407}));
+}
+
+// OpenAI's batched completions: a list of strings, or of token-id lists.
+TEST(RequestParsing, SeveralPrompts) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":["a", "b c"]})", &r));
+  ASSERT_EQ(r.prompts.size(), 2u);
+  EXPECT_EQ(r.prompts[1].text, "b c");
+  CompletionRequest ids;
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":[[1, 2], [3]]})", &ids));
+  ASSERT_EQ(ids.prompts.size(), 2u);
+  EXPECT_EQ(*ids.prompts[1].tokens, std::vector<int32_t>{3});
 }
 
 struct BadCase {
@@ -68,7 +82,10 @@ TEST(RequestParsing, RejectionsNameTheField) {
       {R"({"prompt": "x", "logprobs": 21})", "logprobs", "invalid_value"},
       {R"({"prompt": "x", "stream_options": {"include_usage": true}})", "stream_options", "invalid_value"},
       {R"({"prompt": "x", "seed": "1"})", "seed", "invalid_value"},
-      {R"({"prompt": ["a", "b"]})", "prompt", "invalid_value"},
+      {R"({"prompt": ["a", 2]})", "prompt", "invalid_value"},
+      {R"({"prompt": ["a", []]})", "prompt", "invalid_value"},
+      {R"({"prompt": [[1], [-1]]})", "prompt", "invalid_value"},
+      {R"({"prompt": []})", "prompt", "invalid_value"},
       {R"({"prompt": [1, -2]})", "prompt", "invalid_value"},
       {R"({"prompt": 7})", "prompt", "invalid_value"},
       {R"({"max_tokens": 5})", "prompt", "invalid_value"},
