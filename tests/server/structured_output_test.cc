@@ -262,7 +262,8 @@ TEST_F(StructuredOutput, CutOffToolCallsNeverLeakTagsOrBrokenArguments) {
     ASSERT_FALSE(body.is_null());
     for (const std::string& payload : sse_payloads(body.get<std::string>())) {
       if (payload == "[DONE]") continue;
-      for (const json& c : json::parse(payload)["choices"]) {
+      const json chunk = json::parse(payload);
+      for (const json& c : chunk["choices"]) {
         if (c["delta"].contains("content") && c["delta"]["content"].is_string()) {
           EXPECT_EQ(c["delta"]["content"].get<std::string>().find('<'), std::string::npos) << max_tokens;
         }
