@@ -17,7 +17,7 @@ SANITIZER_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo '-DCMAKE_CXX_FLAGS
 
 # The suites the sanitizer builds run. The chaos test is shorter there.
 ASAN_SUITES := gguf jinja grammar tokenizer ops model kv engine server harness ladder route chaos
-TSAN_SUITES := engine server harness chaos
+TSAN_SUITES := engine server harness route chaos
 SANITIZER_CHAOS_SECONDS ?= 20
 # Left to the release suite: the CLI cases drive the binary's commands, the
 # Slow suites run attention over thousands of positions (~25x slower

@@ -123,10 +123,15 @@ TEST_F(StructuredOutput, RefusesSchemasItCannotEnforceByName) {
   EXPECT_EQ(json::parse(r.body)["error"]["param"], "response_format");
   EXPECT_NE(r.body.find("patternProperties"), std::string::npos) << r.body;
   // Too deep to compile in bounded time: refused at once, the limit named.
-  json deep = {{"type", "integer"}};
-  for (int i = 0; i < 2000; ++i) deep = {{"type", "object"}, {"properties", {{"a", deep}}}};
-  req["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "deep"}, {"schema", deep}}}};
-  r = http_request(server_->port(), "POST", "/v1/chat/completions", req.dump());
+  // 2,000 levels, written as text: a JSON value that deep would take the
+  // test's own (recursive) JSON library deeper than a sanitizer's stack.
+  std::string deep;
+  for (int i = 0; i < 2000; ++i) deep += R"({"type": "object", "properties": {"a": )";
+  deep += R"({"type": "integer"})";
+  for (int i = 0; i < 2000; ++i) deep += "}}";
+  r = http_request(server_->port(), "POST", "/v1/chat/completions",
+                   R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", )"
+                   R"("json_schema": {"name": "deep", "schema": )" + deep + "}}}");
   ASSERT_EQ(r.status, 400) << r.body.substr(0, 300);
   EXPECT_EQ(json::parse(r.body)["error"]["param"], "response_format");
   EXPECT_NE(r.body.find("deeper than 64 levels"), std::string::npos) << r.body.substr(0, 300);
