@@ -54,9 +54,9 @@ std::optional<double> cost_at(const DecayingLine& line, double n) {
 
 }  // namespace
 
-PrefillDecision PrefillPolicy::decide(int64_t n_uncached, int64_t decode_running, bool any_prefill,
+PrefillDecision PrefillPolicy::decide(int64_t n_local, int64_t n_remote, int64_t decode_running, bool any_prefill,
                                       bool prefill_free) const {
-  if (n_uncached <= 0) return {PrefillWhere::kLocal, "cached"};
+  if (n_local <= 0) return {PrefillWhere::kLocal, "cached"};
   if (!any_prefill) return {PrefillWhere::kLocal, "no_prefill_worker"};
   if (mode_ == PrefillMode::kAlways) return {PrefillWhere::kRemote, "policy_always"};
   if (mode_ == PrefillMode::kNever) return {PrefillWhere::kLocal, "policy_never"};
@@ -64,9 +64,8 @@ PrefillDecision PrefillPolicy::decide(int64_t n_uncached, int64_t decode_running
   if (remote_.samples() < kMinSamples || local_.samples() < kMinSamples) {
     return {remote_.samples() <= local_.samples() ? PrefillWhere::kRemote : PrefillWhere::kLocal, "exploring"};
   }
-  const auto n = static_cast<double>(n_uncached);
-  const double remote = *cost_at(remote_, n);
-  const double local = *cost_at(local_, n);
+  const double remote = *cost_at(remote_, static_cast<double>(n_remote));
+  const double local = *cost_at(local_, static_cast<double>(n_local));
   const double others = static_cast<double>(std::max<int64_t>(0, decode_running));
   if (remote < (1 + others) * local) return {PrefillWhere::kRemote, "cheaper_remote"};
   return {PrefillWhere::kLocal, "cheaper_local"};

@@ -3,22 +3,27 @@
 // itself. Pure logic over measured costs; the router serialises calls.
 //
 // What each choice costs, in milliseconds of someone's time to first token:
-//   local   the decode worker computes n uncached prompt tokens: this request
-//           waits local(n), and so does the next token of each of the R
-//           sequences it is running (their steps share the worker);
-//   remote  the prefill worker computes them and ships the blocks: this
-//           request waits remote(n) (round trip, compute, transfer), the
-//           decode worker's running sequences do not.
-// Remote is chosen when remote(n) < (1 + R) * local(n). Both costs are lines
-// a + b * n fitted by exponentially weighted least squares to what the router
-// measured: remote(n) from each /internal/prefill round trip, local(n) from
-// the decode worker's own account (its TTFT minus its queue time) of requests
-// whose prompt it computed. Until each line has kMinSamples, the policy
-// explores: the path with fewer samples is taken.
+//   local   the decode worker computes the n_local prompt tokens it does not
+//           hold: this request waits local(n_local), and so does the next
+//           token of each of the R sequences it is running (their steps
+//           share the worker);
+//   remote  the prefill worker computes the n_remote tokens it does not hold
+//           (it needs the whole prefix to compute the rest: a chat turn whose
+//           history only the decode worker holds costs it the whole prompt)
+//           and ships the blocks the decode worker lacks: this request waits
+//           remote(n_remote), the decode worker's sequences do not.
+// Remote is chosen when remote(n_remote) < (1 + R) * local(n_local). Both
+// costs are lines a + b * n fitted by exponentially weighted least squares to
+// what the router measured: remote from each /internal/prefill round trip
+// plus the decode worker's remaining prompt time, local from the decode
+// worker's own account (its TTFT minus its queue time) of requests whose
+// prompt it computed. Until each line has kMinSamples, the policy explores:
+// the path with fewer samples is taken.
 //
 // Before the cost rule: nothing to compute (every block is believed held)
-// stays local ("cached"), as does a request when every prefill worker's
-// running slots are taken by this router's requests ("prefill_busy").
+// stays local ("cached"), as does a request when no prefill worker is idle
+// ("prefill_busy": a prompt queued behind another on a prefill worker waits
+// longer than the line, fitted on prompts that started at once, says).
 #pragma once
 
 #include <cstdint>
@@ -68,14 +73,16 @@ class PrefillPolicy {
   static constexpr int64_t kMinSamples = 4;
   explicit PrefillPolicy(PrefillMode mode = PrefillMode::kMeasured) : mode_(mode) {}
 
-  // n_uncached: prompt tokens the decode worker is not believed to hold;
-  // decode_running: its other requests in flight from this router;
-  // prefill_free: a healthy prefill worker has a free running slot.
-  PrefillDecision decide(int64_t n_uncached, int64_t decode_running, bool any_prefill, bool prefill_free) const;
+  // n_local / n_remote: prompt tokens the decode worker / the best prefill
+  // worker is not believed to hold; decode_running: the decode worker's other
+  // requests from this router; prefill_free: a healthy prefill worker is idle.
+  PrefillDecision decide(int64_t n_local, int64_t n_remote, int64_t decode_running, bool any_prefill,
+                         bool prefill_free) const;
   void observe_remote(int64_t n_tokens, double ms) { remote_.add(static_cast<double>(n_tokens), ms); }
   void observe_local(int64_t n_tokens, double ms) { local_.add(static_cast<double>(n_tokens), ms); }
-  // Uncached tokens from which remote prefill pays with nothing else running
-  // on the decode worker; nullopt while unmeasured or when it never pays.
+  // Uncached tokens (the same count on both workers) from which remote
+  // prefill pays with nothing else running on the decode worker; nullopt
+  // while unmeasured or when it never pays.
   std::optional<double> threshold_tokens() const;
   const DecayingLine& remote() const { return remote_; }
   const DecayingLine& local() const { return local_; }

@@ -286,7 +286,10 @@ void RelayBackend::relay(const std::shared_ptr<Call>& call) {
   // The tokens of full blocks the decode worker is not believed to hold: what
   // a prefill worker would compute and send.
   const auto n_uncached = static_cast<int64_t>(keys.size() - std::min(keys.size(), decode->affinity_blocks)) * bs;
-  const PrefillDecision d = decide_prefill(keys.empty(), n_uncached, *decode);
+  const WorkerPool::PrefillAvailability prefill = pool_->prefill_availability(keys);
+  const auto n_remote =
+      static_cast<int64_t>(keys.size() - std::min(keys.size(), prefill.most_held_blocks)) * bs;
+  const PrefillDecision d = decide_prefill(keys.empty(), n_uncached, n_remote, prefill, *decode);
   RemotePrefill remote;
   if (d.where == PrefillWhere::kRemote) {
     std::optional<RemotePrefill> r = prefill_remotely(call, keys, decode, rec);
@@ -297,17 +300,17 @@ void RelayBackend::relay(const std::shared_ptr<Call>& call) {
   if (n_uncached <= 0 || worker_prompt_ms < 0) return;
   std::lock_guard lock(policy_mu_);
   if (remote.round_trip_ms >= 0) {
-    policy_.observe_remote(n_uncached, remote.round_trip_ms + worker_prompt_ms);
+    policy_.observe_remote(n_remote, remote.round_trip_ms + worker_prompt_ms);
   } else {
     policy_.observe_local(n_uncached, worker_prompt_ms);
   }
 }
 
-PrefillDecision RelayBackend::decide_prefill(bool no_full_block, int64_t n_uncached, const Placement& decode) {
-  const WorkerPool::PrefillAvailability a = pool_->prefill_availability();
+PrefillDecision RelayBackend::decide_prefill(bool no_full_block, int64_t n_local, int64_t n_remote,
+                                             const WorkerPool::PrefillAvailability& a, const Placement& decode) {
   std::lock_guard lock(policy_mu_);
   PrefillDecision d{PrefillWhere::kLocal, "no_full_block"};  // nothing a prefill worker could send
-  if (!no_full_block) d = policy_.decide(n_uncached, decode.others_in_flight, a.any, a.free);
+  if (!no_full_block) d = policy_.decide(n_local, n_remote, decode.others_in_flight, a.any, a.free);
   ++decisions_[{d.where == PrefillWhere::kRemote ? "remote" : "local", d.reason}];
   return d;
 }

@@ -131,7 +131,8 @@ class RelayBackend : public server::Backend {
   // The worker's own prompt time (its TTFT less its queue time) in ms, or -1.
   double relay_decode(const std::shared_ptr<Call>& call, const Placement& decode, const std::string& transfer_id,
                       server::RequestRecord& rec);
-  PrefillDecision decide_prefill(bool no_full_block, int64_t n_uncached, const Placement& decode);
+  PrefillDecision decide_prefill(bool no_full_block, int64_t n_local, int64_t n_remote,
+                                 const WorkerPool::PrefillAvailability& prefill, const Placement& decode);
   // Ends a call that never reached a worker's response (refused, expired,
   // withdrawn, failed placement).
   void end_early(const std::shared_ptr<Call>& call, const server::ApiError& e, bool was_running);

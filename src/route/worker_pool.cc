@@ -194,13 +194,14 @@ std::optional<Placement> WorkerPool::place(WorkerRole role, std::span<const kv::
   return p;
 }
 
-WorkerPool::PrefillAvailability WorkerPool::prefill_availability() const {
+WorkerPool::PrefillAvailability WorkerPool::prefill_availability(std::span<const kv::BlockKey> keys) const {
   std::lock_guard lock(mu_);
   PrefillAvailability a;
   for (const Worker& w : prefill_) {
     if (!w.info.healthy) continue;
     a.any = true;
-    a.free = a.free || w.info.max_running <= 0 || w.info.in_flight < w.info.max_running;
+    a.free = a.free || w.info.in_flight == 0;
+    a.most_held_blocks = std::max(a.most_held_blocks, w.index.leading_hits(keys));
   }
   return a;
 }

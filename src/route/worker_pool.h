@@ -94,13 +94,15 @@ class WorkerPool {
   // in-flight count goes up until release(). nullopt when none is healthy.
   std::optional<Placement> place(WorkerRole role, std::span<const kv::BlockKey> keys);
   void release(const Placement& p);
-  // Whether a prefill worker is healthy, and whether one has a running slot
-  // this router's requests do not take.
+  // Whether a prefill worker is healthy, whether one is idle (none of this
+  // router's requests in flight there: a prompt sent now starts at once), and
+  // the most leading `keys` a healthy one is believed to hold.
   struct PrefillAvailability {
     bool any = false;
     bool free = false;
+    size_t most_held_blocks = 0;
   };
-  PrefillAvailability prefill_availability() const;
+  PrefillAvailability prefill_availability(std::span<const kv::BlockKey> keys) const;
   // The worker now holds these blocks (it computed or received them).
   void record_blocks(const Placement& p, std::span<const kv::BlockKey> keys);
   // The worker failed a call: unhealthy until a probe finds it ready again.
