@@ -27,6 +27,9 @@ WriterOptions writer_options(const GenerationPlan& plan) {
   o.tool_format = plan.tool_format;
   // Call ids must not repeat across requests; the response id is random.
   o.tool_id_seed = std::hash<std::string>{}(plan.meta.id);
+  for (int32_t i = 0; i < plan.n && !plan.echo.empty(); ++i) {
+    o.echo.push_back(plan.echo[std::min<size_t>(plan.echo.size() - 1, static_cast<size_t>(i / plan.n_per_prompt))]);
+  }
   return o;
 }
 

@@ -300,7 +300,6 @@ std::optional<ApiError> refuse_unsupported(Fields& f, bool chat) {
     LADDER_API_TRY(f.refused("verbosity", "'verbosity' is not supported"));
     LADDER_API_TRY(f.refused("web_search_options", "web search is not supported"));
   } else {
-    LADDER_API_TRY(f.only_false("echo", "echo is not supported"));
     LADDER_API_TRY(f.refused("suffix", "suffix (insertion) is not supported"));
     int64_t best_of = 1;
     LADDER_API_TRY(f.integer("best_of", 1, std::numeric_limits<int64_t>::max(), &best_of));
@@ -415,6 +414,12 @@ std::optional<ApiError> parse_completion_request(std::string_view body, Completi
     return invalid_field("prompt", "'prompt' must be a string, a list of token ids, or a non-empty list of those");
   }
   LADDER_API_TRY(parse_options(f, /*chat=*/false, &out->options));
+  LADDER_API_TRY(f.boolean("echo", &out->options.echo));
+  // The prompt's own logprobs would need every prompt position's logits.
+  if (out->options.echo && out->options.logprobs) {
+    return invalid_field("echo", "echo with logprobs (the prompt tokens' logprobs) is not supported; "
+                                 "send echo without logprobs");
+  }
   LADDER_API_TRY(refuse_unsupported(f, /*chat=*/false));
   return f.leftovers("");
 }

@@ -44,6 +44,7 @@ struct GenerationOptions {
   bool logprobs = false;               // report the chosen token's logprob
   bool ignore_eos = false;             // vLLM extension: generate max_tokens whatever the model says
   bool return_token_ids = false;       // vLLM extension: each choice carries its output token ids
+  bool echo = false;                   // completions: each choice's text begins with its prompt
   std::string user;                    // user / safety_identifier: an opaque id for the access log
   int32_t n = 1;                       // choices to generate from the one prompt
   ResponseFormat response_format;

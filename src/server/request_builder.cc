@@ -134,6 +134,7 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
         // from the template only.
         ids = tok.encode(p.text, tok.add_bos_default(), /*parse_special=*/false);
       }
+      if (options.echo) plan.echo.push_back(p.tokens ? tok.decode(ids) : p.text);
       plan.prompts.push_back(std::move(ids));
     }
     r.prompt = plan.prompts.front();

@@ -44,6 +44,8 @@ struct GenerationPlan {
   // the first); choice i answers prompts[i / n_per_prompt]. Empty: one prompt.
   std::vector<std::vector<int32_t>> prompts;
   int32_t n_per_prompt = 1;
+  // echo: each prompt's text (in prompt order), which its choices begin with.
+  std::vector<std::string> echo;
   // The grammar each choice's output must match (response_format, forced
   // tool calls); null: free text. Each engine request gets its own matcher.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;

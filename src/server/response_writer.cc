@@ -13,6 +13,7 @@ ResponseWriter::ResponseWriter(const tokenizer::Tokenizer& tokenizer, ResponseMe
     Choice& c = choices_[i];
     if (options_.reasoning) c.reasoning.emplace(*options_.reasoning, options_.reasoning_starts_inside);
     if (options_.tool_format) c.tools.emplace(*options_.tool_format, options_.tool_id_seed + i);
+    if (i < options_.echo.size()) c.echo = options_.echo[i];
   }
 }
 
@@ -62,7 +63,7 @@ void ResponseWriter::emit(int32_t index, const std::string& text, bool at_end, b
     d.reasoning = std::move(s.reasoning);
     d.content = std::move(s.content);
   } else {
-    d.content = text;
+    d.content = std::exchange(c.echo, {}) + text;
   }
   if (c.tools) {
     // The answer goes through the tool-call parser: calls come out as

@@ -32,6 +32,8 @@ struct WriterOptions {
   // Tool calls are parsed out of the answer text in this format.
   std::optional<grammar::ToolCallFormat> tool_format;
   uint64_t tool_id_seed = 0;  // seeds the call ids
+  // Completions' echo: the text each choice begins with (empty: none).
+  std::vector<std::string> echo;
 };
 
 class ResponseWriter {
@@ -61,6 +63,7 @@ class ResponseWriter {
     bool role_sent = false;
     size_t text_offset = 0;
     ChoiceDelta pending;  // logprobs / token ids not yet sent
+    std::string echo;     // the prompt, sent before the choice's first text
     ChoiceResult result;  // non-streaming: the whole choice
   };
 

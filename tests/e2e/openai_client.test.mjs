@@ -281,6 +281,20 @@ try {
     assert.equal(both.usage.completion_tokens, 4 * 12);
   });
 
+  await check('echo: each choice begins with its prompt, streamed and not', async () => {
+    const req = { model: 'stories260K', prompt: ['Once upon a time', 'The little dog'], max_tokens: 8, temperature: 0 };
+    const plain = await client.completions.create(req);
+    const echoed = await client.completions.create({ ...req, echo: true });
+    for (const i of [0, 1]) assert.equal(echoed.choices[i].text, req.prompt[i] + plain.choices[i].text);
+    const texts = ['', ''];
+    for await (const chunk of await client.completions.create({ ...req, echo: true, stream: true })) {
+      for (const c of chunk.choices) texts[c.index] += c.text;
+    }
+    assert.deepEqual(texts, echoed.choices.map((c) => c.text));
+    await assert.rejects(client.completions.create({ ...req, echo: true, logprobs: 1 }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'echo');
+  });
+
   await check('logit_bias changes the output as asked', async () => {
     const plain = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 8, temperature: 0, return_token_ids: true });
     const first = plain.choices[0].token_ids[0];

@@ -67,7 +67,7 @@ std::vector<Param> chat_params() {
 std::vector<Param> completion_params() {
   return {
       {"best_of", 2, false},
-      {"echo", true, false},
+      {"echo", true, true},
       {"frequency_penalty", 0.5, true},
       {"logit_bias", {{"400", 5}}, true},
       {"logprobs", 2, true},

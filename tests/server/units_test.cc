@@ -155,10 +155,14 @@ TEST(RequestParsing, AParameterThatIsNotHonouredIsRefusedByName) {
       &ok));
   EXPECT_TRUE(ok.options.return_token_ids);
   CompletionRequest c;
-  auto err = parse_completion_request(R"({"prompt":"x","echo":true})", &c);
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":"x","echo":true})", &c));
+  EXPECT_TRUE(c.options.echo);
+  CompletionRequest with_logprobs;
+  auto err = parse_completion_request(R"({"prompt":"x","echo":true,"logprobs":1})", &with_logprobs);
   ASSERT_TRUE(err);
   EXPECT_EQ(err->param, "echo");
-  err = parse_completion_request(R"({"prompt":"x","messages":[]})", &c);
+  CompletionRequest mixed;
+  err = parse_completion_request(R"({"prompt":"x","messages":[]})", &mixed);
   ASSERT_TRUE(err);
   EXPECT_EQ(err->param, "messages");
   EXPECT_EQ(err->code, "unsupported_parameter");
