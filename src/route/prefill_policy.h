@@ -84,8 +84,6 @@ class PrefillPolicy {
   // prefill pays with nothing else running on the decode worker; nullopt
   // while unmeasured or when it never pays.
   std::optional<double> threshold_tokens() const;
-  const DecayingLine& remote() const { return remote_; }
-  const DecayingLine& local() const { return local_; }
 
  private:
   PrefillMode mode_;

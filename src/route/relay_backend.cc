@@ -217,7 +217,10 @@ void RelayBackend::end_early(const std::shared_ptr<Call>& call, const ApiError& 
   rec.rejected_early = e.http_status == 429;
   rec.prompt_tokens = static_cast<int64_t>(call->plan.request.prompt.size());
   if (!call->gone) call->ch->respond(server::error_response(e));
-  if (was_running) return finish_call(call, std::move(rec), rec.prompt_tokens);
+  if (was_running) {
+    const int64_t tokens = rec.prompt_tokens;
+    return finish_call(call, std::move(rec), tokens);
+  }
   call->settled(std::move(rec));
 }
 
@@ -381,7 +384,7 @@ std::optional<RelayBackend::RemotePrefill> RelayBackend::prefill_remotely(const 
     rec.http_status = r->status;
     rec.rejected_early = r->status == 429;
     if (!call->gone) call->ch->respond(std::move(out));
-    finish_call(call, std::move(rec), rec.prompt_tokens);
+    finish_call(call, rec, rec.prompt_tokens);
     return std::nullopt;
   }
   ++counters_.prefill_fallbacks;
@@ -427,7 +430,7 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
       st.is_ok() && (streaming ? seen.find("data: [DONE]") != std::string::npos : json::accept(seen));
   if (call->gone) {
     rec.http_status = 499;
-    finish_call(call, std::move(rec), rec.prompt_tokens);
+    finish_call(call, rec, rec.prompt_tokens);
     return -1;
   }
   if (!complete) {
@@ -447,7 +450,7 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
     } else {
       call->ch->respond(server::error_response(e));
     }
-    finish_call(call, std::move(rec), rec.prompt_tokens);
+    finish_call(call, rec, rec.prompt_tokens);
     return -1;
   }
   if (streaming) {
@@ -478,7 +481,7 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
     const int64_t per_choice = rec.completion_tokens / std::max<int32_t>(1, call->plan.n);
     if (per_choice > 1) rec.tpot_s = ladder.value("decode_ms", 0.0) / 1000 / static_cast<double>(per_choice - 1);
   }
-  finish_call(call, std::move(rec), rec.prompt_tokens + rec.completion_tokens);
+  finish_call(call, rec, rec.prompt_tokens + rec.completion_tokens);
   return status == 200 ? worker_prompt_ms : -1;
 }
 

@@ -139,9 +139,6 @@ class Frontend {
   bool ready() const { return state_.load() == ServerState::kReady; }
   uint16_t port() const;
   uint16_t metrics_port() const;
-  const std::string& served_model_name() const { return config_.served_model_name; }
-  // When this server started (unix seconds): /v1/models' "created".
-  int64_t started_unix() const { return started_unix_; }
 
   // Begins the drain (idempotent); SIGTERM and SIGINT call it.
   void drain();
@@ -177,7 +174,7 @@ class Frontend {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> metrics_http_;
   std::unique_ptr<WorkQueue> prepare_;
-  int64_t started_unix_ = 0;
+  int64_t started_unix_ = 0;  // /v1/models' "created" (unix seconds)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
