@@ -60,6 +60,9 @@ CommandRegistrar reg{
       cmd->add_option(
           "-m,--model", o->model,
           "The workers' GGUF model, for its tokenizer and chat template (default: as ladder serve)");
+      cmd->add_option("--chat-template", c.chat_template,
+                      "The Jinja chat template the workers were given with their --chat-template (a file, or the "
+                      "template text); the router checks that they render with the one it renders with");
       cmd->add_option("--prefill", c.prefill_urls,
                       "A prefill worker's URL (ladder serve --role prefill); repeatable");
       cmd->add_option("--decode", c.decode_urls,

@@ -235,6 +235,15 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
                   "schema)")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--chat-template", c.chat_template,
+                  "A Jinja chat template to use instead of the model's own (a file, or the template text): for a "
+                  "model without one (the default then is ChatML) or with a broken one");
+  cmd->add_option("--reasoning-parser", c.reasoning_parser,
+                  "Where a chat model's thinking goes: 'auto' puts the text between the thinking markers the chat "
+                  "template names (e.g. <think> ... </think>) into reasoning_content; 'deepseek_r1' and 'qwen3' use "
+                  "<think> ... </think> whatever the template says; 'none' leaves all output in content")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "none", "deepseek_r1", "qwen3"}));
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--test-step-delay-ms", e.step_delay_ms,

@@ -449,7 +449,8 @@ void Engine::admit(std::vector<Pending>& pending) {
     active->usage.prompt_tokens = static_cast<int64_t>(p.request.prompt.size());
     active->constraint = std::move(p.request.constraint);
     if (config_.tokenizer != nullptr) {
-      active->text.emplace(*config_.tokenizer, p.request.stop.stop_strings, p.request.shown_special_tokens);
+      active->text.emplace(*config_.tokenizer, p.request.stop,
+                           OutputTextOptions{p.request.shown_special_tokens, p.request.show_special_tokens});
     }
     active->export_kv = p.request.export_kv;
     active->ns = ns;

@@ -6,7 +6,10 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
+
+#include "engine/stop_criteria.h"
 
 #include "engine/stop_matcher.h"
 #include "tokenizer/incremental_detokenizer.h"
@@ -14,11 +17,17 @@
 
 namespace ladder::engine {
 
+struct OutputTextOptions {
+  // Special tokens whose text is output (others write none), or all of them.
+  std::vector<int32_t> shown_special;
+  bool show_all_special = false;
+};
+
 class OutputText {
  public:
-  // shown_special: special tokens whose text is output (others write none).
-  OutputText(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stops,
-             std::vector<int32_t> shown_special = {});
+  // The stop strings and stop ids of `stop`: a stop id writes no text unless
+  // stop.include_stop_text.
+  OutputText(const tokenizer::Tokenizer& tokenizer, const StopCriteria& stop, OutputTextOptions options = {});
 
   struct Step {
     std::string text;      // valid UTF-8 released by this token, possibly empty
@@ -35,6 +44,7 @@ class OutputText {
  private:
   tokenizer::IncrementalDetokenizer detok_;
   StopMatcher matcher_;
+  std::unordered_set<int32_t> silent_;  // stop ids whose text is left out
 };
 
 }  // namespace ladder::engine

@@ -38,6 +38,8 @@ struct Request {
   // Special tokens whose text belongs to the output text (tool-call markers
   // the server parses); other special tokens write no text.
   std::vector<int32_t> shown_special_tokens;
+  // Every special token writes its text (vLLM's skip_special_tokens: false).
+  bool show_special_tokens = false;
   // Speculative decoding when the engine has a draft (EngineConfig::
   // speculative); false: plain decoding. The tokens are the same either way.
   bool speculative = true;

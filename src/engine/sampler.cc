@@ -57,6 +57,11 @@ void apply_penalties(const SamplingParams& params, std::span<const int32_t> prom
   for (const auto& [t, bias] : params.logit_bias) {
     if (in_vocab(t)) logits[static_cast<size_t>(t)] += bias;
   }
+  if (static_cast<int64_t>(output.size()) < params.min_tokens) {
+    for (int32_t t : params.banned_before_min) {
+      if (in_vocab(t)) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+    }
+  }
 }
 
 Sampler::Sampler(const SamplingParams& params, uint64_t seed) : params_(params), rng_(seed) {
@@ -166,6 +171,36 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
     for (size_t i = from; i < to; ++i) m += cand_[i].w;
     return m;
   };
+
+  // Locally typical: order by |surprisal - entropy| (ties to the lower id)
+  // and keep the shortest prefix whose mass reaches typical_p (at least one
+  // token). Sorts the candidates: it is off unless asked for.
+  if (params_.typical_p < 1.0f && n_cand > 1) {
+    const double total = mass_of(0, n_cand);
+    double entropy = 0.0;
+    for (size_t i = 0; i < n_cand; ++i) {
+      const double p = cand_[i].w / total;
+      if (p > 0.0) entropy -= p * std::log(p);
+    }
+    auto distance = [&](const Candidate& c) {
+      const double p = c.w / total;
+      return p > 0.0 ? std::abs(-std::log(p) - entropy) : std::numeric_limits<double>::infinity();
+    };
+    std::sort(begin, begin + static_cast<std::ptrdiff_t>(n_cand), [&](const Candidate& a, const Candidate& b) {
+      const double da = distance(a), db = distance(b);
+      return da != db ? da < db : a.id < b.id;
+    });
+    const double target = static_cast<double>(params_.typical_p) * total;
+    double acc = 0.0;
+    size_t keep = 0;
+    while (keep < n_cand) {
+      acc += cand_[keep++].w;
+      if (acc >= target) break;
+    }
+    n_cand = std::max<size_t>(keep, 1);
+    w_max = 0.0f;
+    for (size_t i = 0; i < n_cand; ++i) w_max = std::max(w_max, cand_[i].w);
+  }
 
   // top-p: the smallest most-likely set whose mass reaches top_p (at least one
   // token). A histogram over the weights' float bits (monotone for positive

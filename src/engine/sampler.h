@@ -4,15 +4,17 @@
 //
 // Processing order, each step on the result of the previous one:
 //   1. penalties: repetition (prompt + output tokens), presence and frequency
-//      (output tokens only); then logit_bias. (A token constraint, e.g. a
+//      (output tokens only); then logit_bias; then, while the output is
+//      shorter than min_tokens, the stop ids are ruled out (-inf). (A token constraint, e.g. a
 //      grammar, has already set the logits of disallowed tokens to -inf.)
 //   2. logprobs are taken HERE: log-softmax over the full vocabulary of the
 //      penalised logits at temperature 1, before temperature and truncation
 //      (so they describe the model's distribution, as OpenAI and vLLM report
 //      them, and do not depend on top-k/top-p/min-p);
 //   3. greedy (temperature 0 or top_k 1): argmax, ties to the lower id; else
-//   4. weights softmax(x / temperature); keep top-k, then top-p (over the
-//      top-k mass), then min-p (p >= min_p * p_max);
+//   4. weights softmax(x / temperature); keep top-k, then the locally
+//      typical set (typical_p, over the top-k mass), then top-p (over what
+//      is left), then min-p (p >= min_p * p_max);
 //   5. draw from the survivors with the request's RNG, walking them in the
 //      (deterministic) order that selection left them in.
 #pragma once

@@ -15,6 +15,9 @@ Status SamplingParams::validate() const {
     return invalid_argument(fmt::format("top_p must be in (0, 1], got {}", top_p));
   if (!(min_p >= 0.0f && min_p <= 1.0f))
     return invalid_argument(fmt::format("min_p must be in [0, 1], got {}", min_p));
+  if (!(typical_p > 0.0f && typical_p <= 1.0f))
+    return invalid_argument(fmt::format("typical_p must be in (0, 1], got {}", typical_p));
+  if (min_tokens < 0) return invalid_argument(fmt::format("min_tokens must be >= 0, got {}", min_tokens));
   if (!(repetition_penalty > 0.0f && repetition_penalty <= 100.0f)) {
     return invalid_argument(
         fmt::format("repetition_penalty must be in (0, 100], got {}", repetition_penalty));

@@ -18,10 +18,15 @@ struct StopCriteria {
   // Output tokens. 0 (at submit): as many as the engine's max_output_tokens
   // and the context allow; the scheduler always sees it resolved (>= 1).
   int64_t max_tokens = 0;
-  std::unordered_set<int32_t> stop_token_ids;  // the sampled stop id is part of the output
+  // The sampled stop id is part of the output tokens; its text is not
+  // (unless include_stop_text).
+  std::unordered_set<int32_t> stop_token_ids;
   // The output ends just before the first of these to appear; it is not
   // part of the text, and the token that completed it is the last one counted.
   std::vector<std::string> stop_strings;
+  // The stop string, or the text of the stop id, that ended the output is
+  // part of the text (vLLM's include_stop_str_in_output). Default: left out.
+  bool include_stop_text = false;
 };
 
 }  // namespace ladder::engine

@@ -4,7 +4,7 @@
 
 namespace ladder::engine {
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) {
+StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop) : include_stop_(include_stop) {
   for (auto& s : stops) {
     if (!s.empty()) stops_.push_back(std::move(s));
   }
@@ -15,9 +15,17 @@ StopMatcher::Step StopMatcher::feed(std::string_view text) {
   if (stopped_) return step;
   held_.append(text);
   size_t first = std::string::npos;
-  for (const auto& s : stops_) first = std::min(first, held_.find(s));
+  size_t first_len = 0;
+  for (const auto& s : stops_) {
+    const size_t at = held_.find(s);
+    // The earliest stop; of two starting there, the one listed first.
+    if (at < first) {
+      first = at;
+      first_len = s.size();
+    }
+  }
   if (first != std::string::npos) {
-    step.emit = held_.substr(0, first);
+    step.emit = held_.substr(0, include_stop_ ? first + first_len : first);
     step.stopped = true;
     stopped_ = true;
     held_.clear();

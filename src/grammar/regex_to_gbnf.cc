@@ -418,14 +418,28 @@ Result<std::string> json_char_from(const Ranges& set) {
   return GbnfBuilder::alternation(alts);
 }
 
-Result<std::string> emit(const Expr& e) {
+// One character from `set` as raw text (a whole-output regex).
+Result<std::string> raw_char_from(const Ranges& set) {
+  const std::vector<CodepointRange> ranges = normalize_ranges(set);
+  if (ranges.empty()) return invalid_argument("a character class matches nothing");
+  if (ranges.size() == 1 && ranges[0].lo == ranges[0].hi) {
+    std::string s;
+    append_utf8(ranges[0].lo, &s);
+    return GbnfBuilder::literal(s);
+  }
+  return GbnfBuilder::char_class(ranges);
+}
+
+// json: characters as a JSON string's text (escaped where JSON must);
+// otherwise raw.
+Result<std::string> emit(const Expr& e, bool json) {
   switch (e.kind) {
-    case Expr::Kind::kCharClass: return json_char_from(e.ranges);
+    case Expr::Kind::kCharClass: return json ? json_char_from(e.ranges) : raw_char_from(e.ranges);
     case Expr::Kind::kSequence: {
       if (e.children.empty()) return std::string("\"\"");
       std::string out;
       for (const Expr& c : e.children) {
-        LADDER_ASSIGN_OR_RETURN(std::string part, emit(c));
+        LADDER_ASSIGN_OR_RETURN(std::string part, emit(c, json));
         out += (out.empty() ? "" : " ") + part;
       }
       return out;
@@ -433,13 +447,13 @@ Result<std::string> emit(const Expr& e) {
     case Expr::Kind::kAlternation: {
       std::vector<std::string> alts;
       for (const Expr& c : e.children) {
-        LADDER_ASSIGN_OR_RETURN(std::string part, emit(c));
+        LADDER_ASSIGN_OR_RETURN(std::string part, emit(c, json));
         alts.push_back(part);
       }
       return GbnfBuilder::alternation(alts);
     }
     case Expr::Kind::kRepeat: {
-      LADDER_ASSIGN_OR_RETURN(std::string body, emit(e.children[0]));
+      LADDER_ASSIGN_OR_RETURN(std::string body, emit(e.children[0], json));
       std::string q;
       if (e.min == 0 && e.max == kUnbounded) {
         q = "*";
@@ -467,7 +481,7 @@ Result<std::string> regex_to_json_content(std::string_view pattern, GbnfBuilder*
   const std::string any = json_rules::character(builder) + "*";
   std::vector<std::string> alts;
   for (size_t i = 0; i < branches.size(); ++i) {
-    Result<std::string> emitted = emit(branches[i]);
+    Result<std::string> emitted = emit(branches[i], /*json=*/true);
     if (!emitted.is_ok()) {
       return Status(emitted.status().code(),
                     "pattern '" + std::string(pattern) + "': " + emitted.status().message());
@@ -478,6 +492,22 @@ Result<std::string> regex_to_json_content(std::string_view pattern, GbnfBuilder*
     alts.push_back(alt);
   }
   return "( " + GbnfBuilder::alternation(alts) + " )";
+}
+
+Result<std::string> regex_to_gbnf(std::string_view pattern) {
+  std::vector<Expr> branches;
+  std::vector<std::pair<bool, bool>> anchors;
+  LADDER_RETURN_IF_ERROR(RegexParser(pattern).parse(&branches, &anchors));
+  std::vector<std::string> alts;
+  for (const Expr& branch : branches) {
+    Result<std::string> emitted = emit(branch, /*json=*/false);
+    if (!emitted.is_ok()) {
+      return Status(emitted.status().code(), "regex '" + std::string(pattern) + "': " + emitted.status().message());
+    }
+    alts.push_back(*emitted);
+  }
+  GbnfBuilder b;
+  return b.text(GbnfBuilder::alternation(alts));
 }
 
 }  // namespace ladder::grammar

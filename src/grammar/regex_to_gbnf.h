@@ -1,4 +1,4 @@
-// JSON Schema `pattern` -> GBNF: an ECMAScript regular expression (the
+// Regular expressions -> GBNF. JSON Schema `pattern`: an ECMAScript regular expression (the
 // practical subset below) becomes an expression for the *JSON text* between
 // a string's quotes whose decoded value the pattern matches. Characters that
 // JSON must escape (", \, control characters) are written escaped.
@@ -22,5 +22,10 @@
 namespace ladder::grammar {
 
 Result<std::string> regex_to_json_content(std::string_view pattern, GbnfBuilder* builder);
+
+// A whole output that matches `pattern` (vLLM's guided_regex): a grammar
+// whose root is the regex, characters raw. The match is always whole: ^ and
+// $ may be written and change nothing.
+Result<std::string> regex_to_gbnf(std::string_view pattern);
 
 }  // namespace ladder::grammar

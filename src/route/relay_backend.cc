@@ -7,6 +7,7 @@
 
 #include "common/build_info.h"
 #include "common/check.h"
+#include "common/sha256.h"
 #include "kv/prefix_cache.h"
 #include "server/deadline.h"
 #include "server/openai_request.h"
@@ -68,7 +69,7 @@ Status RelayBackend::open() {
   LADDER_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(config_.model_path));
   file_.emplace(std::move(file));
   LADDER_ASSIGN_OR_RETURN(tokenizer_, tokenizer::Tokenizer::from_gguf(*file_));
-  LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate tmpl, tokenizer::chat_template_from_gguf(*file_));
+  LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate tmpl, tokenizer::chat_template_for(*file_, config_.chat_template));
   chat_template_.emplace(std::move(tmpl));
   LADDER_ASSIGN_OR_RETURN(pool_, WorkerPool::create(config_.prefill_urls, config_.decode_urls));
   prober_ = std::thread([this] {
@@ -99,6 +100,12 @@ Status RelayBackend::start_serving() {
   }
   if (pool_->tokenizer_digest() != tokenizer_->digest()) {
     return failed_precondition("the workers' tokenizer is not the one in --model");
+  }
+  // The router renders prompts for placement, admission and /tokenize: with
+  // the template the workers render them with.
+  if (pool_->chat_template_digest() != sha256_hex(chat_template_->source())) {
+    return failed_precondition("the decode workers render chat prompts with another chat template than this router "
+                               "(or with different ones): give ladder route the workers' --chat-template");
   }
   server::PlannerOptions po;
   po.served_model_name = config_.served_model_name;

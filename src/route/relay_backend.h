@@ -46,6 +46,8 @@ namespace ladder::route {
 // `ladder route`'s settings: the frontend's and the relay's.
 struct RouterConfig {
   std::string model_path;         // the workers' GGUF: its tokenizer and chat template
+  // A Jinja chat template instead of the model's (the workers' --chat-template).
+  std::string chat_template;
   std::string served_model_name;  // default: the file name without .gguf
   std::string tenants_file;
   std::string api_key;

@@ -92,6 +92,7 @@ void WorkerPool::probe(double timeout_s) {
         info.max_input_tokens = doc.value("max_input_tokens", int64_t{0});
         info.context_length = doc.value("context_length", int64_t{0});
         info.tool_preamble = doc.value("tool_preamble", true);
+        info.chat_template_digest = doc.value("chat_template_digest", "");
         info.kv_port = static_cast<uint16_t>(doc.value("kv_port", 0));
         info.kv_blocks_used = doc.value("kv_blocks_used", int64_t{0});
       }
@@ -119,6 +120,7 @@ void WorkerPool::probe(double timeout_s) {
         w.info.max_input_tokens = in.max_input_tokens;
         w.info.context_length = in.context_length;
         w.info.tool_preamble = in.tool_preamble;
+        w.info.chat_template_digest = in.chat_template_digest;
         w.info.kv_port = in.kv_port;
         w.info.kv_blocks_used = in.kv_blocks_used;
       }
@@ -264,6 +266,16 @@ bool WorkerPool::tool_preamble() const {
   bool on = true;
   for (const Worker& w : decode_) on = on && w.info.tool_preamble;
   return on;
+}
+
+std::string WorkerPool::chat_template_digest() const {
+  std::lock_guard lock(mu_);
+  std::string digest;
+  for (const Worker& w : decode_) {
+    if (!digest.empty() && w.info.chat_template_digest != digest) return "";
+    digest = w.info.chat_template_digest;
+  }
+  return digest;
 }
 
 int WorkerPool::total_decode_slots() const {

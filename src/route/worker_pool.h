@@ -62,6 +62,7 @@ struct WorkerInfo {
   int64_t max_input_tokens = 0;
   int64_t context_length = 0;
   bool tool_preamble = true;  // describes tools in the system message
+  std::string chat_template_digest;  // sha256 of the chat template it renders with
   uint16_t kv_port = 0;
   int64_t in_flight = 0;
   int64_t kv_blocks_used = 0;
@@ -120,6 +121,8 @@ class WorkerPool {
   // Whether the decode workers describe tools in the system message (the
   // router plans requests as they do).
   bool tool_preamble() const;
+  // The decode workers' chat template digest; "" when they differ.
+  std::string chat_template_digest() const;
   // Running slots of all decode workers together.
   int total_decode_slots() const;
 

@@ -27,9 +27,17 @@ WriterOptions writer_options(const GenerationPlan& plan) {
   o.tool_format = plan.tool_format;
   // Call ids must not repeat across requests; the response id is random.
   o.tool_id_seed = std::hash<std::string>{}(plan.meta.id);
-  for (int32_t i = 0; i < plan.n && !plan.echo.empty(); ++i) {
-    o.echo.push_back(plan.echo[std::min<size_t>(plan.echo.size() - 1, static_cast<size_t>(i / plan.n_per_prompt))]);
+  // Choice i answers prompt i / n_per_prompt.
+  auto of_choice = [&](const auto& per_prompt, int32_t i) {
+    return per_prompt[std::min<size_t>(per_prompt.size() - 1, static_cast<size_t>(i / plan.n_per_prompt))];
+  };
+  for (int32_t i = 0; i < plan.n && !plan.echo.empty(); ++i) o.echo.push_back(of_choice(plan.echo, i));
+  for (int32_t i = 0; i < plan.n && !plan.prompt_scores.empty(); ++i) {
+    o.prompt_scores.push_back(of_choice(plan.prompt_scores, i));
   }
+  o.echo_logprobs = plan.echo_logprobs;
+  o.echo_top_logprobs = plan.request.sampling.top_logprobs;
+  o.prompt_logprobs = plan.prompt_logprobs_json ? plan.prompt_logprobs.value_or(0) : -1;
   return o;
 }
 

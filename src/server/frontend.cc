@@ -179,6 +179,15 @@ void Frontend::handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch) {
                          [this](const HttpRequest& r, int tenant, std::shared_ptr<ResponseChannel> c) {
                            embed(r, tenant, std::move(c));
                          });
+  } else if (path == "/tokenize" || path == "/detokenize") {
+    if (!only("POST")) return;
+    const bool to_ids = path == "/tokenize";
+    accept_model_request(std::move(req), std::move(ch),
+                         [this, to_ids](const HttpRequest& r, int tenant, std::shared_ptr<ResponseChannel> c) {
+                           convert_tokens(to_ids, r, tenant, std::move(c));
+                         });
+  } else if (path == "/version") {
+    if (only("GET")) ch->respond(json_response(200, {{"version", version()}, {"revision", git_revision()}}));
   } else {
     ch->respond(error_response(not_found_error("no route " + req.method + " " + path, "unknown_url")));
   }
@@ -284,6 +293,58 @@ void Frontend::embed(const HttpRequest& req, int tenant, std::shared_ptr<Respons
   metrics_.record(rec);
   spdlog::info("POST /v1/embeddings {} tenant={} in={} inputs={} e2e_ms={:.1f}", rec.http_status, rec.tenant,
                rec.prompt_tokens, parsed.inputs.size(), rec.e2e_s * 1000);
+  add_live(-1);
+}
+
+void Frontend::convert_tokens(bool to_ids, const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch) {
+  const RequestBuilder& builder = *backend_->builder();
+  const tokenizer::Tokenizer& tok = builder.tokenizer();
+  json body;
+  if (to_ids) {
+    TokenizeRequest parsed;
+    std::vector<int32_t> ids;
+    std::optional<ApiError> err = parse_tokenize_request(req.body, &parsed);
+    if (!err) err = builder.tokenize(parsed, &ids);
+    if (err) {
+      reply_error(ch, tenant, *err, true);
+      return;
+    }
+    auto piece = [&](int32_t id) { return std::string(tok.token_piece(id)); };
+    if (parsed.llama_cpp) {
+      json tokens = json::array();
+      for (int32_t id : ids) tokens.push_back(parsed.with_pieces ? json{{"id", id}, {"piece", piece(id)}} : json(id));
+      body = {{"tokens", std::move(tokens)}};
+    } else {
+      json strs = nullptr;
+      if (parsed.token_strs) {
+        strs = json::array();
+        for (int32_t id : ids) strs.push_back(piece(id));
+      }
+      body = {{"count", ids.size()},
+              {"max_model_len", backend_->context_length()},
+              {"tokens", ids},
+              {"token_strs", std::move(strs)}};
+    }
+  } else {
+    DetokenizeRequest parsed;
+    std::optional<ApiError> err = parse_detokenize_request(req.body, &parsed);
+    if (!err) err = builder.check_model(parsed.model);
+    for (size_t i = 0; !err && i < parsed.tokens.size(); ++i) {
+      if (parsed.tokens[i] >= tok.n_vocab()) {
+        err = invalid_field("tokens", fmt::format("token id {} is outside the vocabulary of {}", parsed.tokens[i],
+                                                  tok.n_vocab()));
+      }
+    }
+    if (err) {
+      reply_error(ch, tenant, *err, true);
+      return;
+    }
+    // vLLM names the text "prompt", llama.cpp "content".
+    const std::string text = tok.decode(parsed.tokens);
+    body = {{"prompt", text}, {"content", text}};
+  }
+  ch->respond(json_response(200, body));
+  spdlog::info("POST {} 200 tenant={}", to_ids ? "/tokenize" : "/detokenize", tenants_.tenant(tenant).name);
   add_live(-1);
 }
 

@@ -1,8 +1,9 @@
 // Frontend: the one OpenAI-compatible front door of `ladder serve` and
 // `ladder route`. Everything a client meets before its request reaches
 // compute lives here, once:
-//   routes            /health, /metrics, /v1/models[/{id}], /v1/completions,
-//                     /v1/chat/completions, /v1/embeddings (+ a backend's own)
+//   routes            /health, /metrics, /version, /v1/models[/{id}],
+//                     /v1/completions, /v1/chat/completions, /v1/embeddings,
+//                     /tokenize, /detokenize (+ a backend's own)
 //   tenants and keys  the tenants file or --api-key; admin keys for /metrics
 //   planning          the request is parsed and planned once (RequestBuilder)
 //                     on the prepare threads, off the io threads
@@ -156,6 +157,9 @@ class Frontend {
   void accept_model_request(HttpRequest req, std::shared_ptr<ResponseChannel> ch, PreparedWork work);
   void plan_and_serve(ApiKind kind, const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
   void embed(const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
+  // POST /tokenize (to_ids) and /detokenize, with the model's tokenizer and
+  // chat template.
+  void convert_tokens(bool to_ids, const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
   // The request ended before reaching the backend: recorded, answered, let go.
   void reply_error(const std::shared_ptr<ResponseChannel>& ch, int tenant, const ApiError& e, bool was_live);
   void settle(const GenerationPlan& plan, RequestRecord rec);

@@ -12,6 +12,7 @@
 #include "model/model_bundle.h"
 #include "server/api_error.h"
 #include "server/embedder.h"
+#include "server/prompt_scorer.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/stream_pump.h"
@@ -30,6 +31,7 @@ struct Served {
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<Planner> planner;
   std::unique_ptr<Embedder> embedder;
+  std::unique_ptr<PromptScorer> scorer;
 };
 
 const char* serve_role_name(ServeRole role) {
@@ -69,7 +71,8 @@ const RequestBuilder* LocalBackend::builder() const {
 Status LocalBackend::load() {
   const auto t0 = Clock::now();
   LADDER_ASSIGN_OR_RETURN(model::ModelBundle bundle, model::ModelBundle::load(config_.model_path));
-  LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate tmpl, tokenizer::chat_template_from_gguf(*bundle.file));
+  LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate tmpl,
+                          tokenizer::chat_template_for(*bundle.file, config_.chat_template));
   auto served = std::unique_ptr<Served>(new Served{std::move(bundle), std::move(tmpl), nullptr, nullptr, nullptr,
                                                    nullptr});
 
@@ -106,8 +109,10 @@ Status LocalBackend::load() {
   po.system_fingerprint = system_fingerprint_;
   po.max_input_tokens = s.engine->max_input_tokens();
   po.tool_preamble = config_.tool_preamble;
+  po.reasoning_parser = config_.reasoning_parser;
   s.planner = std::make_unique<Planner>(*s.bundle.tokenizer, s.chat_template, po);
   s.embedder = std::make_unique<Embedder>(*s.bundle.model, *s.bundle.tokenizer, s.engine->max_input_tokens());
+  s.scorer = std::make_unique<PromptScorer>(*s.bundle.model);
 
   services_.engine = s.engine.get();
   services_.pump = s.pump.get();
@@ -174,6 +179,29 @@ void LocalBackend::serve(GenerationPlan plan, const HttpRequest& http, std::shar
       if (plan.request.kv_import == nullptr) {
         spdlog::warn("KV transfer {} is not here (expired or never sent): computing the prompt", transfer);
       }
+    }
+  }
+  if (plan.prompt_logprobs) {
+    // The prompts' own logprobs, computed here (a prepare thread) before the
+    // request runs; a prompt over the input bound is left to the engine's
+    // refusal.
+    const Served& s = *ready_.load();
+    const std::vector<std::vector<int32_t>> one{plan.request.prompt};
+    for (const std::vector<int32_t>& prompt : plan.prompts.empty() ? one : plan.prompts) {
+      if (static_cast<int64_t>(prompt.size()) > s.engine->max_input_tokens()) {
+        plan.prompt_scores.clear();
+        break;
+      }
+      Result<std::vector<PromptTokenScore>> scores = s.scorer->score(prompt, *plan.prompt_logprobs);
+      if (!scores.is_ok()) {
+        channel->respond(error_response(api_error_from_status(scores.status(), "prompt_logprobs")));
+        RequestRecord rec;
+        rec.tenant = tenants_.tenant(plan.tenant).name;
+        rec.http_status = 500;
+        settled(rec);
+        return;
+      }
+      plan.prompt_scores.push_back(std::make_shared<const std::vector<PromptTokenScore>>(std::move(*scores)));
     }
   }
   auto x = std::make_shared<Exchange>(std::move(plan), std::move(channel), services_);
@@ -246,6 +274,7 @@ void LocalBackend::describe_health(ServerState state, json& doc) const {
     doc["max_input_tokens"] = s->engine->max_input_tokens();
     doc["context_length"] = s->engine->context_length();
     doc["tool_preamble"] = config_.tool_preamble;
+    doc["chat_template_digest"] = sha256_hex(s->chat_template.source());
     doc["kv_port"] = kv_port();
   }
 }
@@ -282,6 +311,8 @@ json LocalBackend::effective_config() const {
           {"max_output_tokens", e.max_output_tokens()},
           {"max_queue", ec.max_queue},
           {"tool_preamble", config_.tool_preamble},
+          {"chat_template_digest", sha256_hex(served_->chat_template.source())},
+          {"reasoning_parser", config_.reasoning_parser},
           {"threads", ec.n_threads},
           {"tenants", tenants_.size()}};
 }

@@ -41,6 +41,11 @@ struct ServeConfig {
   // the system message (grammar::tool_preamble); false: tools reach the
   // model only through forced calls' grammar (tool_choice required/function).
   bool tool_preamble = true;
+  // A Jinja chat template instead of the model's (a file or the text; empty:
+  // the model's).
+  std::string chat_template;
+  // auto, none, deepseek_r1 or qwen3 (PlannerOptions::reasoning_parser).
+  std::string reasoning_parser = "auto";
   HttpServerConfig http;
   // A second listener that serves only /metrics, with per-tenant figures
   // (for a private network). Unset: none.

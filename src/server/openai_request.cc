@@ -7,121 +7,164 @@
 #include <set>
 
 #include "engine/stop_criteria.h"
+#include "server/json_fields.h"
 
 namespace ladder::server {
 
 namespace {
 
-// ordered: a request's messages and tools reach the chat template with their
-// keys in the order sent, as a Python dict keeps them (`tojson` prints them so).
 using json = nlohmann::ordered_json;
 
-std::optional<ApiError> parse_body(std::string_view body, json* doc) {
-  try {
-    *doc = json::parse(body.begin(), body.end());
-  } catch (const json::exception& e) {
-    // e.what() quotes the parser's position; it never echoes raw bytes back.
-    return ApiError{400, std::string("request body is not valid JSON: ") + e.what(), "invalid_request_error", "",
-                    "invalid_json", 0};
-  }
-  if (!doc->is_object()) {
-    return ApiError{400, "request body must be a JSON object", "invalid_request_error", "", "invalid_json", 0};
+// A list of token ids, each in [0, 2^31).
+std::optional<ApiError> token_ids(const json& v, const std::string& param, std::vector<int32_t>* out) {
+  if (!v.is_array()) return invalid_field(param, "'" + param + "' must be a list of token ids");
+  for (const auto& e : v) {
+    if (!e.is_number_integer() || (!e.is_number_unsigned() && e.get<int64_t>() < 0) ||
+        (e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))) {
+      return invalid_field(param, "'" + param + "' must hold non-negative integer token ids");
+    }
+    out->push_back(static_cast<int32_t>(e.get<int64_t>()));
   }
   return std::nullopt;
 }
 
-#define LADDER_API_TRY(expr)             \
-  do {                                   \
-    if (auto _err = (expr)) return _err; \
-  } while (0)
-
-// Reads the fields of one JSON object and remembers which keys were read, so
-// that whatever is left can be refused by name. Absent or null fields leave
-// *out unchanged.
-class Fields {
- public:
-  explicit Fields(const json& doc) : doc_(doc) {}
-
-  const json* find(const char* key) {
-    read_.insert(key);
-    auto it = doc_.find(key);
-    return it == doc_.end() || it->is_null() ? nullptr : &*it;
-  }
-
-  std::optional<ApiError> number(const char* key, double lo, double hi, float* out) {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_number()) return invalid_field(key, std::string("'") + key + "' must be a number");
-    const double d = v->get<double>();
-    if (!std::isfinite(d) || d < lo || d > hi) {
-      return invalid_field(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
-                                    std::to_string(hi) + "], got " + v->dump());
+// vLLM's sampling extensions.
+std::optional<ApiError> parse_vllm_extras(Fields& f, GenerationOptions* o) {
+  LADDER_API_TRY(f.integer("min_tokens", 0, 1 << 30, &o->min_tokens));
+  if (const json* ids = f.find("stop_token_ids")) {
+    LADDER_API_TRY(token_ids(*ids, "stop_token_ids", &o->stop_token_ids));
+    if (o->stop_token_ids.size() > kMaxLogitBiasEntries) {
+      return invalid_field("stop_token_ids", "at most " + std::to_string(kMaxLogitBiasEntries) + " stop token ids");
     }
-    *out = static_cast<float>(d);
-    return std::nullopt;
   }
+  LADDER_API_TRY(f.boolean("include_stop_str_in_output", &o->include_stop_str_in_output));
+  LADDER_API_TRY(f.boolean("skip_special_tokens", &o->skip_special_tokens));
+  // Accepted: it changes how a slow Hugging Face tokenizer joins special
+  // tokens; Ladder writes each token's own text and adds no spaces.
+  bool spaces = true;
+  LADDER_API_TRY(f.boolean("spaces_between_special_tokens", &spaces));
+  int64_t truncate = 0;
+  LADDER_API_TRY(f.integer("truncate_prompt_tokens", -1, 1 << 30, &truncate));
+  if (truncate == 0 && f.find("truncate_prompt_tokens") != nullptr) {
+    return invalid_field("truncate_prompt_tokens", "'truncate_prompt_tokens' must be >= 1 (or -1: the input bound)");
+  }
+  if (truncate != 0) o->truncate_prompt_tokens = truncate;
+  int64_t priority = 0;
+  LADDER_API_TRY(f.integer("priority", -kMaxRequestPriority, kMaxRequestPriority, &priority));
+  o->priority = static_cast<int32_t>(priority);
+  int64_t prompt_logprobs = -1;
+  LADDER_API_TRY(f.integer("prompt_logprobs", 0, engine::kMaxTopLogprobs, &prompt_logprobs));
+  if (prompt_logprobs >= 0) o->prompt_logprobs = static_cast<int32_t>(prompt_logprobs);
+  return std::nullopt;
+}
 
-  std::optional<ApiError> integer(const char* key, int64_t lo, int64_t hi, int64_t* out) {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_number_integer()) return invalid_field(key, std::string("'") + key + "' must be an integer");
-    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return invalid_field(key, std::string("'") + key + "' is out of range, got " + v->dump());
+// llama.cpp server's names for what the OpenAI fields also say.
+std::optional<ApiError> parse_llama_cpp_extras(Fields& f, bool chat, GenerationOptions* o) {
+  LADDER_API_TRY(f.number("typical_p", 0.0, 1.0, &o->sampling.typical_p));
+  if (o->sampling.typical_p <= 0.0f) return invalid_field("typical_p", "'typical_p' must be in (0, 1]");
+  // Accepted: the prefix cache is always on (per tenant), which is what
+  // cache_prompt: true asks for; false cannot turn it off for one request.
+  if (const json* cache = f.find("cache_prompt"); cache != nullptr && !cache->is_boolean()) {
+    return invalid_field("cache_prompt", "'cache_prompt' must be a boolean");
+  }
+  int64_t n_probs = 0;
+  LADDER_API_TRY(f.integer("n_probs", 0, engine::kMaxTopLogprobs, &n_probs));
+  if (n_probs > 0) {
+    // llama.cpp: the top n_probs alternatives of each token.
+    if (o->logprobs && o->sampling.top_logprobs != n_probs) {
+      return invalid_field("n_probs", std::string("'n_probs' and '") + (chat ? "top_logprobs" : "logprobs") +
+                                          "' disagree; send one of them");
     }
-    const int64_t i = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
-    if (i < lo || i > hi) {
-      return invalid_field(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " +
-                                    std::to_string(hi) + "], got " + std::to_string(i));
+    o->logprobs = true;
+    o->sampling.top_logprobs = static_cast<int32_t>(n_probs);
+  }
+  return std::nullopt;
+}
+
+// The output constraints beside response_format: vLLM's guided_* (and its
+// newer structured_outputs object), llama.cpp's grammar and json_schema. At
+// most one constraint per request.
+std::optional<ApiError> parse_guided(Fields& f, GenerationOptions* o) {
+  ResponseFormat& rf = o->response_format;
+  auto claim = [&](const std::string& param) -> std::optional<ApiError> {
+    if (rf.kind != ResponseFormat::Kind::kText) {
+      return invalid_field(param, "'" + param + "' and '" + rf.param +
+                                      "' both constrain the output; send only one of them");
     }
-    *out = i;
+    rf.param = param;
     return std::nullopt;
-  }
-
-  std::optional<ApiError> boolean(const char* key, bool* out) {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_boolean()) return invalid_field(key, std::string("'") + key + "' must be a boolean");
-    *out = v->get<bool>();
-    return std::nullopt;
-  }
-
-  std::optional<ApiError> string(const char* key, std::string* out) {
-    const json* v = find(key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_string()) return invalid_field(key, std::string("'") + key + "' must be a string");
-    *out = v->get<std::string>();
-    return std::nullopt;
-  }
-
-  // A key that is accepted only with its neutral value (false, null, a
-  // listed string): anything else names what Ladder does not do.
-  std::optional<ApiError> only_false(const char* key, const std::string& why) {
-    bool v = false;
-    LADDER_API_TRY(boolean(key, &v));
-    if (v) return invalid_field(key, why);
-    return std::nullopt;
-  }
-  std::optional<ApiError> refused(const char* key, const std::string& why) {
-    if (find(key) != nullptr) return invalid_field(key, why);
-    return std::nullopt;
-  }
-
-  // The first key of the object that nothing read.
-  std::optional<ApiError> leftovers(const std::string& where) const {
-    for (auto it = doc_.begin(); it != doc_.end(); ++it) {
-      if (read_.count(it.key()) == 0) {
-        const std::string name = where.empty() ? it.key() : where + "." + it.key();
-        return ApiError{400, "unsupported parameter '" + name + "': Ladder does not honour it", "invalid_request_error",
-                        name, "unsupported_parameter", 0};
+  };
+  auto schema_of = [&](const json& v, const std::string& param) -> std::optional<ApiError> {
+    json schema = v;
+    if (v.is_string()) {
+      try {
+        schema = json::parse(v.get<std::string>());
+      } catch (const json::exception&) {
+        return invalid_field(param, "'" + param + "' is a string that is not JSON");
       }
     }
+    if (!schema.is_object() && !schema.is_boolean()) {
+      return invalid_field(param, "'" + param + "' must be a JSON Schema object");
+    }
+    LADDER_API_TRY(claim(param));
+    rf.kind = ResponseFormat::Kind::kJsonSchema;
+    rf.schema = std::move(schema);
     return std::nullopt;
+  };
+  auto text_of = [&](const json& v, const std::string& param, ResponseFormat::Kind kind) -> std::optional<ApiError> {
+    if (!v.is_string() || v.get<std::string>().empty()) {
+      return invalid_field(param, "'" + param + "' must be a non-empty string");
+    }
+    LADDER_API_TRY(claim(param));
+    rf.kind = kind;
+    rf.text = v.get<std::string>();
+    return std::nullopt;
+  };
+  auto choice_of = [&](const json& v, const std::string& param) -> std::optional<ApiError> {
+    if (!v.is_array() || v.empty() || v.size() > 1024) {
+      return invalid_field(param, "'" + param + "' must be a list of 1 to 1024 strings");
+    }
+    std::vector<std::string> choices;
+    for (const auto& c : v) {
+      if (!c.is_string() || c.get<std::string>().empty()) {
+        return invalid_field(param, "'" + param + "' must hold non-empty strings");
+      }
+      choices.push_back(c.get<std::string>());
+    }
+    LADDER_API_TRY(claim(param));
+    rf.kind = ResponseFormat::Kind::kChoice;
+    rf.choices = std::move(choices);
+    return std::nullopt;
+  };
+  if (const json* v = f.find("guided_json")) LADDER_API_TRY(schema_of(*v, "guided_json"));
+  if (const json* v = f.find("json_schema")) LADDER_API_TRY(schema_of(*v, "json_schema"));
+  if (const json* v = f.find("guided_regex")) LADDER_API_TRY(text_of(*v, "guided_regex", ResponseFormat::Kind::kRegex));
+  if (const json* v = f.find("guided_choice")) LADDER_API_TRY(choice_of(*v, "guided_choice"));
+  if (const json* v = f.find("guided_grammar")) {
+    LADDER_API_TRY(text_of(*v, "guided_grammar", ResponseFormat::Kind::kGrammar));
   }
-
- private:
-  const json& doc_;
-  std::set<std::string, std::less<>> read_;
-};
+  if (const json* v = f.find("grammar")) LADDER_API_TRY(text_of(*v, "grammar", ResponseFormat::Kind::kGrammar));
+  if (const json* so = f.find("structured_outputs")) {
+    if (!so->is_object()) return invalid_field("structured_outputs", "'structured_outputs' must be an object");
+    Fields sf(*so);
+    if (const json* v = sf.find("json")) LADDER_API_TRY(schema_of(*v, "structured_outputs.json"));
+    if (const json* v = sf.find("regex")) {
+      LADDER_API_TRY(text_of(*v, "structured_outputs.regex", ResponseFormat::Kind::kRegex));
+    }
+    if (const json* v = sf.find("choice")) LADDER_API_TRY(choice_of(*v, "structured_outputs.choice"));
+    if (const json* v = sf.find("grammar")) {
+      LADDER_API_TRY(text_of(*v, "structured_outputs.grammar", ResponseFormat::Kind::kGrammar));
+    }
+    bool json_object = false;
+    LADDER_API_TRY(sf.boolean("json_object", &json_object));
+    if (json_object) {
+      LADDER_API_TRY(claim("structured_outputs.json_object"));
+      rf.kind = ResponseFormat::Kind::kJsonObject;
+    }
+    LADDER_API_TRY(sf.leftovers("structured_outputs"));
+  }
+  return std::nullopt;
+}
 
 // Fields common to both endpoints. `chat` selects the chat form of logprobs
 // (a boolean plus top_logprobs) over the completions form (an integer).
@@ -204,6 +247,7 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
       if (auto e = jf.leftovers("response_format.json_schema")) return e;
       o->response_format.kind = ResponseFormat::Kind::kJsonSchema;
       o->response_format.schema = *schema;
+      o->response_format.param = "response_format";
     } else {
       return invalid_field("response_format.type",
                            "'response_format.type' must be 'text', 'json_object' or 'json_schema', got '" + type + "'");
@@ -278,6 +322,9 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
   if (const json* key = f.find("prompt_cache_key"); key != nullptr && !key->is_string()) {
     return invalid_field("prompt_cache_key", "'prompt_cache_key' must be a string");
   }
+  LADDER_API_TRY(parse_vllm_extras(f, o));
+  LADDER_API_TRY(parse_llama_cpp_extras(f, chat, o));
+  LADDER_API_TRY(parse_guided(f, o));
   if (Status st = s.validate(); !st.is_ok()) return invalid_field("", st.message());
   return std::nullopt;
 }
@@ -415,11 +462,6 @@ std::optional<ApiError> parse_completion_request(std::string_view body, Completi
   }
   LADDER_API_TRY(parse_options(f, /*chat=*/false, &out->options));
   LADDER_API_TRY(f.boolean("echo", &out->options.echo));
-  // The prompt's own logprobs would need every prompt position's logits.
-  if (out->options.echo && out->options.logprobs) {
-    return invalid_field("echo", "echo with logprobs (the prompt tokens' logprobs) is not supported; "
-                                 "send echo without logprobs");
-  }
   LADDER_API_TRY(refuse_unsupported(f, /*chat=*/false));
   return f.leftovers("");
 }
@@ -451,7 +493,20 @@ std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest* o
     }
   }
   out->messages = *messages;
+  out->add_generation_prompt_given = f.find("add_generation_prompt") != nullptr;
   LADDER_API_TRY(f.boolean("add_generation_prompt", &out->add_generation_prompt));
+  LADDER_API_TRY(f.optional_boolean("continue_final_message", &out->continue_final_message));
+  if (out->continue_final_message.value_or(false)) {
+    if (out->add_generation_prompt_given && out->add_generation_prompt) {
+      return invalid_field("continue_final_message",
+                           "'continue_final_message' and 'add_generation_prompt' cannot both be true");
+    }
+    const json& last = messages->back();
+    if (last.value("role", "") != "assistant" || !last.contains("content") || last["content"].is_null()) {
+      return invalid_field("continue_final_message",
+                           "'continue_final_message' needs a last message from the assistant with content");
+    }
+  }
   if (const json* kw = f.find("chat_template_kwargs")) {
     if (!kw->is_object()) return invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     out->template_kwargs = *kw;
@@ -461,27 +516,13 @@ std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest* o
   LADDER_API_TRY(refuse_unsupported(f, /*chat=*/true));
   if (out->tools && out->tool_choice.kind != ToolChoice::Kind::kNone && out->tool_choice.kind != ToolChoice::Kind::kAuto &&
       out->options.response_format.kind != ResponseFormat::Kind::kText) {
-    return invalid_field("response_format", "a forced tool call ('tool_choice') and a 'response_format' cannot both "
-                                            "constrain the output");
+    return invalid_field(out->options.response_format.param,
+                         "a forced tool call ('tool_choice') and '" + out->options.response_format.param +
+                             "' cannot both constrain the output");
   }
   return f.leftovers("");
 }
 
-namespace {
-
-// One token-id input: a list of integers in [0, 2^31).
-std::optional<ApiError> token_list(const json& v, std::vector<int32_t>* out) {
-  for (const auto& e : v) {
-    if (!e.is_number_integer() || (e.is_number_integer() && !e.is_number_unsigned() && e.get<int64_t>() < 0) ||
-        (e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))) {
-      return invalid_field("input", "token-id inputs must be lists of non-negative integers");
-    }
-    out->push_back(static_cast<int32_t>(e.get<int64_t>()));
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::optional<ApiError> parse_embeddings_request(std::string_view body, EmbeddingsRequest* out) {
   json doc;
@@ -497,7 +538,7 @@ std::optional<ApiError> parse_embeddings_request(std::string_view body, Embeddin
   } else if (input->is_array() && !input->empty() && (*input)[0].is_number()) {
     Input one;
     one.tokens.emplace();
-    LADDER_API_TRY(token_list(*input, &*one.tokens));
+    LADDER_API_TRY(token_ids(*input, "input", &*one.tokens));
     out->inputs.push_back(std::move(one));
   } else if (input->is_array() && !input->empty()) {
     for (const auto& e : *input) {
@@ -506,7 +547,7 @@ std::optional<ApiError> parse_embeddings_request(std::string_view body, Embeddin
       } else if (e.is_array() && !e.empty()) {
         Input one;
         one.tokens.emplace();
-        LADDER_API_TRY(token_list(e, &*one.tokens));
+        LADDER_API_TRY(token_ids(e, "input", &*one.tokens));
         out->inputs.push_back(std::move(one));
       } else {
         return invalid_field("input", "'input' lists must hold strings or non-empty lists of token ids");
@@ -530,6 +571,56 @@ std::optional<ApiError> parse_embeddings_request(std::string_view body, Embeddin
   int64_t dims = -1;
   LADDER_API_TRY(f.integer("dimensions", 1, 1 << 20, &dims));
   if (dims > 0) out->dimensions = dims;
+  return f.leftovers("");
+}
+
+std::optional<ApiError> parse_tokenize_request(std::string_view body, TokenizeRequest* out) {
+  json doc;
+  LADDER_API_TRY(parse_body(body, &doc));
+  Fields f(doc);
+  LADDER_API_TRY(f.string("model", &out->model));
+  if (doc.contains("messages")) {
+    // vLLM's chat form: the chat fields go to the chat parser (which refuses
+    // what it does not know), the rest is read here.
+    json chat = json::object();
+    for (const char* key : {"messages", "add_generation_prompt", "continue_final_message", "chat_template_kwargs",
+                            "tools", "model"}) {
+      if (const json* v = f.find(key)) chat[key] = *v;
+    }
+    LADDER_API_TRY(f.optional_boolean("add_special_tokens", &out->add_special));
+    LADDER_API_TRY(f.boolean("return_token_strs", &out->token_strs));
+    LADDER_API_TRY(f.leftovers(""));
+    out->chat.emplace();
+    return parse_chat_request(chat.dump(), &*out->chat);
+  }
+  if (f.find("content") != nullptr) {
+    out->llama_cpp = true;
+    LADDER_API_TRY(f.string("content", &out->text));
+    out->add_special = false;  // llama.cpp's default
+    LADDER_API_TRY(f.optional_boolean("add_special", &out->add_special));
+    out->parse_special = true;
+    LADDER_API_TRY(f.boolean("parse_special", &out->parse_special));
+    LADDER_API_TRY(f.boolean("with_pieces", &out->with_pieces));
+    return f.leftovers("");
+  }
+  const json* prompt = f.find("prompt");
+  if (prompt == nullptr || !prompt->is_string()) {
+    return invalid_field("prompt", "'prompt' (a string), 'messages' or llama.cpp's 'content' is required");
+  }
+  out->text = prompt->get<std::string>();
+  LADDER_API_TRY(f.optional_boolean("add_special_tokens", &out->add_special));
+  LADDER_API_TRY(f.boolean("return_token_strs", &out->token_strs));
+  return f.leftovers("");
+}
+
+std::optional<ApiError> parse_detokenize_request(std::string_view body, DetokenizeRequest* out) {
+  json doc;
+  LADDER_API_TRY(parse_body(body, &doc));
+  Fields f(doc);
+  LADDER_API_TRY(f.string("model", &out->model));
+  const json* tokens = f.find("tokens");
+  if (tokens == nullptr) return invalid_field("tokens", "'tokens' (a list of token ids) is required");
+  LADDER_API_TRY(token_ids(*tokens, "tokens", &out->tokens));
   return f.leftovers("");
 }
 

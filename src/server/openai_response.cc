@@ -72,10 +72,15 @@ json logprobs_json(ApiKind kind, const std::vector<TokenLogprobEntry>& entries, 
   size_t offset = text_offset;
   for (const auto& e : entries) {
     tokens.push_back(e.piece);
-    token_logprobs.push_back(e.logprob);
-    json top = json::object();
-    for (const auto& [piece, lp] : e.top) top[piece] = lp;
-    top_logprobs.push_back(top);
+    if (e.known) {
+      token_logprobs.push_back(e.logprob);
+      json top = json::object();
+      for (const auto& [piece, lp] : e.top) top[piece] = lp;
+      top_logprobs.push_back(top);
+    } else {
+      token_logprobs.push_back(nullptr);
+      top_logprobs.push_back(nullptr);
+    }
     offsets.push_back(offset);
     offset += e.piece.size();
   }
@@ -182,7 +187,12 @@ json full_response(const ResponseMeta& meta, const std::vector<ChoiceResult>& ch
     }
     if (shape.logprobs) choice["logprobs"] = logprobs_json(meta.kind, result.text.logprobs, 0);
     if (shape.token_ids) choice["token_ids"] = result.text.token_ids;
+    // vLLM: each completion choice has its prompt's; a chat response has one.
+    if (!chat && !result.prompt_logprobs.is_null()) choice["prompt_logprobs"] = result.prompt_logprobs;
     list.push_back(std::move(choice));
+  }
+  if (chat && !choices.empty() && !choices[0].prompt_logprobs.is_null()) {
+    r["prompt_logprobs"] = choices[0].prompt_logprobs;
   }
   r["choices"] = std::move(list);
   r["usage"] = usage_json(usage);

@@ -47,6 +47,7 @@ struct ServerTimings {
 
 struct TokenLogprobEntry {
   int32_t token = 0;
+  bool known = true;  // false: an echoed prompt's first token (its logprob and alternatives are null)
   std::string piece;  // the token's bytes (may be part of a character)
   float logprob = 0;
   std::vector<std::pair<std::string, float>> top;  // [top_logprobs] (piece, logprob)
@@ -69,6 +70,7 @@ struct ChoiceResult {
   ChoiceDelta text;                          // content, reasoning, logprobs, token ids
   std::vector<grammar::ToolCall> tool_calls;  // parsed out of the content
   std::string finish_reason;
+  nlohmann::json prompt_logprobs;  // vLLM's, when asked for (null: absent)
 };
 
 // Which optional parts a response carries.

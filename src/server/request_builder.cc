@@ -10,7 +10,9 @@
 
 #include "common/check.h"
 #include "grammar/token_vocabulary.h"
+#include "grammar/gbnf_builder.h"
 #include "grammar/json_schema.h"
+#include "grammar/regex_to_gbnf.h"
 #include "grammar/tool_call_grammar.h"
 #include "server/deadline.h"
 #include "server/openai_request.h"
@@ -43,6 +45,7 @@ Planner::Planner(const tokenizer::Tokenizer& tokenizer, const tokenizer::ChatTem
   bm.served_model_name = options.served_model_name;
   bm.model_path = options.model_path;
   bm.max_input_tokens = options.max_input_tokens;
+  bm.reasoning_parser = options.reasoning_parser;
   vocabulary_ = grammar::TokenVocabulary::from_tokenizer(tokenizer);
   grammars_ = std::make_unique<grammar::GrammarCache>(vocabulary_, kGrammarCacheEntries);
   bm.grammars = grammars_.get();
@@ -68,7 +71,13 @@ RequestBuilder::RequestBuilder(Model model) : model_(std::move(model)) {
   for (int32_t id = 0; id < model_.tokenizer->n_vocab(); ++id) {
     max_token_bytes_ = std::max(max_token_bytes_, model_.tokenizer->token_piece(id).size());
   }
-  reasoning_ = reasoning_markers_of_template(model_.chat_template->source());
+  if (model_.reasoning_parser == "auto") {
+    reasoning_ = reasoning_markers_of_template(model_.chat_template->source());
+  } else if (model_.reasoning_parser == "deepseek_r1" || model_.reasoning_parser == "qwen3") {
+    reasoning_ = ReasoningMarkers{"<think>", "</think>"};
+  } else {
+    LADDER_CHECK(model_.reasoning_parser == "none", "unknown reasoning parser");
+  }
   if (model_.vocabulary != nullptr) {
     // Markers the vocabulary holds as special tokens would write no text;
     // the tool-call parser needs to see them.
@@ -79,13 +88,13 @@ RequestBuilder::RequestBuilder(Model model) : model_(std::move(model)) {
   }
 }
 
-std::optional<ApiError> RequestBuilder::compile(const std::string& gbnf, const char* param,
+std::optional<ApiError> RequestBuilder::compile(const std::string& gbnf, const std::string& param,
                                                 GenerationPlan* plan) const {
   if (model_.grammars == nullptr || model_.vocabulary == nullptr) {
-    return invalid_field(param, std::string("'") + param + "' needs a grammar, which this server cannot build");
+    return invalid_field(param, "'" + param + "' needs a grammar, which this server cannot build");
   }
   if (!model_.vocabulary->covers_all_bytes()) {
-    return invalid_field(param, std::string("this model's vocabulary cannot spell every byte, so '") + param +
+    return invalid_field(param, "this model's vocabulary cannot spell every byte, so '" + param +
                                     "' cannot be enforced");
   }
   auto compiled = model_.grammars->get(gbnf);
@@ -101,6 +110,198 @@ std::optional<ApiError> RequestBuilder::check_prompt_bytes(size_t bytes, const c
                                         std::to_string(model_.max_input_tokens) + " input tokens can hold");
   e.code = "context_length_exceeded";
   return e;
+}
+
+std::optional<ApiError> RequestBuilder::check_model(const std::string& name) const {
+  if (name.empty() || name == model_.served_model_name || name == model_.model_path) return std::nullopt;
+  return not_found_error("the model '" + name + "' does not exist; this server serves '" + model_.served_model_name +
+                             "'",
+                         "model_not_found");
+}
+
+namespace {
+
+// The bytes of the last text of a message's content (a string, or the last
+// text part).
+std::string last_text_of(const nlohmann::ordered_json& message) {
+  const auto content = message.find("content");
+  if (content == message.end()) return {};
+  if (content->is_string()) return content->get<std::string>();
+  if (content->is_array() && !content->empty() && content->back().is_object()) {
+    return content->back().value("text", "");
+  }
+  return {};
+}
+
+// Where a final message's text ends in the rendered prompt: after its last
+// occurrence (or, as templates often trim, of the trimmed text); npos when
+// the template did not write it verbatim.
+size_t end_of_final_text(const std::string& rendered, const std::string& text) {
+  for (const std::string& t : {text, [&] {
+         const size_t a = text.find_first_not_of(" \n\t\r"), b = text.find_last_not_of(" \n\t\r");
+         return a == std::string::npos ? std::string() : text.substr(a, b - a + 1);
+       }()}) {
+    if (t.empty()) continue;
+    const size_t at = rendered.rfind(t);
+    if (at != std::string::npos) return at + t.size();
+  }
+  return std::string::npos;
+}
+
+// Bounds on a client's grammar, regex or choices (compiling is work done
+// before any queue).
+constexpr size_t kMaxConstraintBytes = 64 * 1024;
+
+}  // namespace
+
+std::optional<ApiError> RequestBuilder::chat_prompt(ChatRequest& c, bool add_bos, GenerationPlan* plan,
+                                                    std::vector<int32_t>* ids) const {
+  size_t content_bytes = 0;
+  for (const auto& m : c.messages) content_bytes += m.dump().size();
+  if (auto err = check_prompt_bytes(content_bytes, "messages")) return err;
+  if (c.tools && c.tool_choice.kind != ToolChoice::Kind::kNone && model_.tool_preamble && c.messages.is_array()) {
+    // The template would drop the tools silently: tell the model about
+    // them in the system message (a first one is extended, else added).
+    const std::string preamble = grammar::tool_preamble(*c.tools, model_.tool_format);
+    if (!c.messages.empty() && c.messages[0].is_object() && c.messages[0].value("role", "") == "system" &&
+        c.messages[0].contains("content") && c.messages[0]["content"].is_string()) {
+      c.messages[0]["content"] = c.messages[0]["content"].get<std::string>() + "\n\n" + preamble;
+    } else {
+      c.messages.insert(c.messages.begin(), nlohmann::ordered_json{{"role", "system"}, {"content", preamble}});
+    }
+  }
+  // A final assistant message with text is continued (assistant prefill):
+  // rendered without a generation prompt and cut where its text ends, so
+  // the template's end-of-turn never reaches the model.
+  const nlohmann::ordered_json& last = c.messages.back();
+  const std::string final_text = last.value("role", "") == "assistant" && !last.contains("tool_calls")
+                                     ? last_text_of(last)
+                                     : std::string();
+  const bool continues =
+      c.continue_final_message.value_or(!final_text.empty() && !(c.add_generation_prompt_given && c.add_generation_prompt));
+  auto input = tokenizer::ChatRenderInput::from_openai(c.messages, c.tools ? &*c.tools : nullptr);
+  if (!input.is_ok()) return api_error_from_status(input.status(), "messages");
+  tokenizer::ChatRenderInput& in = *input;
+  in.add_generation_prompt = continues ? false : c.add_generation_prompt;
+  in.kwargs = std::move(c.template_kwargs);
+  in.bos_token = model_.tokenizer->bos_text();
+  in.eos_token = model_.tokenizer->eos_text();
+  auto rendered = model_.chat_template->render(in);
+  if (!rendered.is_ok()) return invalid_field("messages", "the chat template failed: " + rendered.status().message());
+  if (continues) {
+    const size_t end = end_of_final_text(rendered->bytes(), final_text);
+    if (end == std::string::npos) {
+      return invalid_field("continue_final_message",
+                           "the chat template does not write the final assistant message's text as sent, so it "
+                           "cannot be continued; send continue_final_message: false");
+    }
+    *rendered = rendered->substr(0, end);
+  }
+  // Special-token markers count only where the template wrote them: a
+  // literal "</s>" or "<|im_start|>" in a message stays text.
+  *ids = model_.tokenizer->encode_rendered(*rendered, add_bos);
+  if (reasoning_) {
+    plan->reasoning = reasoning_;
+    const std::string& text = rendered->bytes();
+    const size_t end = text.find_last_not_of(" \n\t");
+    const std::string_view trimmed(text.data(), end == std::string::npos ? 0 : end + 1);
+    plan->reasoning_starts_inside = trimmed.size() >= reasoning_->open.size() &&
+                                    trimmed.substr(trimmed.size() - reasoning_->open.size()) == reasoning_->open;
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> RequestBuilder::constrain(const ResponseFormat& f, GenerationPlan* plan) const {
+  using Kind = ResponseFormat::Kind;
+  size_t bytes = f.text.size();
+  for (const std::string& choice : f.choices) bytes += choice.size();
+  if (bytes > kMaxConstraintBytes) {
+    return invalid_field(f.param, "'" + f.param + "' is " + std::to_string(bytes) + " bytes; at most " +
+                                      std::to_string(kMaxConstraintBytes) + " are compiled");
+  }
+  Result<std::string> gbnf = std::string();
+  switch (f.kind) {
+    case Kind::kText: return std::nullopt;
+    case Kind::kJsonObject: gbnf = grammar::json_object_gbnf(); break;
+    case Kind::kJsonSchema: gbnf = grammar::json_schema_to_gbnf(f.schema); break;
+    case Kind::kRegex: gbnf = grammar::regex_to_gbnf(f.text); break;
+    case Kind::kGrammar: gbnf = f.text; break;
+    case Kind::kChoice: {
+      std::vector<std::string> alternatives;
+      for (const std::string& choice : f.choices) alternatives.push_back(grammar::GbnfBuilder::literal(choice));
+      gbnf = grammar::GbnfBuilder().text(grammar::GbnfBuilder::alternation(alternatives));
+      break;
+    }
+  }
+  if (!gbnf.is_ok()) return api_error_from_status(gbnf.status(), f.param);
+  return compile(*gbnf, f.param, plan);
+}
+
+std::optional<ApiError> RequestBuilder::tokenize(TokenizeRequest& req, std::vector<int32_t>* ids) const {
+  if (auto err = check_model(req.model)) return err;
+  const tokenizer::Tokenizer& tok = *model_.tokenizer;
+  if (req.chat) {
+    if (auto err = check_model(req.chat->options.model)) return err;
+    GenerationPlan scratch;
+    return chat_prompt(*req.chat, req.add_special.value_or(tok.add_bos_default()), &scratch, ids);
+  }
+  if (auto err = check_prompt_bytes(req.text.size(), req.llama_cpp ? "content" : "prompt")) return err;
+  *ids = tok.encode(req.text, req.add_special.value_or(tok.add_bos_default()), req.parse_special);
+  return std::nullopt;
+}
+
+std::optional<ApiError> RequestBuilder::apply_extensions(const GenerationOptions& options, const TenantConfig& tenant,
+                                                         GenerationPlan* plan) const {
+  engine::Request& r = plan->request;
+  const tokenizer::Tokenizer& tok = *model_.tokenizer;
+  for (int32_t id : options.stop_token_ids) {
+    if (id >= tok.n_vocab()) {
+      return invalid_field("stop_token_ids", "token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                                 std::to_string(tok.n_vocab()));
+    }
+    r.stop.stop_token_ids.insert(id);
+  }
+  r.stop.include_stop_text = options.include_stop_str_in_output;
+  r.show_special_tokens = !options.skip_special_tokens;
+  if (options.min_tokens > 0) {
+    if (plan->grammar) {
+      return invalid_field("min_tokens", "'min_tokens' cannot be combined with a grammar (an output constraint or a "
+                                         "forced tool call): the grammar decides where the output ends");
+    }
+    if (options.max_tokens && options.min_tokens > *options.max_tokens) {
+      return invalid_field("min_tokens", "'min_tokens' (" + std::to_string(options.min_tokens) +
+                                             ") is more than 'max_tokens' (" + std::to_string(*options.max_tokens) + ")");
+    }
+    r.sampling.min_tokens = options.min_tokens;
+    r.sampling.banned_before_min.assign(r.stop.stop_token_ids.begin(), r.stop.stop_token_ids.end());
+    std::sort(r.sampling.banned_before_min.begin(), r.sampling.banned_before_min.end());
+  }
+  if (options.truncate_prompt_tokens) {
+    // The prompt's last k tokens (-1: as many as the input bound allows).
+    const int64_t k = *options.truncate_prompt_tokens > 0 ? *options.truncate_prompt_tokens : model_.max_input_tokens;
+    auto cut = [k](std::vector<int32_t>& ids) {
+      if (k > 0 && static_cast<int64_t>(ids.size()) > k) ids.erase(ids.begin(), ids.end() - k);
+    };
+    cut(r.prompt);
+    for (auto& p : plan->prompts) cut(p);
+    for (size_t i = 0; i < plan->echo.size(); ++i) {
+      plan->echo[i] = tok.decode(plan->prompts.empty() ? r.prompt : plan->prompts[i]);
+    }
+  }
+  // Within the tenant's priority, never above it: lower values first, as in vLLM.
+  r.scheduling.priority = tenant.priority * (2 * kMaxRequestPriority + 1) - options.priority;
+  if (options.prompt_logprobs) {
+    if (options.stream) {
+      return invalid_field("prompt_logprobs", "'prompt_logprobs' is not available with 'stream': true");
+    }
+    plan->prompt_logprobs = *options.prompt_logprobs;
+    plan->prompt_logprobs_json = true;
+  }
+  if (options.echo && options.logprobs) {
+    plan->echo_logprobs = true;
+    plan->prompt_logprobs = std::max(plan->prompt_logprobs.value_or(0), r.sampling.top_logprobs);
+  }
+  return std::nullopt;
 }
 
 std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& http, int tenant_index,
@@ -161,58 +362,15 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
         if (auto err = compile(*gbnf, "tool_choice", &plan)) return err;
       }
     }
-    size_t content_bytes = 0;
-    for (const auto& m : c.messages) content_bytes += m.dump().size();
-    if (auto err = check_prompt_bytes(content_bytes, "messages")) return err;
-    if (c.tools && c.tool_choice.kind != ToolChoice::Kind::kNone && model_.tool_preamble && c.messages.is_array()) {
-      // The template would drop the tools silently: tell the model about
-      // them in the system message (a first one is extended, else added).
-      const std::string preamble = grammar::tool_preamble(*c.tools, model_.tool_format);
-      if (!c.messages.empty() && c.messages[0].is_object() && c.messages[0].value("role", "") == "system" &&
-          c.messages[0].contains("content") && c.messages[0]["content"].is_string()) {
-        c.messages[0]["content"] = c.messages[0]["content"].get<std::string>() + "\n\n" + preamble;
-      } else {
-        c.messages.insert(c.messages.begin(), nlohmann::ordered_json{{"role", "system"}, {"content", preamble}});
-      }
-    }
-    auto input = tokenizer::ChatRenderInput::from_openai(c.messages, c.tools ? &*c.tools : nullptr);
-    if (!input.is_ok()) return api_error_from_status(input.status(), "messages");
-    tokenizer::ChatRenderInput& in = *input;
-    in.add_generation_prompt = c.add_generation_prompt;
-    in.kwargs = std::move(c.template_kwargs);
-    in.bos_token = tok.bos_text();
-    in.eos_token = tok.eos_text();
-    auto rendered = model_.chat_template->render(in);
-    if (!rendered.is_ok()) return invalid_field("messages", "the chat template failed: " + rendered.status().message());
-    // Special-token markers count only where the template wrote them: a
-    // literal "</s>" or "<|im_start|>" in a message stays text.
-    r.prompt = tok.encode_rendered(*rendered, tok.add_bos_default());
-    if (reasoning_) {
-      plan.reasoning = reasoning_;
-      const std::string& text = rendered->bytes();
-      const size_t last = text.find_last_not_of(" \n\t");
-      const std::string_view trimmed(text.data(), last == std::string::npos ? 0 : last + 1);
-      plan.reasoning_starts_inside = trimmed.size() >= reasoning_->open.size() &&
-                                     trimmed.substr(trimmed.size() - reasoning_->open.size()) == reasoning_->open;
-    }
+    if (auto err = chat_prompt(c, tok.add_bos_default(), &plan, &r.prompt)) return err;
   }
-  if (!options.model.empty() && options.model != model_.served_model_name && options.model != model_.model_path) {
-    return not_found_error("the model '" + options.model + "' does not exist; this server serves '" +
-                               model_.served_model_name + "'",
-                           "model_not_found");
-  }
+  if (auto err = check_model(options.model)) return err;
   if (r.prompt.empty()) return invalid_field(kind == ApiKind::kChat ? "messages" : "prompt", "the prompt is empty");
 
-  if (options.response_format.kind != ResponseFormat::Kind::kText) {
-    Result<std::string> gbnf = options.response_format.kind == ResponseFormat::Kind::kJsonObject
-                                   ? Result<std::string>(grammar::json_object_gbnf())
-                                   : grammar::json_schema_to_gbnf(options.response_format.schema);
-    if (!gbnf.is_ok()) return api_error_from_status(gbnf.status(), "response_format");
-    if (auto err = compile(*gbnf, "response_format", &plan)) return err;
-  }
+  if (auto err = constrain(options.response_format, &plan)) return err;
   if (plan.grammar && options.ignore_eos) {
-    return invalid_field("ignore_eos", "'ignore_eos' cannot be combined with a grammar (response_format or a forced "
-                                       "tool call): the grammar decides where the output ends");
+    return invalid_field("ignore_eos", "'ignore_eos' cannot be combined with a grammar (an output constraint or a "
+                                       "forced tool call): the grammar decides where the output ends");
   }
   plan.n_per_prompt = options.n;
   plan.n = options.n * static_cast<int32_t>(std::max<size_t>(1, plan.prompts.size()));
@@ -226,9 +384,9 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
   if (!options.ignore_eos) {
     for (int32_t id : tok.end_of_generation_ids()) r.stop.stop_token_ids.insert(id);
   }
-  r.scheduling.priority = tenant.priority;
   r.scheduling.tenant = tenant_index;
   r.cache_scope = tenant.cache_scope;
+  if (auto err = apply_extensions(options, tenant, &plan)) return err;
 
   const std::string deadline = http.header("x-ladder-deadline-ms");
   if (!deadline.empty()) {

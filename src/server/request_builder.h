@@ -22,7 +22,9 @@
 #include "grammar/tool_call_format.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
+#include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/prompt_scorer.h"
 #include "server/reasoning_parser.h"
 #include "server/response_writer.h"
 #include "server/tenants.h"
@@ -46,6 +48,14 @@ struct GenerationPlan {
   int32_t n_per_prompt = 1;
   // echo: each prompt's text (in prompt order), which its choices begin with.
   std::vector<std::string> echo;
+  // The prompt tokens' logprobs, with this many alternatives each (vLLM's
+  // prompt_logprobs, or echo with logprobs); the backend computes them into
+  // prompt_scores (one list per prompt, in prompt order) before it runs the
+  // request.
+  std::optional<int32_t> prompt_logprobs;
+  bool prompt_logprobs_json = false;  // the response carries vLLM's prompt_logprobs
+  bool echo_logprobs = false;         // each echoed prompt's logprobs lead its choices' logprobs
+  std::vector<std::shared_ptr<const std::vector<PromptTokenScore>>> prompt_scores;
   // The grammar each choice's output must match (response_format, forced
   // tool calls); null: free text. Each engine request gets its own matcher.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
@@ -74,6 +84,7 @@ class RequestBuilder {
     grammar::GrammarCache* grammars = nullptr;
     const grammar::TokenVocabulary* vocabulary = nullptr;
     grammar::ToolCallFormat tool_format = grammar::ToolCallFormat::kHermes;
+    std::string reasoning_parser = "auto";  // PlannerOptions::reasoning_parser
   };
   explicit RequestBuilder(Model model);
 
@@ -81,10 +92,27 @@ class RequestBuilder {
   std::optional<ApiError> build(ApiKind kind, const HttpRequest& http, int tenant_index, const TenantConfig& tenant,
                                 GenerationPlan* out) const;
 
+  // POST /tokenize: the ids a prompt or a conversation becomes (a chat form
+  // exactly as /v1/chat/completions would send it to the model).
+  std::optional<ApiError> tokenize(TokenizeRequest& request, std::vector<int32_t>* ids) const;
+  // A model name a request may use (empty: the default); else the 404.
+  std::optional<ApiError> check_model(const std::string& name) const;
+  const tokenizer::Tokenizer& tokenizer() const { return *model_.tokenizer; }
+
  private:
   std::optional<ApiError> check_prompt_bytes(size_t bytes, const char* param) const;
+  // The conversation's prompt through the chat template (tools preamble,
+  // continuation of a final assistant message); the reasoning markers into
+  // *plan.
+  std::optional<ApiError> chat_prompt(ChatRequest& c, bool add_bos, GenerationPlan* plan,
+                                      std::vector<int32_t>* ids) const;
+  // The grammar an output constraint asks for (response_format, guided_*).
+  std::optional<ApiError> constrain(const ResponseFormat& format, GenerationPlan* plan) const;
+  // vLLM's stop, special-token, truncation, priority and logprob extensions.
+  std::optional<ApiError> apply_extensions(const GenerationOptions& options, const TenantConfig& tenant,
+                                           GenerationPlan* plan) const;
   // The grammar text for a response_format, or for forced tool calls.
-  std::optional<ApiError> compile(const std::string& gbnf, const char* param, GenerationPlan* plan) const;
+  std::optional<ApiError> compile(const std::string& gbnf, const std::string& param, GenerationPlan* plan) const;
 
   Model model_;
   size_t max_token_bytes_ = 1;  // the longest token piece of the vocabulary
@@ -103,6 +131,10 @@ struct PlannerOptions {
   int64_t max_input_tokens = 0;
   // Describe tools in the system message when the template does not render them.
   bool tool_preamble = true;
+  // Thinking text into reasoning_content: "auto" (between the markers the
+  // chat template names, if any), "deepseek_r1" / "qwen3" (<think> ...
+  // </think>), "none" (all output is content).
+  std::string reasoning_parser = "auto";
 };
 class Planner {
  public:

@@ -14,7 +14,52 @@ ResponseWriter::ResponseWriter(const tokenizer::Tokenizer& tokenizer, ResponseMe
     if (options_.reasoning) c.reasoning.emplace(*options_.reasoning, options_.reasoning_starts_inside);
     if (options_.tool_format) c.tools.emplace(*options_.tool_format, options_.tool_id_seed + i);
     if (i < options_.echo.size()) c.echo = options_.echo[i];
+    if (i >= options_.prompt_scores.size() || options_.prompt_scores[i] == nullptr) continue;
+    const std::vector<PromptTokenScore>& scores = *options_.prompt_scores[i];
+    if (options_.echo_logprobs) {
+      for (const PromptTokenScore& p : scores) {
+        TokenLogprobEntry e = entry_of(p.token, p.logprob, p.top, static_cast<size_t>(options_.echo_top_logprobs));
+        e.known = p.scored;
+        c.pending.logprobs.push_back(std::move(e));
+      }
+    }
+    if (options_.prompt_logprobs >= 0) c.result.prompt_logprobs = prompt_logprobs_json(scores);
   }
+}
+
+TokenLogprobEntry ResponseWriter::entry_of(int32_t token, float logprob, const std::vector<engine::TokenLogprob>& top,
+                                           size_t n_top) const {
+  TokenLogprobEntry e;
+  e.token = token;
+  e.piece = std::string(tokenizer_.token_piece(token));
+  e.logprob = logprob;
+  for (size_t i = 0; i < top.size() && i < n_top; ++i) {
+    e.top.emplace_back(std::string(tokenizer_.token_piece(top[i].token)), top[i].logprob);
+  }
+  return e;
+}
+
+nlohmann::json ResponseWriter::prompt_logprobs_json(const std::vector<PromptTokenScore>& scores) const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const PromptTokenScore& p : scores) {
+    if (!p.scored) {
+      list.push_back(nullptr);
+      continue;
+    }
+    nlohmann::json at = nlohmann::json::object();
+    auto add = [&](int32_t id, float logprob, int64_t rank) {
+      at[std::to_string(id)] = {{"logprob", logprob},
+                                {"rank", rank},
+                                {"decoded_token", std::string(tokenizer_.token_piece(id))}};
+    };
+    add(p.token, p.logprob, p.rank);
+    const size_t n = std::min(p.top.size(), static_cast<size_t>(options_.prompt_logprobs));
+    for (size_t i = 0; i < n; ++i) {
+      if (p.top[i].token != p.token) add(p.top[i].token, p.top[i].logprob, static_cast<int64_t>(i) + 1);
+    }
+    list.push_back(std::move(at));
+  }
+  return list;
 }
 
 void ResponseWriter::start_stream() {
@@ -37,14 +82,7 @@ void ResponseWriter::on_token(int32_t index, const engine::StreamEvent& ev) {
   if (ended_) return;
   Choice& c = choices_.at(static_cast<size_t>(index));
   const engine::SampledToken& t = ev.token;
-  if (options_.shape.logprobs) {
-    TokenLogprobEntry e;
-    e.token = t.token;
-    e.piece = std::string(tokenizer_.token_piece(t.token));
-    e.logprob = t.logprob;
-    for (const auto& alt : t.top) e.top.emplace_back(std::string(tokenizer_.token_piece(alt.token)), alt.logprob);
-    c.pending.logprobs.push_back(std::move(e));
-  }
+  if (options_.shape.logprobs) c.pending.logprobs.push_back(entry_of(t.token, t.logprob, t.top, t.top.size()));
   if (options_.shape.token_ids) c.pending.token_ids.push_back(t.token);
   emit(index, ev.text, /*at_end=*/false, /*cut_off=*/false);
 }

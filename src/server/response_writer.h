@@ -18,6 +18,7 @@
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/openai_response.h"
+#include "server/prompt_scorer.h"
 #include "server/reasoning_parser.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,6 +35,11 @@ struct WriterOptions {
   uint64_t tool_id_seed = 0;  // seeds the call ids
   // Completions' echo: the text each choice begins with (empty: none).
   std::vector<std::string> echo;
+  // Per choice: its prompt's token scores (empty: none were asked for).
+  std::vector<std::shared_ptr<const std::vector<PromptTokenScore>>> prompt_scores;
+  bool echo_logprobs = false;     // the echoed prompt's logprobs lead the choice's logprobs
+  int32_t echo_top_logprobs = 0;  // alternatives each of those carries
+  int32_t prompt_logprobs = -1;   // >= 0: the body carries vLLM's prompt_logprobs, this many alternatives
 };
 
 class ResponseWriter {
@@ -71,6 +77,11 @@ class ResponseWriter {
   // at_end: the choice's last text; cut_off: it ended at max_tokens.
   void emit(int32_t index, const std::string& text, bool at_end, bool cut_off);
   void start_stream();
+  TokenLogprobEntry entry_of(int32_t token, float logprob, const std::vector<engine::TokenLogprob>& top,
+                             size_t n_top) const;
+  // vLLM's prompt_logprobs: null for the first token, then {id: {logprob,
+  // rank, decoded_token}} for the token and the top alternatives.
+  nlohmann::json prompt_logprobs_json(const std::vector<PromptTokenScore>& scores) const;
   void send_delta(int32_t index, ChoiceDelta delta, size_t offset);
 
   const tokenizer::Tokenizer& tokenizer_;

@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <utility>
 #include <vector>
 
 #include "common/check.h"
+#include "common/file_io.h"
 #include "gguf/gguf_file.h"
 
 namespace ladder::tokenizer {
@@ -345,6 +347,22 @@ Result<ChatTemplate> chat_template_from_gguf(const gguf::GgufFile& file) {
   if (!t.is_ok()) {
     return Status(t.status().code(), std::string(kGgufChatTemplateKey) + ": " + t.status().message());
   }
+  return t;
+}
+
+Result<ChatTemplate> chat_template_for(const gguf::GgufFile& file, const std::string& chosen) {
+  if (chosen.empty()) return chat_template_from_gguf(file);
+  std::string source;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(chosen, ec)) {
+    LADDER_ASSIGN_OR_RETURN(source, read_file(chosen));
+  } else if (chosen.find("{{") != std::string::npos || chosen.find("{%") != std::string::npos) {
+    source = chosen;
+  } else {
+    return not_found("--chat-template " + chosen + ": no such file (give a Jinja file, or the template text)");
+  }
+  Result<ChatTemplate> t = ChatTemplate::parse(std::move(source));
+  if (!t.is_ok()) return Status(t.status().code(), "--chat-template: " + t.status().message());
   return t;
 }
 

@@ -104,4 +104,9 @@ class ChatTemplate {
 // the ChatML fallback (logged with spdlog::warn).
 Result<ChatTemplate> chat_template_from_gguf(const gguf::GgufFile& file);
 
+// The template a command serves with: `chosen` when it is given (the path of
+// a Jinja file, or the template text itself when no such file exists and it
+// holds Jinja markup, as vLLM's --chat-template takes it), else the GGUF's.
+Result<ChatTemplate> chat_template_for(const gguf::GgufFile& file, const std::string& chosen);
+
 }  // namespace ladder::tokenizer

@@ -291,8 +291,55 @@ try {
       for (const c of chunk.choices) texts[c.index] += c.text;
     }
     assert.deepEqual(texts, echoed.choices.map((c) => c.text));
-    await assert.rejects(client.completions.create({ ...req, echo: true, logprobs: 1 }),
-      (e) => e instanceof OpenAI.BadRequestError && e.param === 'echo');
+    // With logprobs, each choice's begin with its prompt's tokens (the first, which nothing predicts, null).
+    const scored = await client.completions.create({ ...req, echo: true, logprobs: 1, max_tokens: 2 });
+    for (const c of scored.choices) {
+      assert.equal(c.logprobs.token_logprobs[0], null);
+      assert.ok(c.logprobs.token_logprobs.slice(1).every((lp) => lp <= 0));
+      assert.ok(c.logprobs.tokens.length > 2);
+    }
+  });
+
+  await check('/tokenize, /detokenize and /version in vLLM and llama.cpp shapes', async () => {
+    const headers = { Authorization: 'Bearer sk-e2e', 'Content-Type': 'application/json' };
+    const call = async (path, body) => {
+      const r = await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+      assert.equal(r.status, 200, `${path}: ${r.status}`);
+      return r.json();
+    };
+    const prompt = 'Once upon a time';
+    const t = await call('/tokenize', { model: 'stories260K', prompt });
+    assert.equal(t.count, t.tokens.length);
+    const done = await client.completions.create({ model: 'stories260K', prompt, max_tokens: 1 });
+    assert.equal(done.usage.prompt_tokens, t.count);
+    assert.equal((await call('/detokenize', { tokens: t.tokens })).prompt, prompt);
+    const llama = await call('/tokenize', { content: prompt, with_pieces: true });
+    assert.deepEqual(llama.tokens.map((p) => p.id), t.tokens.slice(1));
+    const messages = [{ role: 'user', content: 'Hi' }];
+    const chatIds = await call('/tokenize', { messages });
+    const chat = await client.chat.completions.create({ model: 'stories260K', messages, max_tokens: 1 });
+    assert.equal(chat.usage.prompt_tokens, chatIds.count);
+    const unauthorized = await fetch(`${base}/tokenize`, { method: 'POST', body: JSON.stringify({ prompt }) });
+    assert.equal(unauthorized.status, 401);
+    const version = await (await fetch(`${base}/version`)).json();
+    assert.ok(version.version.length > 0);
+  });
+
+  await check('vLLM extensions through the SDK: guided_choice, continue_final_message, prompt_logprobs, min_tokens', async () => {
+    const choices = ['yes', 'no'];
+    const guided = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 8, guided_choice: choices });
+    assert.ok(choices.includes(guided.choices[0].message.content), guided.choices[0].message.content);
+    const prefill = [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Once upon a' }];
+    const continued = await client.chat.completions.create({ model: 'stories260K', messages: prefill, max_tokens: 4, continue_final_message: true, add_generation_prompt: false });
+    const closed = await client.chat.completions.create({ model: 'stories260K', messages: prefill, max_tokens: 4, continue_final_message: false });
+    assert.ok(continued.usage.prompt_tokens < closed.usage.prompt_tokens);
+    const scored = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 1, prompt_logprobs: 1 });
+    assert.equal(scored.choices[0].prompt_logprobs.length, scored.usage.prompt_tokens);
+    assert.equal(scored.choices[0].prompt_logprobs[0], null);
+    const long = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 6, min_tokens: 6, stop_token_ids: [2], temperature: 0 });
+    assert.equal(long.usage.completion_tokens, 6);
+    await assert.rejects(client.completions.create({ model: 'stories260K', prompt: 'x', max_tokens: 2, min_tokens: 3 }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'min_tokens');
   });
 
   await check('logit_bias changes the output as asked', async () => {

@@ -155,6 +155,35 @@ TEST(Sampler, TruncationsChainTopKThenTopPThenMinP) {
   EXPECT_EQ(keys(draw(p, logits, 4000, 43)), (std::set<int32_t>{1, 3}));
 }
 
+// p = (0.5, 0.3, 0.2): entropy 1.0297 nats; surprisals 0.693, 1.204, 1.609
+// are 0.337, 0.174, 0.580 from it, so the typical order is 1, 0, 2.
+TEST(Sampler, TypicalPKeepsTheTokensNearestTheEntropy) {
+  const std::vector<float> logits = logits_of({0.5, 0.3, 0.2});
+  SamplingParams p;
+  p.typical_p = 0.25f;  // token 1 alone reaches it: never the most likely token
+  EXPECT_EQ(keys(draw(p, logits, 300, 5)), (std::set<int32_t>{1}));
+  p.typical_p = 0.6f;  // tokens 1 and 0 (mass 0.8), drawn 3 : 5
+  const auto counts = draw(p, logits, 4000, 6);
+  EXPECT_EQ(keys(counts), (std::set<int32_t>{0, 1}));
+  EXPECT_NEAR(static_cast<double>(counts.at(0)) / 4000.0, 0.625, 0.03);
+  // Greedy ignores it, as it ignores every truncation.
+  p.temperature = 0.0f;
+  EXPECT_EQ(keys(draw(p, logits, 10, 7)), (std::set<int32_t>{0}));
+}
+
+TEST(Sampler, MinTokensRulesOutTheStopIdsUntilReached) {
+  const std::vector<float> logits = logits_of({0.9, 0.05, 0.05});
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.min_tokens = 2;
+  p.banned_before_min = {0};
+  Sampler s(p, 1);
+  const std::vector<int32_t> none, one = {1}, two = {1, 2};
+  EXPECT_EQ(s.sample(logits, {}, none).token, 1);
+  EXPECT_EQ(s.sample(logits, {}, one).token, 1);
+  EXPECT_EQ(s.sample(logits, {}, two).token, 0);  // two tokens out: allowed again
+}
+
 TEST(Sampler, TemperatureSharpensTheDistribution) {
   SamplingParams p;
   p.temperature = 0.5f;  // p_i^2 renormalised: 0.25/0.26 for token 0 of {0.5 .. } below

@@ -1,4 +1,5 @@
-// Stop strings across token boundaries, kept out of the output.
+// Stop strings across token boundaries, kept out of the output (or kept, when
+// asked).
 #include "engine/stop_matcher.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,18 @@ TEST(StopMatcher, MatchesAcrossPiecesAndCutsTheStop) {
   // The earliest stop wins, whichever is listed first.
   EXPECT_EQ(run_stops({"cd", "b"}, {"abcd"}, &stopped), "a");
   EXPECT_TRUE(stopped);
+}
+
+TEST(StopMatcher, IncludeStopKeepsTheStopThatEndedIt) {
+  StopMatcher m({"cd", "b"}, /*include_stop=*/true);
+  auto step = m.feed("abcd");
+  EXPECT_TRUE(step.stopped);
+  EXPECT_EQ(step.emit, "ab");
+  StopMatcher across({"END"}, /*include_stop=*/true);
+  EXPECT_EQ(across.feed("x E").emit, "x ");
+  step = across.feed("ND tail");
+  EXPECT_TRUE(step.stopped);
+  EXPECT_EQ(step.emit, "END");
 }
 
 TEST(StopMatcher, HoldsBackOnlyPossiblePrefixes) {

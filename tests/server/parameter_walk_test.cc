@@ -85,6 +85,38 @@ std::vector<Param> completion_params() {
   };
 }
 
+// vLLM's and llama.cpp server's extensions, on both endpoints: each honoured
+// (its own test checks what it does) or accepted where it asks for what
+// Ladder always does (cache_prompt, spaces_between_special_tokens).
+std::vector<Param> extension_params() {
+  return {
+      {"cache_prompt", true, true},
+      {"grammar", "root ::= [a-z]+", true},
+      {"guided_choice", json::array({"yes", "no"}), true},
+      {"guided_grammar", "root ::= [a-z]+", true},
+      {"guided_json", {{"type", "object"}}, true},
+      {"guided_regex", "[a-z]+ [a-z]+", true},
+      {"ignore_eos", true, true},
+      {"include_stop_str_in_output", true, true},
+      {"json_schema", {{"type", "string"}}, true},
+      {"min_tokens", 2, true},
+      {"n_probs", 2, true},
+      {"priority", -1, true},
+      {"prompt_logprobs", 1, true},
+      {"return_token_ids", true, true},
+      {"skip_special_tokens", false, true},
+      {"spaces_between_special_tokens", true, true},
+      {"stop_token_ids", json::array({13}), true},
+      {"structured_outputs", {{"choice", json::array({"yes", "no"})}}, true},
+      {"truncate_prompt_tokens", 8, true},
+      {"typical_p", 0.9, true},
+      {"guided_decoding_backend", "xgrammar", false},
+      {"min_tokens", -1, false},
+      {"typical_p", 0.0, false},
+      {"guided_regex", "(?=x)", false},
+  };
+}
+
 class ParameterWalk : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -132,6 +164,16 @@ TEST_F(ParameterWalk, ChatCompletions) {
 
 TEST_F(ParameterWalk, Completions) {
   walk("/v1/completions", {{"model", "stories260K"}, {"prompt", "Once upon a time"}}, completion_params());
+}
+
+TEST_F(ParameterWalk, VllmAndLlamaCppExtensions) {
+  walk("/v1/completions", {{"model", "stories260K"}, {"prompt", "Once upon a time"}}, extension_params());
+  std::vector<Param> chat = extension_params();
+  chat.push_back({"continue_final_message", false, true});
+  chat.push_back({"add_generation_prompt", true, true});
+  chat.push_back({"chat_template_kwargs", {{"enable_thinking", false}}, true});
+  walk("/v1/chat/completions", {{"model", "stories260K"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}},
+       chat);
 }
 
 TEST_F(ParameterWalk, Embeddings) {
