@@ -39,12 +39,13 @@ double seconds_between(Clock::time_point a, Clock::time_point b) { return std::c
 
 ApiError client_gone_error() { return ApiError{499, "the client went away", "invalid_request_error", "", "client_gone", 0}; }
 
-// The worker's "ladder" block and usage in a response: the whole body, or the
-// last events of a stream.
-json final_ladder_block(const std::string& seen, bool streaming) {
+// The last object of a response that has a "ladder" block: the whole body,
+// or of a stream the last such event (a chat or completion chunk), or the
+// response object a Responses API stream ends with.
+json final_object(const std::string& seen, bool streaming) {
   if (!streaming) {
     json doc = json::parse(seen, nullptr, false);
-    return doc.is_object() && doc.contains("ladder") ? doc["ladder"] : json();
+    return doc.is_object() && doc.contains("ladder") ? doc : json();
   }
   json found;
   size_t at = 0;
@@ -52,10 +53,23 @@ json final_ladder_block(const std::string& seen, bool streaming) {
     const size_t end = seen.find("\n\n", at);
     if (end == std::string::npos) break;
     json ev = json::parse(seen.substr(at + 6, end - at - 6), nullptr, false);
-    if (ev.is_object() && ev.contains("ladder")) found = ev["ladder"];
+    if (ev.is_object() && ev.contains("response") && ev["response"].contains("ladder")) {
+      found = ev["response"];
+    } else if (ev.is_object() && ev.contains("ladder")) {
+      found = std::move(ev);
+    }
     at = end;
   }
   return found;
+}
+
+// A stream ended as its API ends one: [DONE], or a Responses API stream's
+// terminal event.
+bool stream_complete(const std::string& seen) {
+  return seen.find("data: [DONE]") != std::string::npos ||
+         seen.find("event: response.completed\n") != std::string::npos ||
+         seen.find("event: response.incomplete\n") != std::string::npos ||
+         seen.find("event: response.failed\n") != std::string::npos;
 }
 
 }  // namespace
@@ -402,7 +416,10 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
                                   const std::string& transfer_id, RequestRecord& rec) {
   net::HttpRequestSpec spec;
   spec.method = "POST";
-  spec.path = call->plan.kind == server::ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions";
+  const bool responses_api = call->plan.meta.kind == server::ApiKind::kResponses;
+  spec.path = responses_api                                ? "/v1/responses"
+              : call->plan.kind == server::ApiKind::kChat ? "/v1/chat/completions"
+                                                          : "/v1/completions";
   spec.api_key = call->api_key;
   spec.body = call->body;
   if (!transfer_id.empty()) spec.headers.emplace_back("x-ladder-kv-transfer", transfer_id);
@@ -414,7 +431,10 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
   int status = 0;
   bool streaming = false;
   std::string content_type;
-  std::string seen;  // the whole body; of a stream its last bytes ([DONE], the final "ladder" block)
+  // The whole body; of a stream its last bytes ([DONE], the final "ladder"
+  // block), or all of a Responses API stream (its last event holds the
+  // whole response, which the router keeps).
+  std::string seen;
   const Clock::time_point sent = Clock::now();
   const Status st = net::http_stream(
       decode.endpoint, spec,
@@ -429,12 +449,11 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
         if (!streaming) return;
         if (!call->gone) call->ch->send(std::string(bytes));
         constexpr size_t kTail = 64 * 1024;
-        if (seen.size() > 2 * kTail) seen.erase(0, seen.size() - kTail);
+        if (!responses_api && seen.size() > 2 * kTail) seen.erase(0, seen.size() - kTail);
       });
   pool_->release(decode);
   rec.e2e_s = seconds_between(call->plan.arrival, Clock::now());
-  const bool complete =
-      st.is_ok() && (streaming ? seen.find("data: [DONE]") != std::string::npos : json::accept(seen));
+  const bool complete = st.is_ok() && (streaming ? stream_complete(seen) : json::accept(seen));
   if (call->gone) {
     rec.http_status = 499;
     finish_call(call, rec, rec.prompt_tokens);
@@ -451,8 +470,8 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
     }
     rec.http_status = e.http_status;
     if (streaming) {
-      call->ch->send(server::sse_data(json::parse(e.body())));
-      call->ch->send(server::kSseDone);
+      call->ch->send(std::string(responses_api ? "event: error\n" : "") + server::sse_data(json::parse(e.body())));
+      if (!responses_api) call->ch->send(server::kSseDone);
       call->ch->finish();
     } else {
       call->ch->respond(server::error_response(e));
@@ -475,7 +494,11 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
   rec.finished = status == 200;
   // The decode worker's own account: tokens, and its TTFT counted from when
   // the router sent the request.
-  const json ladder = final_ladder_block(seen, streaming);
+  const json last = final_object(seen, streaming);
+  const json ladder = last.is_object() ? last["ladder"] : json();
+  if (responses_api && status == 200 && last.is_object() && call->plan.responses->on_response) {
+    call->plan.responses->on_response(last);  // the router keeps it, for previous_response_id
+  }
   double worker_prompt_ms = -1;
   if (ladder.is_object()) {
     rec.completion_tokens = ladder.value("completion_tokens", int64_t{0});

@@ -35,6 +35,7 @@ WriterOptions writer_options(const GenerationPlan& plan) {
   for (int32_t i = 0; i < plan.n && !plan.prompt_scores.empty(); ++i) {
     o.prompt_scores.push_back(of_choice(plan.prompt_scores, i));
   }
+  o.responses = plan.responses;
   o.echo_logprobs = plan.echo_logprobs;
   o.echo_top_logprobs = plan.request.sampling.top_logprobs;
   o.prompt_logprobs = plan.prompt_logprobs_json ? plan.prompt_logprobs.value_or(0) : -1;

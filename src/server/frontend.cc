@@ -8,6 +8,7 @@
 #include "common/build_info.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/responses_request.h"
 
 namespace ladder::server {
 
@@ -24,8 +25,16 @@ HttpResponse json_response(int status, const json& doc) {
 }
 
 const char* path_of(ApiKind kind) {
-  return kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions";
+  switch (kind) {
+    case ApiKind::kChat: return "/v1/chat/completions";
+    case ApiKind::kResponses: return "/v1/responses";
+    case ApiKind::kCompletion: break;
+  }
+  return "/v1/completions";
 }
+
+// Responses kept for previous_response_id and GET /v1/responses/{id}.
+constexpr size_t kStoredResponses = 4096;
 
 }  // namespace
 
@@ -44,7 +53,8 @@ bool meets_slo(const RequestRecord& rec, const GenerationPlan& plan, const Tenan
   return slo.tpot_ms <= 0 || rec.tpot_s < 0 || rec.tpot_s * 1000 <= slo.tpot_ms;
 }
 
-Frontend::Frontend(FrontendConfig config) : config_(std::move(config)) {
+Frontend::Frontend(FrontendConfig config)
+    : config_(std::move(config)), stored_(std::make_shared<ResponseStore>(kStoredResponses)) {
   started_unix_ =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -179,6 +189,21 @@ void Frontend::handle(HttpRequest req, std::shared_ptr<ResponseChannel> ch) {
                          [this](const HttpRequest& r, int tenant, std::shared_ptr<ResponseChannel> c) {
                            embed(r, tenant, std::move(c));
                          });
+  } else if (path == "/v1/responses") {
+    if (!only("POST")) return;
+    accept_model_request(std::move(req), std::move(ch),
+                         [this](const HttpRequest& r, int tenant, std::shared_ptr<ResponseChannel> c) {
+                           plan_response(r, tenant, std::move(c));
+                         });
+  } else if (path.rfind("/v1/responses/", 0) == 0) {
+    if (req.method != "DELETE" && !only("GET")) return;
+    const int tenant = tenants_.authenticate(bearer_key(req));
+    if (tenant < 0) {
+      reply_error(ch, -1, unauthenticated("missing or invalid API key: send 'Authorization: Bearer <key>'"), false);
+      return;
+    }
+    ch->respond(stored_response(req.method, percent_decode(path.substr(std::string("/v1/responses/").size())),
+                                tenant));
   } else if (path == "/tokenize" || path == "/detokenize") {
     if (!only("POST")) return;
     const bool to_ids = path == "/tokenize";
@@ -244,10 +269,68 @@ void Frontend::plan_and_serve(ApiKind kind, const HttpRequest& req, int tenant,
     reply_error(ch, tenant, *err, true);
     return;
   }
+  serve_plan(std::move(plan), req, std::move(ch));
+}
+
+void Frontend::plan_response(const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch) {
+  if (state_.load() != ServerState::kReady || ch->client_gone()) {
+    reply_error(ch, tenant, unavailable("the server is shutting down", "server_draining"), true);
+    return;
+  }
+  ResponsesRequest rr;
+  if (auto err = parse_responses_request(req.body, tenant, *stored_, &rr)) {
+    reply_error(ch, tenant, *err, true);
+    return;
+  }
+  // Planned as the chat request it amounts to; a worker behind `ladder
+  // route` is sent the whole conversation, and keeps nothing.
+  HttpRequest as_chat = req;
+  as_chat.body = rr.chat.dump();
+  GenerationPlan plan;
+  if (auto err = backend_->builder()->build(ApiKind::kChat, as_chat, tenant, tenants_.tenant(tenant), &plan)) {
+    reply_error(ch, tenant, *err, true);
+    return;
+  }
+  plan.meta.kind = ApiKind::kResponses;
+  plan.meta.id = random_response_id("resp_");
+  auto context = std::make_shared<ResponsesContext>();
+  context->skeleton = std::move(rr.skeleton);
+  if (rr.store) {
+    context->on_response = [store = stored_, tenant, conversation = std::move(rr.conversation)](const json& response) {
+      ResponseStore::Entry entry;
+      entry.tenant = tenant;
+      entry.conversation = conversation;
+      // Output items are valid input items: the next turn continues from them.
+      for (const json& item : response.value("output", json::array())) {
+        entry.conversation.push_back(nlohmann::ordered_json::parse(item.dump()));
+      }
+      entry.response = nlohmann::ordered_json::parse(response.dump());
+      store->put(response.value("id", ""), std::move(entry));
+    };
+  }
+  plan.responses = std::move(context);
+  HttpRequest relayed = req;
+  rr.expanded["store"] = false;
+  relayed.body = rr.expanded.dump();
+  serve_plan(std::move(plan), relayed, std::move(ch));
+}
+
+HttpResponse Frontend::stored_response(const std::string& method, const std::string& id, int tenant) {
+  if (method == "DELETE") {
+    if (stored_->erase(id, tenant)) return json_response(200, {{"id", id}, {"object", "response"}, {"deleted", true}});
+  } else if (std::optional<ResponseStore::Entry> e = stored_->get(id, tenant)) {
+    HttpResponse r;
+    r.body = e->response.dump();
+    return r;
+  }
+  return error_response(not_found_error("no stored response '" + id + "'", "response_not_found"));
+}
+
+void Frontend::serve_plan(GenerationPlan plan, const HttpRequest& req, std::shared_ptr<ResponseChannel> ch) {
   // What the settlement needs of the plan, kept apart from the plan the
   // backend consumes.
   auto keep = std::make_shared<GenerationPlan>();
-  keep->kind = plan.kind;
+  keep->kind = plan.meta.kind;  // the endpoint, for the access log
   keep->meta.id = plan.meta.id;
   keep->user = plan.user;
   keep->tenant = plan.tenant;

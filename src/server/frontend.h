@@ -3,7 +3,8 @@
 // compute lives here, once:
 //   routes            /health, /metrics, /version, /v1/models[/{id}],
 //                     /v1/completions, /v1/chat/completions, /v1/embeddings,
-//                     /tokenize, /detokenize (+ a backend's own)
+//                     /v1/responses[/{id}], /tokenize, /detokenize (+ a
+//                     backend's own)
 //   tenants and keys  the tenants file or --api-key; admin keys for /metrics
 //   planning          the request is parsed and planned once (RequestBuilder)
 //                     on the prepare threads, off the io threads
@@ -37,6 +38,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/request_builder.h"
+#include "server/responses_request.h"
 #include "server/server_state.h"
 #include "server/tenants.h"
 #include "server/work_queue.h"
@@ -156,6 +158,12 @@ class Frontend {
   using PreparedWork = std::function<void(const HttpRequest&, int, std::shared_ptr<ResponseChannel>)>;
   void accept_model_request(HttpRequest req, std::shared_ptr<ResponseChannel> ch, PreparedWork work);
   void plan_and_serve(ApiKind kind, const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
+  // POST /v1/responses: planned as the chat request it amounts to.
+  void plan_response(const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
+  // GET or DELETE /v1/responses/{id}.
+  HttpResponse stored_response(const std::string& method, const std::string& id, int tenant);
+  // Hands a plan to the backend; the settlement records it.
+  void serve_plan(GenerationPlan plan, const HttpRequest& req, std::shared_ptr<ResponseChannel> ch);
   void embed(const HttpRequest& req, int tenant, std::shared_ptr<ResponseChannel> ch);
   // POST /tokenize (to_ids) and /detokenize, with the model's tokenizer and
   // chat template.
@@ -179,6 +187,9 @@ class Frontend {
   std::unique_ptr<HttpServer> metrics_http_;
   std::unique_ptr<WorkQueue> prepare_;
   int64_t started_unix_ = 0;  // /v1/models' "created" (unix seconds)
+  // Finished Responses API responses (previous_response_id); shared with
+  // the callbacks that fill it.
+  std::shared_ptr<ResponseStore> stored_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

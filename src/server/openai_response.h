@@ -15,7 +15,8 @@
 
 namespace ladder::server {
 
-enum class ApiKind { kCompletion, kChat };
+// kResponses: a chat request presented as the Responses API (ResponsesOutput).
+enum class ApiKind { kCompletion, kChat, kResponses };
 
 struct ResponseMeta {
   ApiKind kind = ApiKind::kCompletion;

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "server/prompt_scorer.h"
 #include "server/reasoning_parser.h"
 #include "server/response_writer.h"
+#include "server/responses_output.h"
 #include "server/tenants.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -62,6 +64,8 @@ struct GenerationPlan {
   // Tool calls are parsed out of the output in this format (tools given and
   // tool_choice not "none").
   std::optional<grammar::ToolCallFormat> tool_format;
+  // Set for POST /v1/responses (meta.kind kResponses; kind is kChat).
+  std::shared_ptr<const ResponsesContext> responses;
   int tenant = 0;
   std::string user;  // the client's opaque user id, for the access log
   std::chrono::steady_clock::time_point arrival;

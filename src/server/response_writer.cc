@@ -8,6 +8,10 @@ ResponseWriter::ResponseWriter(const tokenizer::Tokenizer& tokenizer, ResponseMe
                                std::shared_ptr<ResponseChannel> channel)
     : tokenizer_(tokenizer), meta_(std::move(meta)), options_(std::move(options)), channel_(std::move(channel)) {
   LADDER_CHECK(options_.n >= 1, "a response has at least one choice");
+  if (options_.responses != nullptr) {
+    LADDER_CHECK(options_.n == 1, "a Responses API response has one choice");
+    responses_ = std::make_unique<ResponsesOutput>(meta_, options_.responses->skeleton, options_.stream, channel_);
+  }
   choices_.resize(static_cast<size_t>(options_.n));
   for (size_t i = 0; i < choices_.size(); ++i) {
     Choice& c = choices_[i];
@@ -69,6 +73,11 @@ void ResponseWriter::start_stream() {
 }
 
 void ResponseWriter::send_delta(int32_t index, ChoiceDelta delta, size_t offset) {
+  if (responses_) {
+    responses_stream_started_ = true;
+    responses_->delta(delta);
+    return;
+  }
   start_stream();
   Choice& c = choices_[static_cast<size_t>(index)];
   if (meta_.kind == ApiKind::kChat && !c.role_sent) {
@@ -143,7 +152,7 @@ void ResponseWriter::finish_choice(int32_t index, const engine::StreamEvent& ev,
   if (c.tools && !c.tools->result().tool_calls.empty() && reason == "stop") reason = "tool_calls";
   c.result.finish_reason = reason;
   if (c.tools) c.result.tool_calls = c.tools->result().tool_calls;
-  if (!options_.stream) return;
+  if (!options_.stream || responses_) return;
   bool last = true;
   for (const Choice& other : choices_) last = last && !other.result.finish_reason.empty();
   // Timings describe the whole request: they ride on the last final chunk,
@@ -158,6 +167,11 @@ void ResponseWriter::finish_choice(int32_t index, const engine::StreamEvent& ev,
 void ResponseWriter::finish(const UsageInfo& usage, const ServerTimings& timings) {
   if (ended_) return;
   ended_ = true;
+  if (responses_) {
+    const nlohmann::json response = responses_->finish(choices_[0].result, usage, timings);
+    if (options_.responses->on_response) options_.responses->on_response(response);
+    return;
+  }
   if (options_.stream) {
     start_stream();
     // The last choice to finish closes with the timings.
@@ -178,6 +192,10 @@ void ResponseWriter::finish(const UsageInfo& usage, const ServerTimings& timings
 void ResponseWriter::fail(const ApiError& e) {
   if (ended_) return;
   ended_ = true;
+  if (responses_ && responses_stream_started_) {
+    responses_->fail(e);
+    return;
+  }
   if (started_) {
     channel_->send(sse_data(nlohmann::json::parse(e.body())));
     channel_->send(kSseDone);

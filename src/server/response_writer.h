@@ -19,6 +19,7 @@
 #include "server/http_server.h"
 #include "server/openai_response.h"
 #include "server/prompt_scorer.h"
+#include "server/responses_output.h"
 #include "server/reasoning_parser.h"
 #include "tokenizer/tokenizer.h"
 
@@ -40,6 +41,8 @@ struct WriterOptions {
   bool echo_logprobs = false;     // the echoed prompt's logprobs lead the choice's logprobs
   int32_t echo_top_logprobs = 0;  // alternatives each of those carries
   int32_t prompt_logprobs = -1;   // >= 0: the body carries vLLM's prompt_logprobs, this many alternatives
+  // The Responses API's presentation (one choice), when set.
+  std::shared_ptr<const ResponsesContext> responses;
 };
 
 class ResponseWriter {
@@ -58,7 +61,7 @@ class ResponseWriter {
   // (then [DONE]), else the error response. Nothing is sent after it.
   void fail(const ApiError& error);
 
-  bool stream_started() const { return started_; }
+  bool stream_started() const { return started_ || (responses_ && responses_stream_started_); }
   // Answer text was produced (TTFAT: the first non-reasoning text).
   bool answered() const { return answered_; }
 
@@ -86,6 +89,8 @@ class ResponseWriter {
 
   const tokenizer::Tokenizer& tokenizer_;
   ResponseMeta meta_;
+  std::unique_ptr<ResponsesOutput> responses_;  // the Responses API's presentation
+  bool responses_stream_started_ = false;
   WriterOptions options_;
   std::shared_ptr<ResponseChannel> channel_;
   std::vector<Choice> choices_;

@@ -342,6 +342,30 @@ try {
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'min_tokens');
   });
 
+  await check('Responses API: create, stream, previous_response_id, retrieve, delete', async () => {
+    const input = 'Once upon a time';
+    const r = await client.responses.create({ model: 'stories260K', input, max_output_tokens: 12, temperature: 0 });
+    assert.equal(r.object, 'response');
+    const chat = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: input }], max_tokens: 12, temperature: 0 });
+    assert.equal(r.output_text, chat.choices[0].message.content);
+    assert.equal(r.usage.input_tokens, chat.usage.prompt_tokens);
+    let text = '';
+    let final = null;
+    const stream = await client.responses.create({ model: 'stories260K', input, max_output_tokens: 12, temperature: 0, stream: true });
+    for await (const ev of stream) {
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+      if (ev.type === 'response.completed' || ev.type === 'response.incomplete') final = ev.response;
+    }
+    assert.equal(text, r.output_text);
+    assert.ok(final && final.id.startsWith('resp_'));
+    // The streamed response is kept too (by the router, behind ladder route): continue from it.
+    const next = await client.responses.create({ model: 'stories260K', input: 'And then?', previous_response_id: final.id, max_output_tokens: 4 });
+    assert.ok(next.usage.input_tokens > r.usage.input_tokens + 4, `${next.usage.input_tokens}`);
+    assert.equal((await client.responses.retrieve(r.id)).id, r.id);
+    await client.responses.del(r.id);
+    await assert.rejects(client.responses.retrieve(r.id), (e) => e instanceof OpenAI.NotFoundError);
+  });
+
   await check('logit_bias changes the output as asked', async () => {
     const plain = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 8, temperature: 0, return_token_ids: true });
     const first = plain.choices[0].token_ids[0];
