@@ -33,8 +33,10 @@ const char* path_of(ApiKind kind) {
   return "/v1/completions";
 }
 
-// Responses kept for previous_response_id and GET /v1/responses/{id}.
+// Responses kept for previous_response_id and GET /v1/responses/{id}: at
+// most this many, in at most this much JSON.
 constexpr size_t kStoredResponses = 4096;
+constexpr size_t kStoredResponseBytes = size_t{256} << 20;
 
 }  // namespace
 
@@ -54,7 +56,7 @@ bool meets_slo(const RequestRecord& rec, const GenerationPlan& plan, const Tenan
 }
 
 Frontend::Frontend(FrontendConfig config)
-    : config_(std::move(config)), stored_(std::make_shared<ResponseStore>(kStoredResponses)) {
+    : config_(std::move(config)), stored_(std::make_shared<ResponseStore>(kStoredResponses, kStoredResponseBytes)) {
   started_unix_ =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

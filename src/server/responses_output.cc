@@ -87,13 +87,13 @@ void ResponsesOutput::open(Item kind, const grammar::ToolCallDelta* call) {
   }
 }
 
-void ResponsesOutput::close() {
+void ResponsesOutput::close(bool cut_off) {
   if (open_ == Item::kNone) return;
   const auto index = static_cast<int64_t>(output_.size());
   const json id = item_["id"];
   if (open_ == Item::kMessage) {
     event("response.output_text.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", text_}});
-    item_ = message_item(id, text_, "completed");
+    item_ = message_item(id, text_, cut_off ? "incomplete" : "completed");
     event("response.content_part.done",
           {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"part", item_["content"][0]}});
   } else if (open_ == Item::kReasoning) {
@@ -103,7 +103,7 @@ void ResponsesOutput::close() {
   } else {
     event("response.function_call_arguments.done", {{"item_id", id}, {"output_index", index}, {"arguments", text_}});
     item_["arguments"] = text_;
-    item_["status"] = "completed";
+    item_["status"] = cut_off ? "incomplete" : "completed";
   }
   event("response.output_item.done", {{"output_index", index}, {"item", item_}});
   output_.push_back(std::move(item_));
@@ -143,7 +143,7 @@ json ResponsesOutput::finish(const ChoiceResult& result, const UsageInfo& usage,
   const bool cut_off = result.finish_reason == "length";
   if (stream_) {
     start();
-    close();
+    close(cut_off);
   } else {
     // The whole output at once, in the order it was generated.
     if (!result.text.reasoning.empty()) output_.push_back(reasoning_item(random_response_id("rs_"), result.text.reasoning));

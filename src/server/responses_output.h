@@ -53,7 +53,8 @@ class ResponsesOutput {
   void start();
   // Closes the open item and opens the next (a function call's: `call`).
   void open(Item kind, const grammar::ToolCallDelta* call = nullptr);
-  void close();
+  // cut_off: the output ended at max_output_tokens inside this item.
+  void close(bool cut_off = false);
   nlohmann::json response(const std::string& status) const;
 
   ResponseMeta meta_;

@@ -8,40 +8,47 @@ using json = nlohmann::ordered_json;
 
 // ------------------------------------------------------------------ store
 
+void ResponseStore::remove(std::unordered_map<std::string, Slot>::iterator it) {
+  bytes_ -= it->second.bytes;
+  order_.erase(it->second.at);
+  entries_.erase(it);
+}
+
 void ResponseStore::put(const std::string& id, Entry entry) {
+  const size_t bytes = id.size() + entry.conversation.dump().size() + entry.response.dump().size();
   std::lock_guard lock(mu_);
-  if (auto it = entries_.find(id); it != entries_.end()) {
-    order_.erase(it->second.second);
-    entries_.erase(it);
-  }
+  if (auto it = entries_.find(id); it != entries_.end()) remove(it);
+  if (bytes > max_bytes_) return;  // larger than the whole store: not kept
   order_.push_front(id);
-  entries_.emplace(id, std::make_pair(std::move(entry), order_.begin()));
-  while (entries_.size() > capacity_) {
-    entries_.erase(order_.back());
-    order_.pop_back();
-  }
+  entries_.emplace(id, Slot{std::move(entry), bytes, order_.begin()});
+  bytes_ += bytes;
+  while (entries_.size() > max_entries_ || bytes_ > max_bytes_) remove(entries_.find(order_.back()));
 }
 
 std::optional<ResponseStore::Entry> ResponseStore::get(const std::string& id, int tenant) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.first.tenant != tenant) return std::nullopt;
-  order_.splice(order_.begin(), order_, it->second.second);
-  return it->second.first;
+  if (it == entries_.end() || it->second.entry.tenant != tenant) return std::nullopt;
+  order_.splice(order_.begin(), order_, it->second.at);
+  return it->second.entry;
 }
 
 bool ResponseStore::erase(const std::string& id, int tenant) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.first.tenant != tenant) return false;
-  order_.erase(it->second.second);
-  entries_.erase(it);
+  if (it == entries_.end() || it->second.entry.tenant != tenant) return false;
+  remove(it);
   return true;
 }
 
 size_t ResponseStore::size() const {
   std::lock_guard lock(mu_);
   return entries_.size();
+}
+
+size_t ResponseStore::bytes() const {
+  std::lock_guard lock(mu_);
+  return bytes_;
 }
 
 // ------------------------------------------------------------- requests

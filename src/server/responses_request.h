@@ -31,11 +31,11 @@ namespace ladder::server {
 
 // Stored responses, each with its conversation (input items then output
 // items, Responses form), for previous_response_id and GET/DELETE
-// /v1/responses/{id}. Bounded: the least recently used go first. A tenant
-// sees only its own. Thread-safe.
+// /v1/responses/{id}. Bounded in count and in bytes (of the JSON kept): the
+// least recently used go first. A tenant sees only its own. Thread-safe.
 class ResponseStore {
  public:
-  explicit ResponseStore(size_t capacity) : capacity_(capacity) {}
+  ResponseStore(size_t max_entries, size_t max_bytes) : max_entries_(max_entries), max_bytes_(max_bytes) {}
 
   struct Entry {
     int tenant = 0;
@@ -46,12 +46,22 @@ class ResponseStore {
   std::optional<Entry> get(const std::string& id, int tenant);
   bool erase(const std::string& id, int tenant);
   size_t size() const;
+  size_t bytes() const;
 
  private:
-  size_t capacity_;
+  struct Slot {
+    Entry entry;
+    size_t bytes = 0;
+    std::list<std::string>::iterator at;  // in order_
+  };
+  void remove(std::unordered_map<std::string, Slot>::iterator it);  // mu_ held
+
+  size_t max_entries_;
+  size_t max_bytes_;
   mutable std::mutex mu_;
+  size_t bytes_ = 0;
   std::list<std::string> order_;  // most recently used first
-  std::unordered_map<std::string, std::pair<Entry, std::list<std::string>::iterator>> entries_;
+  std::unordered_map<std::string, Slot> entries_;
 };
 
 struct ResponsesRequest {

@@ -183,7 +183,7 @@ TEST_F(ResponsesApi, RefusalsNameTheParameter) {
 }
 
 TEST(ResponseStore, BoundedAndPerTenant) {
-  server::ResponseStore store(2);
+  server::ResponseStore store(2, 1 << 20);
   for (const char* id : {"a", "b"}) store.put(id, {0, nlohmann::ordered_json::array(), {{"id", id}}});
   EXPECT_FALSE(store.get("a", 1));  // another tenant's
   EXPECT_FALSE(store.erase("a", 1));
@@ -194,6 +194,18 @@ TEST(ResponseStore, BoundedAndPerTenant) {
   EXPECT_TRUE(store.get("a", 0));
   EXPECT_TRUE(store.erase("c", 0));
   EXPECT_EQ(store.size(), 1u);
+  // The byte bound: a large entry pushes out the older ones; one larger
+  // than the whole store is not kept.
+  server::ResponseStore small(100, 400);
+  const std::string text(150, 'x');
+  small.put("p", {0, nlohmann::ordered_json::array({text}), {{"id", "p"}}});
+  small.put("q", {0, nlohmann::ordered_json::array({text}), {{"id", "q"}}});
+  EXPECT_TRUE(small.get("q", 0));
+  small.put("r", {0, nlohmann::ordered_json::array({text}), {{"id", "r"}}});
+  EXPECT_FALSE(small.get("p", 0));
+  EXPECT_LE(small.bytes(), 400u);
+  small.put("huge", {0, nlohmann::ordered_json::array({std::string(500, 'y')}), {}});
+  EXPECT_FALSE(small.get("huge", 0));
 }
 
 }  // namespace
