@@ -63,13 +63,21 @@ json final_object(const std::string& seen, bool streaming) {
   return found;
 }
 
+// Where a Responses API stream's terminal event begins in `seen`, searching
+// from `from`; npos: not (yet) there.
+size_t terminal_event_at(const std::string& seen, size_t from) {
+  size_t at = std::string::npos;
+  for (const char* marker : {"event: response.completed\n", "event: response.incomplete\n",
+                             "event: response.failed\n"}) {
+    at = std::min(at, seen.find(marker, from));
+  }
+  return at;
+}
+
 // A stream ended as its API ends one: [DONE], or a Responses API stream's
 // terminal event.
 bool stream_complete(const std::string& seen) {
-  return seen.find("data: [DONE]") != std::string::npos ||
-         seen.find("event: response.completed\n") != std::string::npos ||
-         seen.find("event: response.incomplete\n") != std::string::npos ||
-         seen.find("event: response.failed\n") != std::string::npos;
+  return seen.find("data: [DONE]") != std::string::npos || terminal_event_at(seen, 0) != std::string::npos;
 }
 
 }  // namespace
@@ -435,6 +443,7 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
   // block), or all of a Responses API stream (its last event holds the
   // whole response, which the router keeps).
   std::string seen;
+  size_t forwarded = 0;  // of a Responses API stream's `seen`, what the client has
   const Clock::time_point sent = Clock::now();
   const Status st = net::http_stream(
       decode.endpoint, spec,
@@ -447,9 +456,20 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
       [&](std::string_view bytes) {
         seen.append(bytes);
         if (!streaming) return;
+        if (responses_api) {
+          // Whole events only, and none from the terminal one on: it waits
+          // until the router kept the response (below), since a client may
+          // name it in its next request the moment it sees it.
+          const size_t whole = seen.rfind("\n\n");
+          if (whole == std::string::npos) return;
+          const size_t upto = std::min(whole + 2, terminal_event_at(seen, forwarded));
+          if (upto > forwarded && !call->gone) call->ch->send(seen.substr(forwarded, upto - forwarded));
+          forwarded = std::max(forwarded, upto);
+          return;
+        }
         if (!call->gone) call->ch->send(std::string(bytes));
         constexpr size_t kTail = 64 * 1024;
-        if (!responses_api && seen.size() > 2 * kTail) seen.erase(0, seen.size() - kTail);
+        if (seen.size() > 2 * kTail) seen.erase(0, seen.size() - kTail);
       });
   pool_->release(decode);
   rec.e2e_s = seconds_between(call->plan.arrival, Clock::now());
@@ -479,7 +499,12 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
     finish_call(call, rec, rec.prompt_tokens);
     return -1;
   }
+  const json last = final_object(seen, streaming);
+  if (responses_api && status == 200 && last.is_object() && call->plan.responses->on_response) {
+    call->plan.responses->on_response(last);  // the router keeps it, for previous_response_id
+  }
   if (streaming) {
+    if (responses_api && forwarded < seen.size()) call->ch->send(seen.substr(forwarded));
     call->ch->finish();
   } else {
     HttpResponse out;
@@ -494,11 +519,7 @@ double RelayBackend::relay_decode(const std::shared_ptr<Call>& call, const Place
   rec.finished = status == 200;
   // The decode worker's own account: tokens, and its TTFT counted from when
   // the router sent the request.
-  const json last = final_object(seen, streaming);
   const json ladder = last.is_object() ? last["ladder"] : json();
-  if (responses_api && status == 200 && last.is_object() && call->plan.responses->on_response) {
-    call->plan.responses->on_response(last);  // the router keeps it, for previous_response_id
-  }
   double worker_prompt_ms = -1;
   if (ladder.is_object()) {
     rec.completion_tokens = ladder.value("completion_tokens", int64_t{0});

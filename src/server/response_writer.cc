@@ -168,8 +168,7 @@ void ResponseWriter::finish(const UsageInfo& usage, const ServerTimings& timings
   if (ended_) return;
   ended_ = true;
   if (responses_) {
-    const nlohmann::json response = responses_->finish(choices_[0].result, usage, timings);
-    if (options_.responses->on_response) options_.responses->on_response(response);
+    responses_->finish(choices_[0].result, usage, timings, options_.responses->on_response);
     return;
   }
   if (options_.stream) {

@@ -139,7 +139,8 @@ void ResponsesOutput::delta(const ChoiceDelta& d) {
   }
 }
 
-json ResponsesOutput::finish(const ChoiceResult& result, const UsageInfo& usage, const ServerTimings& timings) {
+void ResponsesOutput::finish(const ChoiceResult& result, const UsageInfo& usage, const ServerTimings& timings,
+                             const std::function<void(const json&)>& before_sending) {
   const bool cut_off = result.finish_reason == "length";
   if (stream_) {
     start();
@@ -158,6 +159,8 @@ json ResponsesOutput::finish(const ChoiceResult& result, const UsageInfo& usage,
   if (cut_off) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
   r["usage"] = usage_of(usage);
   r["ladder"] = timings_json(timings);
+  // Kept before the client can see it end, so that its next request finds it.
+  if (before_sending) before_sending(r);
   if (stream_) {
     event(cut_off ? "response.incomplete" : "response.completed", {{"response", r}});
     channel_->finish();
@@ -166,7 +169,6 @@ json ResponsesOutput::finish(const ChoiceResult& result, const UsageInfo& usage,
     http.body = dump_json(r);
     channel_->respond(std::move(http));
   }
-  return r;
 }
 
 void ResponsesOutput::fail(const ApiError& error) {

@@ -41,9 +41,10 @@ class ResponsesOutput {
   // Streaming: the next delta (reasoning, answer text, tool-call fragments).
   void delta(const ChoiceDelta& d);
   // The end: closes what is open and sends response.completed (or
-  // .incomplete), or the whole object when not streaming. Returns the
-  // final response object.
-  nlohmann::json finish(const ChoiceResult& result, const UsageInfo& usage, const ServerTimings& timings);
+  // .incomplete), or the whole object when not streaming; the final
+  // response object goes to `before_sending` (when set) first.
+  void finish(const ChoiceResult& result, const UsageInfo& usage, const ServerTimings& timings,
+              const std::function<void(const nlohmann::json&)>& before_sending);
   // A failure after the stream began: response.failed.
   void fail(const ApiError& error);
 

@@ -396,5 +396,32 @@ TEST(Disagg, AClientThatGoesAwayCancelsItsRequestOnTheDecodeWorker) {
   EXPECT_EQ(http_request(c.router->port(), "GET", "/health").status, 200);
 }
 
+// --chat-template: the router renders prompts (placement, /tokenize) with
+// the template its workers render them with, and will not start with
+// another.
+TEST(Disagg, TheRouterRendersWithTheWorkersChatTemplate) {
+  const std::string tmpl = "{% for m in messages %}[{{ m.role }}]{{ m.content }}\n{% endfor %}"
+                           "{% if add_generation_prompt %}[assistant]{% endif %}";
+  Cluster c(shared_path("models/stories260K.gguf"), {"--chat-template", tmpl});
+  ASSERT_TRUE(c.ok());
+  const int p = c.router->port();
+  const json messages = {{{"role", "user"}, {"content", "Hi"}}};
+  HttpReply t = http_request(p, "POST", "/tokenize", json{{"messages", messages}}.dump());
+  ASSERT_EQ(t.status, 200) << t.body;
+  HttpReply d = http_request(p, "POST", "/detokenize", json{{"tokens", json::parse(t.body)["tokens"]}}.dump());
+  EXPECT_EQ(json::parse(d.body)["prompt"], "[user]Hi\n[assistant]");
+  HttpReply r = http_request(p, "POST", "/v1/chat/completions",
+                             json{{"messages", messages}, {"max_tokens", 4}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["usage"]["prompt_tokens"], json::parse(t.body)["count"]);
+
+  // A router without the workers' template refuses to start, saying why.
+  CommandResult other = run_command({ladder_bin(), "route", "--port", "0", "-m",
+                                     shared_path("models/stories260K.gguf"), "--prefill", url(*c.prefill),
+                                     "--decode", url(*c.decode[0]), "--startup-timeout-s", "30"});
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.err.find("--chat-template"), std::string::npos) << other.err;
+}
+
 }  // namespace
 }  // namespace ladder::testing
