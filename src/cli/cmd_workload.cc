@@ -61,9 +61,10 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
   auto* cmd = app.add_subcommand("workload", "Generate a synthetic workload (native JSONL) for `ladder replay`");
   auto f = std::make_shared<WorkloadFlags>();
   auto& g = f->g;
-  cmd->add_option("kind", g.kind, "chat | agent | long-context | needle | rare | mixed")
+  cmd->add_option("kind", g.kind,
+                  "chat | agent | long-context | needle | rare | copy (outputs repeat the prompt) | mixed")
       ->required()
-      ->check(CLI::IsMember({"chat", "agent", "long-context", "needle", "rare", "mixed"}));
+      ->check(CLI::IsMember({"chat", "agent", "long-context", "needle", "rare", "copy", "mixed"}));
   cmd->add_option("-o,--out", f->out, "Output file")->required();
   cmd->add_option("--requests", g.requests, "Total requests (session turns count one each)");
   cmd->add_option("--seed", g.seed, "Random seed");
@@ -72,7 +73,8 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--max-tokens", g.max_tokens, "max_tokens of each request (agent calls use half)");
   cmd->add_option("--user-tokens", g.user_tokens, "Length of a chat message / agent tool result");
   cmd->add_option("--system-tokens", g.system_tokens, "Length of the agents' shared tool-spec prompt");
-  cmd->add_option("--context-tokens", g.context_tokens, "Length of long-context, rare and needle prompts");
+  cmd->add_option("--context-tokens", g.context_tokens,
+                  "Length of long-context, rare and needle prompts, and of the passage a copy request repeats");
   cmd->add_option("--fill", g.fill, "long-context, rare: prompts fill this fraction of the model's context (0, 1]");
   cmd->add_option("--context", g.context, "The model's context length in tokens, for --fill");
   cmd->add_option("--endpoint", f->endpoint,
@@ -86,7 +88,7 @@ CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--calls", g.agent_calls, "Calls per agent session");
   cmd->add_option("--think-s", g.think_s, "Mean think time between chat turns (s)");
   cmd->add_option("--tool-s", g.tool_s, "Mean tool time between agent calls (s)");
-  cmd->add_option("--api", f->api, "Endpoint of chat and agent sessions: chat | completions")
+  cmd->add_option("--api", f->api, "Endpoint of chat and agent sessions and copy requests: chat | completions")
       ->check(CLI::IsMember({"chat", "completions"}));
   cmd->add_option("--chat-system", g.chat_system, "System message of chat sessions (\"\" for none)");
   cmd->add_option("--slo", f->slo, "ttft_ms=..,tpot_ms=..,e2e_ms=.. written on every request");

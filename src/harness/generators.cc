@@ -133,6 +133,37 @@ class Generator {
     out.push_back(std::move(r));
   }
 
+  // Code edit / quote-and-answer: a passage, then a request to repeat it, so
+  // that the output's long spans repeat the prompt (where a prompt-lookup
+  // draft, --spec ngram, pays). Completions: the passage, a header and its
+  // first words, continued by the rest; chat: an instruction to copy it. The
+  // expectation is the passage's next words after what the prompt gave.
+  void copy(int unit, std::vector<WorkloadRequest>& out) {
+    WorkloadRequest r;
+    r.t = next_arrival();
+    r.tenant = tenant_for(unit);
+    const std::string doc = text(o_.context_tokens);
+    size_t given = 0;  // characters of the passage the prompt already repeats
+    if (o_.completions) {
+      const size_t space = doc.find(' ', doc.size() / 8);
+      given = space == std::string::npos ? doc.size() / 2 : space;
+      r.prompt = "Original text:\n" + doc + "\n\nThe same text, copied exactly:\n" + doc.substr(0, given);
+    } else {
+      r.messages.push_back({"system", "You copy documents exactly, word for word."});
+      r.messages.push_back({"user", "Copy this text exactly:\n\n" + doc});
+    }
+    // Up to 32 characters, ending at a word break.
+    std::string next = doc.substr(given, 32);
+    if (const size_t end = next.find_last_of(' '); next.size() == 32 && end != std::string::npos && end > 0) {
+      next.resize(end);
+    }
+    const size_t lead = next.find_first_not_of(' ');
+    if (lead != std::string::npos && !next.empty()) r.expect = Expectation{Expectation::Kind::kSubstring, next.substr(lead)};
+    r.slice = "copy";
+    finish(r);
+    out.push_back(std::move(r));
+  }
+
   void needle(int unit, std::vector<WorkloadRequest>& out) {
     WorkloadRequest r;
     r.t = next_arrival();
@@ -191,6 +222,8 @@ Result<std::vector<WorkloadRequest>> generate_workload(const GeneratorOptions& o
     }
   } else if (o.kind == "needle") {
     while (remaining() > 0) g.needle(unit++, out);
+  } else if (o.kind == "copy") {
+    while (remaining() > 0) g.copy(unit++, out);
   } else if (o.kind == "mixed") {
     // Requests split ~40% chat, ~30% agent, ~30% long-context, units interleaved in that order.
     const int chat_n = std::max(1, o.requests * 4 / 10);
@@ -213,7 +246,8 @@ Result<std::vector<WorkloadRequest>> generate_workload(const GeneratorOptions& o
       }
     }
   } else {
-    return invalid_argument("unknown workload kind '" + o.kind + "' (chat, agent, long-context, needle, rare, mixed)");
+    return invalid_argument("unknown workload kind '" + o.kind +
+                            "' (chat, agent, long-context, needle, rare, copy, mixed)");
   }
   return out;
 }

@@ -9,6 +9,8 @@
 //   rare          a long prompt that introduces an unusual entity early (at
 //                 `depth`) and ends by starting to repeat it; the continuation
 //                 must reproduce the rest (`expect`). See rare_entity below.
+//   copy          a passage and a request to repeat it (code edit, quote and
+//                 answer): outputs repeat long spans of the prompt
 //   mixed         chat + agent + long-context interleaved
 // Arrival units (requests or sessions) start by a Poisson process at `rate`;
 // lengths are in approximate tokens (TextSynthesizer's ratio).
@@ -33,7 +35,7 @@ struct GeneratorOptions {
   int max_tokens = 32;         // output bound of every request
   int user_tokens = 24;        // a chat user message / an agent tool result
   int system_tokens = 64;      // the agent tool-spec system prompt (shared per tenant)
-  int context_tokens = 320;    // long-context, rare and needle prompt length
+  int context_tokens = 320;    // long-context, rare, needle and copy prompt (passage) length
   // long-context and rare: when fill > 0 the prompt is fill x context tokens
   // instead (context: the served model's context length).
   double fill = 0;
@@ -44,8 +46,9 @@ struct GeneratorOptions {
   double think_s = 1.0;        // mean user think time between chat turns
   double tool_s = 0.2;         // mean tool time between agent calls
   Slo slo;                     // written on every request when set
-  // Sessions on /v1/completions instead of chat: turns become "User: ...\nAssistant:"
-  // text, with no chat-template overhead (for models with tiny contexts).
+  // Sessions and copy requests on /v1/completions instead of chat: turns
+  // become "User: ...\nAssistant:" text, with no chat-template overhead (for
+  // models with tiny contexts).
   bool completions = false;
   std::string chat_system = "You are a helpful assistant who tells short stories.";  // "" for none
 };

@@ -102,6 +102,42 @@ TEST(Generators, NeedleIsBuriedAtItsDepth) {
   }
 }
 
+// Copy requests: the passage is in the prompt and the expected text is the
+// passage's next words after what the prompt already repeats.
+TEST(Generators, CopyRequestsAskForThePassageAgain) {
+  auto synth = corpus_synth();
+  GeneratorOptions o;
+  o.kind = "copy";
+  o.requests = 4;
+  o.context_tokens = 200;
+  for (bool completions : {true, false}) {
+    o.completions = completions;
+    auto r = generate_workload(o, synth);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    ASSERT_EQ(r->size(), 4u);
+    for (const auto& q : *r) {
+      EXPECT_EQ(q.slice, "copy");
+      ASSERT_TRUE(q.expect.has_value());
+      EXPECT_FALSE(q.expect->text.empty());
+      EXPECT_LE(q.expect->text.size(), 32u);
+      if (completions) {
+        const size_t header = q.prompt.find("\n\nThe same text, copied exactly:\n");
+        ASSERT_NE(header, std::string::npos);
+        const std::string doc = q.prompt.substr(std::string("Original text:\n").size(),
+                                                header - std::string("Original text:\n").size());
+        const std::string given = q.prompt.substr(header + std::string("\n\nThe same text, copied exactly:\n").size());
+        ASSERT_EQ(doc.rfind(given, 0), 0u);  // the prompt ends with the passage's first words
+        EXPECT_NE(doc.find(q.expect->text, given.size()), std::string::npos);  // and expects the next ones
+        EXPECT_GE(doc.size(), 700u);  // ~200 tokens at 4 characters each
+      } else {
+        ASSERT_TRUE(q.is_chat());
+        const std::string& user = q.messages.back().content;
+        EXPECT_NE(user.find(q.expect->text), std::string::npos);
+      }
+    }
+  }
+}
+
 TEST(Generators, MixedIsReproducibleAndCoversThreeSlices) {
   auto synth = corpus_synth();
   GeneratorOptions o;
