@@ -3,6 +3,7 @@
 // (engine/spec_bench.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -24,6 +25,7 @@ struct BenchSpecArgs {
   float temperature = 0.0f;
   int threads = 0;
   int repeats = 5;
+  int64_t verify_context = 256;
 };
 
 // Story openers (the shared test model is trained on TinyStories); the
@@ -82,6 +84,18 @@ int run_bench_spec(const BenchSpecArgs& a) {
                 r.outputs_match ? "identical" : "DIFFER");
     if (!r.outputs_match) rc = 1;
   }
+  // What a verify pass costs the target, per k: the ceiling on the speed-up
+  // is tokens per cycle / this ratio (drafting aside).
+  const int64_t context = std::min<int64_t>(a.verify_context, bundle->model->config().context_length - 9);
+  auto costs = engine::measure_verify_cost(*bundle->model, {1, 2, 4, 8}, context, a.repeats, a.threads, o.kv_dtype);
+  if (!costs.is_ok()) {
+    std::fprintf(stderr, "error: verify cost: %s\n", costs.status().message().c_str());
+    return 1;
+  }
+  std::printf("verify cost of one sequence after %lld positions (k + 1 positions / 1 position):",
+              static_cast<long long>(context));
+  for (const auto& c : *costs) std::printf("  k=%d %.2fx", c.k, c.ratio);
+  std::printf("  (1 position: %.0f us)\n", costs->front().step_us);
   return rc;
 }
 
@@ -104,6 +118,10 @@ CommandRegistrar reg{"bench/spec", 73, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--repeats", a->repeats, "Runs of each pair; each side keeps its fastest")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--verify-context", a->verify_context,
+                  "Positions of KV before the verify-cost passes (capped by the model's context)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   return [a] { return run_bench_spec(*a); };
 }};
 

@@ -1,9 +1,13 @@
 #include "engine/spec_bench.h"
 
+#include <algorithm>
 #include <chrono>
+#include <span>
 #include <string>
 
 #include "engine/engine.h"
+#include "model/dense_kv.h"
+#include "ops/thread_pool.h"
 
 namespace ladder::engine {
 namespace {
@@ -117,6 +121,60 @@ Result<std::vector<SpecBenchRow>> measure_speculation(const model::LlamaModel& m
     rows.push_back(row);
   }
   return rows;
+}
+
+Result<std::vector<VerifyCost>> measure_verify_cost(const model::LlamaModel& model, const std::vector<int32_t>& ks,
+                                                    int64_t context, int repeats, int n_threads, TensorType kv_dtype) {
+  const model::ModelConfig& c = model.config();
+  int32_t max_k = 0;
+  for (int32_t k : ks) {
+    if (k < 1) return invalid_argument("k must be >= 1");
+    max_k = std::max(max_k, k);
+  }
+  if (context < 1 || context + max_k + 1 > c.context_length) {
+    return out_of_range("a context of " + std::to_string(context) + " plus " + std::to_string(max_k + 1) +
+                        " verified positions does not fit the model's " + std::to_string(c.context_length));
+  }
+  if (repeats < 1) return invalid_argument("repeats must be >= 1");
+  model::DenseKv kv(c, 1, context + max_k + 1, 16, kv_dtype);
+  ops::ThreadPool pool(n_threads);
+  std::vector<int32_t> tokens(static_cast<size_t>(context + max_k + 1));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(1 + i % static_cast<size_t>(c.n_vocab - 1));
+  std::vector<float> logits(static_cast<size_t>((max_k + 1) * c.n_vocab));
+  // Positions [0, context) once; every timed pass writes the positions after them.
+  auto pass = [&](int64_t start, int64_t n, model::BatchSequence::Logits which) -> Result<double> {
+    model::BatchSequence seq;
+    seq.tokens = std::span<const int32_t>(tokens).subspan(static_cast<size_t>(start), static_cast<size_t>(n));
+    seq.start_pos = start;
+    seq.block_table = kv.block_table(0);
+    seq.logits = which;
+    const auto t0 = std::chrono::steady_clock::now();
+    LADDER_RETURN_IF_ERROR(model.forward(std::span(&seq, 1), kv.buffers(), logits, pool));
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  };
+  LADDER_RETURN_IF_ERROR(pass(0, context, model::BatchSequence::Logits::kNone).status());
+  auto fastest = [&](int64_t n) -> Result<double> {
+    double best = 1e300;
+    for (int r = 0; r < repeats; ++r) {
+      LADDER_ASSIGN_OR_RETURN(double us, pass(context, n, model::BatchSequence::Logits::kAll));
+      best = std::min(best, us);
+    }
+    return best;
+  };
+  LADDER_RETURN_IF_ERROR(fastest(1).status());  // warm
+  std::vector<VerifyCost> out;
+  for (int32_t k : ks) {
+    // Interleaved, so that a slow stretch of the machine hits both.
+    VerifyCost v;
+    v.k = k;
+    LADDER_ASSIGN_OR_RETURN(v.step_us, fastest(1));
+    LADDER_ASSIGN_OR_RETURN(v.verify_us, fastest(k + 1));
+    LADDER_ASSIGN_OR_RETURN(double again, fastest(1));
+    v.step_us = std::min(v.step_us, again);
+    v.ratio = v.verify_us / v.step_us;
+    out.push_back(v);
+  }
+  return out;
 }
 
 }  // namespace ladder::engine

@@ -43,6 +43,19 @@ struct SpecBenchRow {
   bool outputs_match = false;    // spec == plain, token for token
 };
 
+// What verifying k drafted tokens costs: a forward pass over k + 1 positions
+// of one sequence against a one-position decode step, after `context`
+// positions of KV (the fastest of `repeats` passes each). On a memory-bound
+// model the ratio should stay near 1: the weights are read once per pass.
+struct VerifyCost {
+  int32_t k = 0;
+  double step_us = 0;    // one position
+  double verify_us = 0;  // k + 1 positions
+  double ratio = 0;      // verify / step
+};
+Result<std::vector<VerifyCost>> measure_verify_cost(const model::LlamaModel& model, const std::vector<int32_t>& ks,
+                                                    int64_t context, int repeats, int n_threads, TensorType kv_dtype);
+
 // Errors: no prompts, a prompt + output beyond the context, an engine that
 // cannot be created.
 Result<std::vector<SpecBenchRow>> measure_speculation(const model::LlamaModel& model, std::shared_ptr<Draft> draft,

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "engine/model_draft.h"
 #include "engine/ngram_draft.h"
+#include "engine/spec_bench.h"
 #include "engine_test_util.h"
 
 namespace ladder::engine {
@@ -259,6 +260,24 @@ TEST(Speculative, ADraftThatCostsMoreThanItSavesIsSwitchedOff) {
   EXPECT_LT(static_cast<double>(m.spec.cycles),
             0.25 * static_cast<double>(adaptive_tokens) / tokens_per_cycle);
   expect_pool_whole(*adaptive);
+}
+
+// The verify-cost measurement runs k + 1 positions against 1 for each k
+// and refuses what cannot fit. (Its figures are in docs/BENCHMARKS.md; a
+// test does not time them.)
+TEST(Speculative, VerifyCostMeasuresEveryK) {
+  auto costs = measure_verify_cost(*stories().model, {1, 4}, 32, 2, 1, TensorType::kF16);
+  ASSERT_TRUE(costs.is_ok()) << costs.status().to_string();
+  ASSERT_EQ(costs->size(), 2u);
+  EXPECT_EQ((*costs)[0].k, 1);
+  EXPECT_EQ((*costs)[1].k, 4);
+  for (const VerifyCost& c : *costs) {
+    EXPECT_GT(c.step_us, 0);
+    EXPECT_GT(c.verify_us, 0);
+    EXPECT_DOUBLE_EQ(c.ratio, c.verify_us / c.step_us);
+  }
+  EXPECT_FALSE(measure_verify_cost(*stories().model, {0}, 32, 1, 1, TensorType::kF16).is_ok());
+  EXPECT_FALSE(measure_verify_cost(*stories().model, {8}, 125, 1, 1, TensorType::kF16).is_ok());  // past 128
 }
 
 TEST(Speculative, DraftSpecsParseAndBadOnesSayWhy) {
