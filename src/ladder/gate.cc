@@ -57,6 +57,11 @@ GateDecision decide(const GoodputInterval& goodput, std::vector<SliceQuality> sl
                                      bound(goodput.ci_low, goodput.relative),
                                      bound(goodput.ci_high, goodput.relative), 100.0 * goodput.level);
   if (!goodput.relative) interval += " (A never good: interval of the change per paired request)";
+  if (goodput.relative && std::isinf(goodput.ci_low) && std::isinf(goodput.ci_high)) {
+    // Fieller's interval of a ratio whose denominator may be 0; the test is
+    // of the paired difference, which is what decides.
+    interval += " (ratio unbounded: A's goodput is not clearly above 0)";
+  }
   if (goodput.looks_planned > 0) {
     interval += fmt::format(" (look {} of {}, {} paired runs)", goodput.look, goodput.looks_planned, goodput.runs);
   }

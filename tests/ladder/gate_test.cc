@@ -314,7 +314,9 @@ TEST(Gate, SaysWhenTooFewRunsCouldDecide) {
 
 TEST(Gate, AnUnboundedIntervalIsPrintedAsSuch) {
   const GateDecision d = decide(interval(0.2, -kInf, kInf, Verdict::kUndecided), {}, 0);
-  EXPECT_EQ(d.reason, "rejected: goodput +20.0% CI [-inf, +inf] at 95% includes 0");
+  EXPECT_EQ(d.reason,
+            "rejected: goodput +20.0% CI [-inf, +inf] at 95% (ratio unbounded: A's goodput is not clearly above 0) "
+            "includes 0");
 }
 
 TEST(Gate, MinGainIsTheBar) {
