@@ -49,11 +49,6 @@ name = "spec-$DRAFT"
 args = ["-t", "2", "--spec", "$DRAFT", "--spec-k", "4", "--spec-fixed"]
 EOF
 
-"$LADDER" climb --policy "$OUT/policy.toml" -m "$MODEL" --out "$OUT/climb" --ledger "$OUT/ledger.jsonl" \
-  >"$OUT/climb.out" 2>"$OUT/climb.log" || { tail -n 20 "$OUT/climb.log" >&2; exit 1; }
-cat "$OUT/climb.out"
-echo
-"$LADDER" ledger show "$OUT/ledger.jsonl"
-echo "per load: rung, decision, speculative tokens per verify cycle and acceptance (the rung's own replays)"
-jq -r '[.load, .rung, .decision, (.figures.speculative_tokens_per_cycle // "-"), (.figures.speculative_accepted_rate // "-")] | @tsv' \
-  "$OUT/ledger.jsonl"
+# shellcheck source=bench/climb_lib.sh
+source "$(dirname "$0")/climb_lib.sh"
+run_climb_and_report

@@ -17,28 +17,15 @@
 #include <set>
 #include <string>
 
-#include "http_test_client.h"
-#include "test_support.h"
+#include "stories_server_suite.h"
 
 namespace ladder::testing {
 namespace {
 
 using nlohmann::json;
 
-class OpenAiExtras : public ::testing::Test {
+class OpenAiExtras : public StoriesServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    server_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"-m", shared_path("models/stories260K.gguf"), "--tool-preamble", "off"});
-  }
-  static void TearDownTestSuite() { server_.reset(); }
-
-  static json post(const std::string& path, const json& body, int expect_status = 200) {
-    HttpReply r = http_request(server_->port(), "POST", path, body.dump());
-    EXPECT_EQ(r.status, expect_status) << path << " " << body.dump() << " -> " << r.body;
-    if (r.status != expect_status || r.body.empty()) return json();
-    return json::parse(r.body);
-  }
   static std::vector<int32_t> tokenize(const json& body) {
     return post("/tokenize", body)["tokens"].get<std::vector<int32_t>>();
   }
@@ -49,11 +36,7 @@ class OpenAiExtras : public ::testing::Test {
     json e = post(path, body, status);
     return e.is_null() ? "" : e["error"]["param"].get<std::string>();
   }
-
-  static std::unique_ptr<ServerProcess> server_;
 };
-
-std::unique_ptr<ServerProcess> OpenAiExtras::server_;
 
 const json kChat = json::array({{{"role", "user"}, {"content", "Tell me a story."}}});
 

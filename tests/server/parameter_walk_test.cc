@@ -11,8 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "http_test_client.h"
-#include "test_support.h"
+#include "stories_server_suite.h"
 
 namespace ladder::testing {
 namespace {
@@ -117,17 +116,10 @@ std::vector<Param> extension_params() {
   };
 }
 
-class ParameterWalk : public ::testing::Test {
+// The walk asks whether `tools` is accepted; the suite's server has the tools
+// preamble off (stories_server_suite.h).
+class ParameterWalk : public StoriesServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    // --tool-preamble off: the walk asks whether `tools` is accepted; the
-    // preamble describing it would not fit this model's 128-token context
-    // (Serve.ToolsReachATemplateThatDoesNotRenderThem covers it).
-    server_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"-m", shared_path("models/stories260K.gguf"), "--tool-preamble", "off"});
-  }
-  static void TearDownTestSuite() { server_.reset(); }
-
   static void walk(const std::string& path, const json& base, const std::vector<Param>& params) {
     for (const Param& p : params) {
       json body = base;
@@ -151,11 +143,7 @@ class ParameterWalk : public ::testing::Test {
     EXPECT_EQ(json::parse(r.body)["error"]["param"], "frobnicate");
     EXPECT_EQ(json::parse(r.body)["error"]["code"], "unsupported_parameter");
   }
-
-  static std::unique_ptr<ServerProcess> server_;
 };
-
-std::unique_ptr<ServerProcess> ParameterWalk::server_;
 
 TEST_F(ParameterWalk, ChatCompletions) {
   walk("/v1/chat/completions", {{"model", "stories260K"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}},

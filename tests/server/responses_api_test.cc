@@ -12,28 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "http_test_client.h"
 #include "server/responses_request.h"
-#include "test_support.h"
+#include "stories_server_suite.h"
 
 namespace ladder::testing {
 namespace {
 
 using nlohmann::json;
 
-class ResponsesApi : public ::testing::Test {
+class ResponsesApi : public StoriesServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    server_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"-m", shared_path("models/stories260K.gguf"), "--tool-preamble", "off"});
-  }
-  static void TearDownTestSuite() { server_.reset(); }
-
-  static json call(const std::string& method, const std::string& path, const json& body, int expect = 200) {
-    HttpReply r = http_request(server_->port(), method, path, body.is_null() ? "" : body.dump());
-    EXPECT_EQ(r.status, expect) << method << " " << path << " " << body.dump() << " -> " << r.body;
-    return r.body.empty() || r.status != expect ? json() : json::parse(r.body);
-  }
   static size_t prompt_tokens(const json& messages) {
     return call("POST", "/tokenize", {{"messages", messages}})["count"].get<size_t>();
   }
@@ -46,11 +34,7 @@ class ResponsesApi : public ::testing::Test {
     }
     return text;
   }
-
-  static std::unique_ptr<ServerProcess> server_;
 };
-
-std::unique_ptr<ServerProcess> ResponsesApi::server_;
 
 TEST_F(ResponsesApi, AResponseIsTheChatCompletionOfItsConversation) {
   const json messages = {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}};

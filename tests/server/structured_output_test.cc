@@ -12,35 +12,14 @@
 #include <set>
 #include <string>
 
-#include "http_test_client.h"
-#include "test_support.h"
+#include "stories_server_suite.h"
 
 namespace ladder::testing {
 namespace {
 
 using nlohmann::json;
 
-class StructuredOutput : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    // The tools preamble would not fit the model's 128-token context: the
-    // forced calls here reach the model through their grammar alone.
-    server_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"-m", shared_path("models/stories260K.gguf"), "--tool-preamble", "off"});
-  }
-  static void TearDownTestSuite() { server_.reset(); }
-
-  static json post(const std::string& path, const json& body, int expect_status = 200) {
-    HttpReply r = http_request(server_->port(), "POST", path, body.dump());
-    EXPECT_EQ(r.status, expect_status) << body.dump() << " -> " << r.body;
-    if (r.status != expect_status) return json();
-    return body.value("stream", false) ? json(r.body) : json::parse(r.body);
-  }
-
-  static std::unique_ptr<ServerProcess> server_;
-};
-
-std::unique_ptr<ServerProcess> StructuredOutput::server_;
+class StructuredOutput : public StoriesServerSuite {};
 
 // The schema's rules, checked by hand.
 void expect_person(const json& v) {
