@@ -28,6 +28,7 @@ struct ChatArgs {
   int threads = 0;
   int64_t context = 0;
   TensorType kv_dtype = TensorType::kF16;
+  std::string chat_template;  // a Jinja file or text instead of the model's
 };
 
 int run_chat(const ChatArgs& a) {
@@ -36,7 +37,7 @@ int run_chat(const ChatArgs& a) {
   auto loaded = load_model_or_report(a.model, &path, &load_error);
   if (!loaded) return load_error;
   const tokenizer::Tokenizer& tok = *loaded->tokenizer;
-  auto tmpl = tokenizer::chat_template_from_gguf(*loaded->file);
+  auto tmpl = tokenizer::chat_template_for(*loaded->file, a.chat_template);
   if (!tmpl.is_ok()) {
     std::fprintf(stderr, "error: %s: %s\n", path.c_str(), tmpl.status().message().c_str());
     return 1;
@@ -134,6 +135,8 @@ CommandRegistrar reg{"chat", 46, [](CLI::App& app) -> CommandRun {
       "chat", "Chat with a model in the terminal through its chat template, replies streamed (/reset, /exit)");
   cmd->add_option("-m,--model", a->model, "GGUF model (default: $LADDER_MODEL, then ../shared/models/stories260K.gguf)");
   cmd->add_option("--system", a->system, "A system message that opens the conversation");
+  cmd->add_option("--chat-template", a->chat_template,
+                  "A Jinja chat template to use instead of the model's own (a file, or the template text)");
   cmd->add_option("-n,--max-tokens", a->max_tokens, "Tokens per reply at most (default: what the context allows)")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--temp", a->temp, "Temperature; 0 = greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));

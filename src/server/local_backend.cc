@@ -323,7 +323,8 @@ json LocalBackend::model_facts() const {
   // latency, and the engine's revision.
   const Served& s = *ready_.load();
   const engine::EngineConfig& ec = s.engine->config();
-  return {{"model_digest", ec.model_digest},
+  return {{"architecture", s.bundle.model->config().arch},
+          {"model_digest", ec.model_digest},
           {"tokenizer_digest", ec.tokenizer_digest},
           {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
           {"kv_evict", std::string(kv::eviction_kind_name(ec.kv_eviction.kind))},

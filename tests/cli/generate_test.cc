@@ -183,6 +183,17 @@ TEST(BenchCli, EngineComparesTogetherWithOneByOne) {
 namespace ladder::testing {
 namespace {
 
+// ladder chat --chat-template: the text of a template, or a file that must exist.
+TEST(ChatCli, TakesAChatTemplate) {
+  auto ok = run_command({ladder_bin(), "chat", "-n", "4", "--chat-template",
+                         "{% for m in messages %}[{{ m.role }}]{{ m.content }}\n{% endfor %}[assistant]"},
+                        "Hi\n/exit\n");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  auto missing = run_command({ladder_bin(), "chat", "--chat-template", temp_dir() + "/missing.jinja"}, "/exit\n");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("missing.jinja"), std::string::npos) << missing.err;
+}
+
 // A model that cannot be loaded is named once, with what is wrong, by every
 // command that loads one; the exit status is not 0.
 TEST(ModelErrors, NameThePathOnce) {

@@ -75,6 +75,11 @@ TEST_F(OpenAiExtras, TokenizeCountsWhatTheEndpointsSendTheModel) {
   EXPECT_FALSE(version["version"].get<std::string>().empty());
 }
 
+TEST_F(OpenAiExtras, ModelsNameTheArchitecture) {
+  json models = call("GET", "/v1/models", nullptr);
+  EXPECT_EQ(models["data"][0]["ladder"]["architecture"], "llama");  // stories260K's general.architecture
+}
+
 TEST_F(OpenAiExtras, TokenizeRefusesWhatItCannotDo) {
   EXPECT_EQ(error_param("/tokenize", json::object()), "prompt");
   EXPECT_EQ(error_param("/tokenize", {{"prompt", "x"}, {"frobnicate", 1}}), "frobnicate");
