@@ -47,6 +47,9 @@ LocalBackend::LocalBackend(const ServeConfig& config, const TenantRegistry& tena
     : config_(config), tenants_(tenants) {}
 
 LocalBackend::~LocalBackend() {
+  // Requests waiting to be scored start (and are refused by a stopped
+  // engine, or cancelled below) before anything they refer to goes.
+  scoring_->stop();
   // Exchanges left unsettled (a stop without a drain) go first: they refer
   // to the engine and the pump.
   {
@@ -182,28 +185,48 @@ void LocalBackend::serve(GenerationPlan plan, const HttpRequest& http, std::shar
     }
   }
   if (plan.prompt_logprobs) {
-    // The prompts' own logprobs, computed here (a prepare thread) before the
-    // request runs; a prompt over the input bound is left to the engine's
-    // refusal.
-    const Served& s = *ready_.load();
-    const std::vector<std::vector<int32_t>> one{plan.request.prompt};
-    for (const std::vector<int32_t>& prompt : plan.prompts.empty() ? one : plan.prompts) {
-      if (static_cast<int64_t>(prompt.size()) > s.engine->max_input_tokens()) {
-        plan.prompt_scores.clear();
-        break;
-      }
-      Result<std::vector<PromptTokenScore>> scores = s.scorer->score(prompt, *plan.prompt_logprobs);
-      if (!scores.is_ok()) {
-        channel->respond(error_response(api_error_from_status(scores.status(), "prompt_logprobs")));
+    // The prompts' own logprobs: a pass of the model per prompt, on the
+    // scoring thread (bounded queue), so that planning goes on meanwhile.
+    auto task = [this, plan = std::move(plan), channel, settled]() mutable {
+      if (Status st = score_prompts(plan); !st.is_ok()) {
+        channel->respond(error_response(api_error_from_status(st, "prompt_logprobs")));
         RequestRecord rec;
         rec.tenant = tenants_.tenant(plan.tenant).name;
         rec.http_status = 500;
         settled(rec);
         return;
       }
-      plan.prompt_scores.push_back(std::make_shared<const std::vector<PromptTokenScore>>(std::move(*scores)));
+      start_exchange(std::move(plan), std::move(channel), std::move(settled));
+    };
+    if (!scoring_->post(std::move(task))) {
+      channel->respond(error_response(
+          unavailable("too many requests for prompt logprobs are waiting; retry shortly", "server_overloaded")));
+      RequestRecord rec;
+      rec.tenant = tenants_.tenant(plan.tenant).name;
+      rec.http_status = 503;
+      settled(rec);
     }
+    return;
   }
+  start_exchange(std::move(plan), std::move(channel), std::move(settled));
+}
+
+Status LocalBackend::score_prompts(GenerationPlan& plan) {
+  // A prompt over the input bound is left to the engine's refusal.
+  const Served& s = *ready_.load();
+  const std::vector<std::vector<int32_t>> one{plan.request.prompt};
+  for (const std::vector<int32_t>& prompt : plan.prompts.empty() ? one : plan.prompts) {
+    if (static_cast<int64_t>(prompt.size()) > s.engine->max_input_tokens()) {
+      plan.prompt_scores.clear();
+      return Status::ok();
+    }
+    LADDER_ASSIGN_OR_RETURN(std::vector<PromptTokenScore> scores, s.scorer->score(prompt, *plan.prompt_logprobs));
+    plan.prompt_scores.push_back(std::make_shared<const std::vector<PromptTokenScore>>(std::move(scores)));
+  }
+  return Status::ok();
+}
+
+void LocalBackend::start_exchange(GenerationPlan plan, std::shared_ptr<ResponseChannel> channel, SettledFn settled) {
   auto x = std::make_shared<Exchange>(std::move(plan), std::move(channel), services_);
   {
     std::lock_guard lock(mu_);
@@ -236,6 +259,7 @@ void LocalBackend::cancel_all() {
 }
 
 std::string LocalBackend::stop() {
+  scoring_->stop();  // what waits to be scored starts its exchange first
   std::vector<std::shared_ptr<Exchange>> unsettled;
   {
     std::lock_guard lock(mu_);

@@ -104,6 +104,12 @@ class LocalBackend : public Backend {
   // Every setting that can change output or latency, as /v1/models reports it.
   nlohmann::json effective_config() const;
   Status start_role();
+  // The plan's prompts' token scores (GenerationPlan::prompt_scores).
+  Status score_prompts(GenerationPlan& plan);
+  // Runs a planned request as an Exchange, kept until it settles.
+  void start_exchange(GenerationPlan plan, std::shared_ptr<ResponseChannel> channel, SettledFn settled);
+
+  static constexpr size_t kMaxPendingScoring = 64;
 
   const ServeConfig& config_;
   const TenantRegistry& tenants_;
@@ -116,6 +122,9 @@ class LocalBackend : public Backend {
   std::unique_ptr<KvInbox> kv_inbox_;
   std::unique_ptr<KvReceiver> kv_receiver_;
   std::unique_ptr<WorkQueue> kv_senders_;
+  // Prompt logprobs: one pass of the model per prompt, one at a time, off the
+  // prepare threads.
+  std::unique_ptr<WorkQueue> scoring_ = std::make_unique<WorkQueue>(1, kMaxPendingScoring);
   PrefillServices prefill_;
 
   // Exchanges accepted and not yet settled, with whom to tell when they are.
