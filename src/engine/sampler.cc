@@ -182,14 +182,16 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
       const double p = cand_[i].w / total;
       if (p > 0.0) entropy -= p * std::log(p);
     }
-    auto distance = [&](const Candidate& c) {
-      const double p = c.w / total;
-      return p > 0.0 ? std::abs(-std::log(p) - entropy) : std::numeric_limits<double>::infinity();
-    };
-    std::sort(begin, begin + static_cast<std::ptrdiff_t>(n_cand), [&](const Candidate& a, const Candidate& b) {
-      const double da = distance(a), db = distance(b);
-      return da != db ? da < db : a.id < b.id;
+    // Each candidate's distance once, then one sort by (distance, id).
+    typical_.resize(n_cand);
+    for (size_t i = 0; i < n_cand; ++i) {
+      const double p = cand_[i].w / total;
+      typical_[i] = {p > 0.0 ? std::abs(-std::log(p) - entropy) : std::numeric_limits<double>::infinity(), cand_[i]};
+    }
+    std::sort(typical_.begin(), typical_.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second.id < b.second.id;
     });
+    for (size_t i = 0; i < n_cand; ++i) cand_[i] = typical_[i].second;
     const double target = static_cast<double>(params_.typical_p) * total;
     double acc = 0.0;
     size_t keep = 0;

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/sampling_params.h"
@@ -65,6 +66,7 @@ class Sampler {
   std::vector<int32_t> order_;   // [n_vocab] ids, for top logprobs
   std::vector<Candidate> cand_;  // [n_vocab] sampling candidates
   std::vector<float> probs_;     // [n_vocab] softmax scratch
+  std::vector<std::pair<double, Candidate>> typical_;  // typical_p: (|surprisal - entropy|, candidate)
   // Histograms over the top bits of float keys (top-p: the positive weights;
   // top-k: order-preserving logit keys): 8 exponent + 4 mantissa bits.
   static constexpr uint32_t kBucketShift = 19;

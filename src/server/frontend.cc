@@ -414,12 +414,7 @@ void Frontend::convert_tokens(bool to_ids, const HttpRequest& req, int tenant, s
     DetokenizeRequest parsed;
     std::optional<ApiError> err = parse_detokenize_request(req.body, &parsed);
     if (!err) err = builder.check_model(parsed.model);
-    for (size_t i = 0; !err && i < parsed.tokens.size(); ++i) {
-      if (parsed.tokens[i] >= tok.n_vocab()) {
-        err = invalid_field("tokens", fmt::format("token id {} is outside the vocabulary of {}", parsed.tokens[i],
-                                                  tok.n_vocab()));
-      }
-    }
+    if (!err) err = builder.check_vocabulary(parsed.tokens, "tokens");
     if (err) {
       reply_error(ch, tenant, *err, true);
       return;

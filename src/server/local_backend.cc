@@ -187,28 +187,30 @@ void LocalBackend::serve(GenerationPlan plan, const HttpRequest& http, std::shar
   if (plan.prompt_logprobs) {
     // The prompts' own logprobs: a pass of the model per prompt, on the
     // scoring thread (bounded queue), so that planning goes on meanwhile.
+    const int tenant = plan.tenant;
     auto task = [this, plan = std::move(plan), channel, settled]() mutable {
       if (Status st = score_prompts(plan); !st.is_ok()) {
-        channel->respond(error_response(api_error_from_status(st, "prompt_logprobs")));
-        RequestRecord rec;
-        rec.tenant = tenants_.tenant(plan.tenant).name;
-        rec.http_status = 500;
-        settled(rec);
+        refuse(api_error_from_status(st, "prompt_logprobs"), plan.tenant, *channel, settled);
         return;
       }
       start_exchange(std::move(plan), std::move(channel), std::move(settled));
     };
     if (!scoring_->post(std::move(task))) {
-      channel->respond(error_response(
-          unavailable("too many requests for prompt logprobs are waiting; retry shortly", "server_overloaded")));
-      RequestRecord rec;
-      rec.tenant = tenants_.tenant(plan.tenant).name;
-      rec.http_status = 503;
-      settled(rec);
+      refuse(unavailable("too many requests for prompt logprobs are waiting; retry shortly", "server_overloaded"),
+             tenant, *channel, settled);
     }
     return;
   }
   start_exchange(std::move(plan), std::move(channel), std::move(settled));
+}
+
+void LocalBackend::refuse(const ApiError& error, int tenant, ResponseChannel& channel, const SettledFn& settled) {
+  channel.respond(error_response(error));
+  RequestRecord rec;
+  rec.tenant = tenants_.tenant(tenant).name;
+  rec.http_status = error.http_status;
+  rec.rejected_early = error.http_status == 429;
+  settled(rec);
 }
 
 Status LocalBackend::score_prompts(GenerationPlan& plan) {

@@ -106,6 +106,8 @@ class LocalBackend : public Backend {
   Status start_role();
   // The plan's prompts' token scores (GenerationPlan::prompt_scores).
   Status score_prompts(GenerationPlan& plan);
+  // Answers a request that never reached the engine with `error`, and settles it.
+  void refuse(const ApiError& error, int tenant, ResponseChannel& channel, const SettledFn& settled);
   // Runs a planned request as an Exchange, kept until it settles.
   void start_exchange(GenerationPlan plan, std::shared_ptr<ResponseChannel> channel, SettledFn settled);
 

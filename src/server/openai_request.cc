@@ -425,25 +425,13 @@ std::optional<ApiError> parse_completion_request(std::string_view body, Completi
   if (prompt == nullptr) return invalid_field("prompt", "'prompt' is required");
   // One prompt (a string, or a list of token ids), or several (a list of
   // strings, or a list of token-id lists): OpenAI's shapes.
-  auto ids_of = [](const json& list, std::vector<int32_t>* ids) -> std::optional<ApiError> {
-    for (const auto& e : list) {
-      if (!e.is_number_integer()) return invalid_field("prompt", "token-id prompts must be lists of integers");
-      int64_t v = e.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(e.get<uint64_t>(), 1ull << 40))
-                                         : e.get<int64_t>();
-      if (v < 0 || v > std::numeric_limits<int32_t>::max()) {
-        return invalid_field("prompt", "token id " + std::to_string(v) + " is out of range");
-      }
-      ids->push_back(static_cast<int32_t>(v));
-    }
-    return std::nullopt;
-  };
   auto one = [&](const json& p) -> std::optional<ApiError> {
     CompletionRequest::Prompt q;
     if (p.is_string()) {
       q.text = p.get<std::string>();
     } else if (p.is_array() && !p.empty()) {
       q.tokens.emplace();
-      LADDER_API_TRY(ids_of(p, &*q.tokens));
+      LADDER_API_TRY(token_ids(p, "prompt", &*q.tokens));
     } else {
       return invalid_field("prompt", "each prompt must be a string or a non-empty list of token ids");
     }

@@ -112,6 +112,17 @@ std::optional<ApiError> RequestBuilder::check_prompt_bytes(size_t bytes, const c
   return e;
 }
 
+std::optional<ApiError> RequestBuilder::check_vocabulary(const std::vector<int32_t>& ids, const char* param) const {
+  const int32_t n_vocab = model_.tokenizer->n_vocab();
+  for (int32_t id : ids) {
+    if (id >= n_vocab) {
+      return invalid_field(param, "token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                      std::to_string(n_vocab));
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> RequestBuilder::check_model(const std::string& name) const {
   if (name.empty() || name == model_.served_model_name || name == model_.model_path) return std::nullopt;
   return not_found_error("the model '" + name + "' does not exist; this server serves '" + model_.served_model_name +
@@ -137,13 +148,12 @@ std::string last_text_of(const nlohmann::ordered_json& message) {
 // occurrence (or, as templates often trim, of the trimmed text); npos when
 // the template did not write it verbatim.
 size_t end_of_final_text(const std::string& rendered, const std::string& text) {
-  for (const std::string& t : {text, [&] {
-         const size_t a = text.find_first_not_of(" \n\t\r"), b = text.find_last_not_of(" \n\t\r");
-         return a == std::string::npos ? std::string() : text.substr(a, b - a + 1);
-       }()}) {
-    if (t.empty()) continue;
-    const size_t at = rendered.rfind(t);
-    if (at != std::string::npos) return at + t.size();
+  const size_t first = text.find_first_not_of(" \n\t\r"), last = text.find_last_not_of(" \n\t\r");
+  const std::string trimmed = first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+  for (const std::string* t : {&text, &trimmed}) {
+    if (t->empty()) continue;
+    const size_t at = rendered.rfind(*t);
+    if (at != std::string::npos) return at + t->size();
   }
   return std::string::npos;
 }
@@ -254,13 +264,8 @@ std::optional<ApiError> RequestBuilder::apply_extensions(const GenerationOptions
                                                          GenerationPlan* plan) const {
   engine::Request& r = plan->request;
   const tokenizer::Tokenizer& tok = *model_.tokenizer;
-  for (int32_t id : options.stop_token_ids) {
-    if (id >= tok.n_vocab()) {
-      return invalid_field("stop_token_ids", "token id " + std::to_string(id) + " is outside the vocabulary of " +
-                                                 std::to_string(tok.n_vocab()));
-    }
-    r.stop.stop_token_ids.insert(id);
-  }
+  if (auto err = check_vocabulary(options.stop_token_ids, "stop_token_ids")) return err;
+  r.stop.stop_token_ids.insert(options.stop_token_ids.begin(), options.stop_token_ids.end());
   r.stop.include_stop_text = options.include_stop_str_in_output;
   r.show_special_tokens = !options.skip_special_tokens;
   if (options.min_tokens > 0) {
@@ -321,12 +326,7 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
     for (CompletionRequest::Prompt& p : c.prompts) {
       std::vector<int32_t> ids;
       if (p.tokens) {
-        for (int32_t id : *p.tokens) {
-          if (id >= tok.n_vocab()) {
-            return invalid_field("prompt", "token id " + std::to_string(id) + " is outside the vocabulary of " +
-                                               std::to_string(tok.n_vocab()));
-          }
-        }
+        if (auto err = check_vocabulary(*p.tokens, "prompt")) return err;
         ids = std::move(*p.tokens);
       } else {
         if (auto err = check_prompt_bytes(p.text.size(), "prompt")) return err;

@@ -101,6 +101,8 @@ class RequestBuilder {
   std::optional<ApiError> tokenize(TokenizeRequest& request, std::vector<int32_t>* ids) const;
   // A model name a request may use (empty: the default); else the 404.
   std::optional<ApiError> check_model(const std::string& name) const;
+  // Token ids (parsed as non-negative) all inside the vocabulary; else the 400 naming `param`.
+  std::optional<ApiError> check_vocabulary(const std::vector<int32_t>& ids, const char* param) const;
   const tokenizer::Tokenizer& tokenizer() const { return *model_.tokenizer; }
 
  private:

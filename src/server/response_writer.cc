@@ -74,7 +74,6 @@ void ResponseWriter::start_stream() {
 
 void ResponseWriter::send_delta(int32_t index, ChoiceDelta delta, size_t offset) {
   if (responses_) {
-    responses_stream_started_ = true;
     responses_->delta(delta);
     return;
   }
@@ -191,7 +190,7 @@ void ResponseWriter::finish(const UsageInfo& usage, const ServerTimings& timings
 void ResponseWriter::fail(const ApiError& e) {
   if (ended_) return;
   ended_ = true;
-  if (responses_ && responses_stream_started_) {
+  if (responses_ && responses_->started()) {
     responses_->fail(e);
     return;
   }

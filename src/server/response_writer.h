@@ -61,7 +61,7 @@ class ResponseWriter {
   // (then [DONE]), else the error response. Nothing is sent after it.
   void fail(const ApiError& error);
 
-  bool stream_started() const { return started_ || (responses_ && responses_stream_started_); }
+  bool stream_started() const { return started_ || (responses_ && responses_->started()); }
   // Answer text was produced (TTFAT: the first non-reasoning text).
   bool answered() const { return answered_; }
 
@@ -90,7 +90,6 @@ class ResponseWriter {
   const tokenizer::Tokenizer& tokenizer_;
   ResponseMeta meta_;
   std::unique_ptr<ResponsesOutput> responses_;  // the Responses API's presentation
-  bool responses_stream_started_ = false;
   WriterOptions options_;
   std::shared_ptr<ResponseChannel> channel_;
   std::vector<Choice> choices_;

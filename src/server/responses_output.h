@@ -47,6 +47,7 @@ class ResponsesOutput {
               const std::function<void(const nlohmann::json&)>& before_sending);
   // A failure after the stream began: response.failed.
   void fail(const ApiError& error);
+  bool started() const { return started_; }  // the stream's first event went out
 
  private:
   enum class Item { kNone, kReasoning, kMessage, kCall };

@@ -100,8 +100,8 @@ std::optional<ApiError> messages_of(const json& items, json* messages) {
                    {"type", "function"},
                    {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}};
       // Calls made in one turn are one assistant message.
-      json& last = messages->empty() ? *messages : messages->back();
-      if (!messages->empty() && last.value("role", "") == "assistant") {
+      if (!messages->empty() && messages->back().value("role", "") == "assistant") {
+        json& last = messages->back();
         if (!last.contains("tool_calls")) last["tool_calls"] = json::array();
         last["tool_calls"].push_back(std::move(call));
       } else {
