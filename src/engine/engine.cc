@@ -51,6 +51,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const model::LlamaModel& model, c
   }
   if (mc.context_length < 2) return invalid_argument("the model's context length is below 2");
   if (config.max_queue < 0) return invalid_argument("the admission queue bound must be >= 0");
+  if (!(config.max_busy_fraction > 0 && config.max_busy_fraction <= 1)) {
+    return invalid_argument(fmt::format("the engine's busy fraction must be in (0, 1], got {}",
+                                        config.max_busy_fraction));
+  }
   double shares = 0;
   for (const TenantBudget& t : config.tenants) {
     if (!(t.reserved_share >= 0 && t.reserved_share <= 1)) {
@@ -367,8 +371,15 @@ void Engine::loop() {
     }
     apply_cancels(cancels);
     if (scheduler_->has_work()) {
+      const auto busy_from = Clock::now();
       step();
       if (kv_->has_host_tier() && kv_->host_tier()->n_blocks() > 0) prefetch_upcoming();
+      const auto busy = Clock::now() - busy_from;
+      counters_.busy_us += std::chrono::duration_cast<std::chrono::microseconds>(busy).count();
+      if (config_.max_busy_fraction < 1) {
+        const double f = config_.max_busy_fraction;
+        std::this_thread::sleep_for(std::chrono::duration_cast<Clock::duration>(busy * ((1 - f) / f)));
+      }
       if (config_.step_delay_ms > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.step_delay_ms));
       }

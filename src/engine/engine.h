@@ -95,6 +95,11 @@ struct EngineConfig {
   // so a test can make a server slower than any machine it runs on (a bound
   // on tokens per second that holds on the fastest CPU). 0 in production.
   double step_delay_ms = 0;
+  // The share of the wall clock the loop may spend in steps (0 < f <= 1):
+  // after a step that took d it rests d (1 - f) / f, so over any run of
+  // steps busy time stays at most f of the elapsed time. 1: no rest. A
+  // background engine's CPU budget (the shadow reference, server/shadow.h).
+  double max_busy_fraction = 1;
   // Called on the loop thread after each step's events are pushed (tracing,
   // tests that need a step boundary). The loop waits for it to return.
   std::function<void(const StepReport&)> on_step;
