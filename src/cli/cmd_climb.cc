@@ -98,13 +98,15 @@ CommandRegistrar ledger_reg{
           "show",
           "List every tested configuration: climb, rung, decision, goodput change with its interval, the\n"
           "worst slice, cost per verified task, serve arguments and the reason; per climb what it left "
-          "serving; and every calibration (climb --calibrate) with its result");
+          "serving; every calibration (climb --calibrate) with its result; and every rollback `serve\n"
+          "--shadow-rate` made, with its evidence");
       show->add_option("LEDGER", *path, "The ledger file")->required();
       return [cmd, show, path]() -> int {
         if (!cmd->got_subcommand(show)) return 1;
         Result<std::vector<climb::LedgerEntry>> entries = climb::load_ledger(*path);
         Result<std::vector<nlohmann::json>> calibrations = climb::load_calibrations(*path);
-        for (const Status& st : {entries.status(), calibrations.status()}) {
+        Result<std::vector<climb::Rollback>> rollbacks = climb::load_rollbacks(*path);
+        for (const Status& st : {entries.status(), calibrations.status(), rollbacks.status()}) {
           if (!st.is_ok()) {
             std::fprintf(stderr, "error: %s\n", st.message().c_str());
             return 1;
@@ -112,6 +114,7 @@ CommandRegistrar ledger_reg{
         }
         if (!entries->empty() || calibrations->empty()) std::fputs(climb::format_ledger(*entries).c_str(), stdout);
         std::fputs(climb::format_calibrations(*calibrations).c_str(), stdout);
+        std::fputs(climb::format_rollbacks(*rollbacks).c_str(), stdout);
         return 0;
       };
     }};

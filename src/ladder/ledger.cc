@@ -79,9 +79,12 @@ Result<std::vector<LedgerEntry>> load_ledger(const std::string& path) {
     const std::string where = fmt::format("{} line {}", path, n);
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return invalid_argument(where + ": not a JSON object");
-    if (j.value("kind", "") == kCalibrationKind) continue;  // load_calibrations reads those
-    if (j.value("kind", "") != "ladder.ledger")
-      return invalid_argument(where + ": 'kind' is not \"ladder.ledger\" or \"" + kCalibrationKind + "\"");
+    // load_calibrations and load_rollbacks read those.
+    if (j.value("kind", "") == kCalibrationKind || j.value("kind", "") == kRollbackKind) continue;
+    if (j.value("kind", "") != "ladder.ledger") {
+      return invalid_argument(where + ": 'kind' is not \"ladder.ledger\", \"" + kCalibrationKind + "\" or \"" +
+                              kRollbackKind + "\"");
+    }
     if (!j.contains("schema_version") || !j["schema_version"].is_number_integer()) {
       return invalid_argument(where + ": 'schema_version' must be an integer");
     }
@@ -148,6 +151,56 @@ Result<std::vector<json>> load_calibrations(const std::string& path) {
       return invalid_argument(where + ": a calibration needs 'summary' (with 'passed'), 'machine' and 'identity'");
     }
     out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Result<std::vector<Rollback>> load_rollbacks(const std::string& path) {
+  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  std::vector<Rollback> out;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("kind", "") != kRollbackKind) continue;
+    const std::string where = fmt::format("{} line {}", path, n);
+    auto rung_of = [&](const char* key, int& rung, std::string& name) -> Status {
+      const json& r = j.value(key, json());
+      if (!r.is_object() || !r.value("rung", json()).is_number_integer() || !r.value("name", json()).is_string()) {
+        return invalid_argument(fmt::format("{}: a rollback's '{}' needs 'rung' and 'name'", where, key));
+      }
+      rung = r["rung"].get<int>();
+      name = r["name"].get<std::string>();
+      return Status::ok();
+    };
+    Rollback r;
+    r.line = n;
+    LADDER_ASSIGN_OR_RETURN(r.climb_id, string_field(j, "climb_id", where));
+    LADDER_ASSIGN_OR_RETURN(r.timestamp, string_field(j, "timestamp", where));
+    LADDER_ASSIGN_OR_RETURN(r.slice, string_field(j, "slice", where));
+    LADDER_ASSIGN_OR_RETURN(r.reason, string_field(j, "reason", where));
+    if (!j.value("load", json()).is_number()) return invalid_argument(where + ": 'load' must be a number");
+    r.load = j["load"].get<double>();
+    LADDER_RETURN_IF_ERROR(rung_of("from", r.from_rung, r.from_name));
+    LADDER_RETURN_IF_ERROR(rung_of("to", r.to_rung, r.to_name));
+    r.json = std::move(j);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string format_rollbacks(const std::vector<Rollback>& rollbacks) {
+  std::string out;
+  for (const Rollback& r : rollbacks) {
+    out += fmt::format("rollback {} (climb {}, load {}): rung {} '{}' -> rung {} '{}'; {}\n", r.timestamp, r.climb_id,
+                       load_label(r.load), r.from_rung, r.from_name, r.to_rung, r.to_name, r.reason);
+    const json& failures = r.json.value("evidence", json::object()).value("first_failures", json::array());
+    for (const json& f : failures) {
+      out += fmt::format("  differed: {} {}\n", f.value("request_id", std::string("?")),
+                         f.value("detail", std::string()));
+    }
   }
   return out;
 }

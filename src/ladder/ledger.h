@@ -63,6 +63,35 @@ Result<ServedIdentity> identity_from_json(const nlohmann::json& j, const std::st
 // "comparisons": [goodput intervals], "line": "calibration passed: ..."}.
 inline constexpr const char* kCalibrationKind = "ladder.calibration";
 
+// A rollback's line, appended by `ladder serve --shadow-rate` when live
+// shadow evidence put a slice of the serving configuration below its margin
+// (shadow_evidence.h): {"kind": "ladder.rollback", "schema_version": 1,
+// "timestamp", "climb_id", "load", "from": {"rung", "name"}, "to": {"rung",
+// "name"}, "slice", "reason", "identity", "evidence": {the slice's standing:
+// shadowed, verified, fraction, upper, alpha, margin, first_failures [..]},
+// "slices": [every slice's standing]}. Never undone automatically: `serve
+// --ledger` keeps serving "to" for that climb and load until a new climb.
+inline constexpr const char* kRollbackKind = "ladder.rollback";
+
+struct Rollback {
+  int line = 0;
+  std::string climb_id;
+  std::string timestamp;
+  double load = 1.0;
+  int from_rung = 0;
+  std::string from_name;
+  int to_rung = 0;
+  std::string to_name;
+  std::string slice;
+  std::string reason;
+  nlohmann::json json;  // the whole line
+};
+
+// Every rollback line, in file order (load_ledger skips them).
+Result<std::vector<Rollback>> load_rollbacks(const std::string& path);
+// One line per rollback, for `ladder ledger show`.
+std::string format_rollbacks(const std::vector<Rollback>& rollbacks);
+
 // Appends one entry (a line) and flushes it.
 Status append_ledger_entry(const std::string& path, const nlohmann::json& entry);
 

@@ -57,9 +57,33 @@ std::string settings_difference(const ServeSettings& measured, const ServeSettin
   return fmt::format("{}", fmt::join(diffs, "; "));
 }
 
+namespace {
+
+// The one-process configuration of rung `rung` a climb left serving at `load`.
+const LedgerEntry* serving_entry(const std::vector<LedgerEntry>& entries, const std::string& climb, double load,
+                                 int rung) {
+  for (const auto& e : entries) {
+    if (e.climb_id == climb && e.load == load && e.rung == rung && e.topology == "single" &&
+        (e.decision == "baseline" || e.decision == "promoted")) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+// The entry `e` was compared with, when the climb left it serving.
+const LedgerEntry* compared_with(const std::vector<LedgerEntry>& entries, const LedgerEntry& e) {
+  const nlohmann::json& c = e.json.value("compared_with", nlohmann::json());
+  if (!c.is_object() || !c.value("rung", nlohmann::json()).is_number_integer()) return nullptr;
+  return serving_entry(entries, e.climb_id, e.load, c["rung"].get<int>());
+}
+
+}  // namespace
+
 ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const ServedIdentity& running,
                              const ServeSettings& running_settings, const SettingsOf& settings_of,
-                             const ModelDigestOf& model_digest_of, double load) {
+                             const ModelDigestOf& model_digest_of, double load,
+                             const std::vector<Rollback>& rollbacks) {
   ServingChoice choice;
   // Climbs in file order; the latest is tried first.
   std::vector<std::string> climbs;
@@ -122,9 +146,23 @@ ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const Serv
                                          id, loads.size() > 1 ? "s" : "", fmt::join(labels, ", "),
                                          load_label(load), load_label(at)));
     }
+    // Rollbacks stand until a new climb.
+    bool rolled_back = false;
+    for (bool again = true; again && serving != nullptr && serving->decision != "baseline";) {
+      again = false;
+      for (const Rollback& r : rollbacks) {
+        if (r.climb_id != id || r.load != at || r.from_rung != serving->rung) continue;
+        choice.notes.push_back(fmt::format("climb {}: rung {} '{}' was rolled back at {} ({}): serving rung {} '{}'",
+                                           id, r.from_rung, r.from_name, r.timestamp, r.reason, r.to_rung,
+                                           r.to_name));
+        serving = serving_entry(entries, id, at, r.to_rung);
+        rolled_back = again = true;
+        break;
+      }
+    }
     if (serving == nullptr || serving->decision == "baseline") {
-      choice.summary = fmt::format(
-          "ledger: climb {} matches and promoted nothing above rung 1{}: serving rung 1", id, at_load);
+      choice.summary = fmt::format("ledger: climb {} matches and {} above rung 1{}: serving rung 1", id,
+                                   rolled_back ? "what it promoted was rolled back" : "promoted nothing", at_load);
       return choice;
     }
     if (serving->model_override) {
@@ -140,6 +178,10 @@ ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const Serv
       }
     }
     choice.entry = serving;
+    for (const LedgerEntry* e = compared_with(entries, *serving); e != nullptr; e = compared_with(entries, *e)) {
+      choice.fallbacks.push_back(e);
+      if (e->decision == "baseline") break;
+    }
     choice.summary = fmt::format("ledger: serving rung {} '{}' promoted by climb {}{} ({})", serving->rung,
                                  serving->name, id, at_load, serving->reason);
     return choice;

@@ -10,6 +10,10 @@
 // was measured with. When no climb matches, every climb's first differing
 // field is reported and rung 1 -- the command as given -- is served.
 //
+// Rollbacks (ledger.h): a configuration that `serve --shadow-rate` rolled
+// back for a climb and load is not served again from that climb; what it
+// rolled back to serves instead, until a new climb.
+//
 // Loads: a climb decides each offered load on its own (policy `loads`).
 // The decisions made at the measured load nearest `load` are used (nearest
 // by ratio, the higher of two equally near), and the notes say which.
@@ -35,6 +39,10 @@ using ModelDigestOf = std::function<Result<std::string>(const std::string& path)
 
 struct ServingChoice {
   const LedgerEntry* entry = nullptr;  // the configuration to serve; null: the command as given (rung 1)
+  // What a rollback serves next: the configurations `entry` was compared
+  // with, nearest first, ending with the climb's rung 1 (its baseline: the
+  // command as given). Empty when `entry` is null.
+  std::vector<const LedgerEntry*> fallbacks;
   std::vector<std::string> notes;      // why climbs did not match, or what was chosen
   std::string summary;                 // one line for the log
 };
@@ -50,6 +58,7 @@ double nearest_load(const std::vector<double>& measured, double wanted);
 
 ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const ServedIdentity& running,
                              const ServeSettings& running_settings, const SettingsOf& settings_of,
-                             const ModelDigestOf& model_digest_of, double load = 1.0);
+                             const ModelDigestOf& model_digest_of, double load = 1.0,
+                             const std::vector<Rollback>& rollbacks = {});
 
 }  // namespace ladder::climb

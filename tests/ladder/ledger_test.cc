@@ -206,6 +206,77 @@ TEST(ServingChoice, ServesTheLastPromotedConfigurationOfAMatchingClimb) {
   EXPECT_NE(c.summary.find("serving rung 2 'chunked'"), std::string::npos);
 }
 
+json compared(json e, int rung) {
+  e["compared_with"] = {{"rung", rung}, {"name", "r" + std::to_string(rung)}};
+  return e;
+}
+
+json rollback(const std::string& climb, int from, const std::string& from_name, int to, const std::string& to_name) {
+  return {{"kind", kRollbackKind},
+          {"schema_version", 1},
+          {"timestamp", "2026-12-02T00:00:00Z"},
+          {"climb_id", climb},
+          {"load", 1.0},
+          {"from", {{"rung", from}, {"name", from_name}}},
+          {"to", {{"rung", to}, {"name", to_name}}},
+          {"slice", "long_context"},
+          {"reason", "long_context verified 0.20 (upper bound 0.41) < margin 0.90"},
+          {"evidence", {{"first_failures", {{{"request_id", "chatcmpl-1"}, {"detail", "diverged at 3"}}}}}}};
+}
+
+TEST(ServingChoice, APromotionsFallbacksAreWhatItWasComparedWithDownToRungOne) {
+  auto entries = load_ledger(write_ledger(
+      {entry("c1", 1, "dense", "baseline", {}), compared(entry("c1", 2, "q8", "promoted", {"--kv-dtype", "q8"}), 1),
+       compared(entry("c1", 3, "q4", "rejected", {"--kv-dtype", "q4"}), 2),
+       compared(entry("c1", 4, "spec", "promoted", {"--kv-dtype", "q8", "--spec", "ngram"}), 2)}));
+  ASSERT_TRUE(entries.is_ok()) << entries.status().message();
+  const ServingChoice c = choose_serving(*entries, kRunning, {}, pairs, digest_m2);
+  ASSERT_NE(c.entry, nullptr) << c.summary;
+  EXPECT_EQ(c.entry->name, "spec");
+  ASSERT_EQ(c.fallbacks.size(), 2u);
+  EXPECT_EQ(c.fallbacks[0]->name, "q8");
+  EXPECT_EQ(c.fallbacks[1]->name, "dense");
+  EXPECT_EQ(c.fallbacks[1]->decision, "baseline");
+}
+
+TEST(ServingChoice, ARollbackStandsUntilANewClimb) {
+  const std::vector<json> climb1 = {entry("c1", 1, "dense", "baseline", {}),
+                                    compared(entry("c1", 2, "q4", "promoted", {"--kv-dtype", "q4"}), 1)};
+  std::vector<json> lines = climb1;
+  lines.push_back(rollback("c1", 2, "q4", 1, "dense"));
+  const std::string path = write_ledger(lines);
+  auto entries = load_ledger(path);  // skips the rollback line
+  ASSERT_TRUE(entries.is_ok()) << entries.status().message();
+  EXPECT_EQ(entries->size(), 2u);
+  auto rollbacks = load_rollbacks(path);
+  ASSERT_TRUE(rollbacks.is_ok()) << rollbacks.status().message();
+  ASSERT_EQ(rollbacks->size(), 1u);
+  EXPECT_EQ((*rollbacks)[0].from_name, "q4");
+  EXPECT_EQ((*rollbacks)[0].to_rung, 1);
+  ServingChoice c = choose_serving(*entries, kRunning, {}, pairs, digest_m2, 1.0, *rollbacks);
+  EXPECT_EQ(c.entry, nullptr);
+  EXPECT_NE(c.summary.find("what it promoted was rolled back above rung 1"), std::string::npos) << c.summary;
+  ASSERT_FALSE(c.notes.empty());
+  EXPECT_NE(c.notes.back().find("rung 2 'q4' was rolled back"), std::string::npos) << c.notes.back();
+  const std::string shown = format_rollbacks(*rollbacks);
+  EXPECT_NE(shown.find("rung 2 'q4' -> rung 1 'dense'"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("differed: chatcmpl-1 diverged at 3"), std::string::npos) << shown;
+  // A later climb that promotes q4 again serves it.
+  lines.push_back(entry("c2", 1, "dense", "baseline", {}));
+  lines.push_back(compared(entry("c2", 2, "q4", "promoted", {"--kv-dtype", "q4"}), 1));
+  entries = load_ledger(write_ledger(lines));
+  ASSERT_TRUE(entries.is_ok());
+  c = choose_serving(*entries, kRunning, {}, pairs, digest_m2, 1.0, *rollbacks);
+  ASSERT_NE(c.entry, nullptr) << c.summary;
+  EXPECT_EQ(c.entry->climb_id, "c2");
+  // A rollback line without its rungs is an error naming its line.
+  json bad = rollback("c1", 2, "q4", 1, "dense");
+  bad.erase("to");
+  auto r = load_rollbacks(write_ledger({bad}));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("line 1"), std::string::npos);
+}
+
 TEST(ServingChoice, TheLatestMatchingClimbDecides) {
   auto entries =
       load_ledger(write_ledger({entry("c1", 1, "dense", "baseline", {}),
