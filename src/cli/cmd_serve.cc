@@ -24,6 +24,8 @@
 #include "common/build_info.h"
 #include "gguf/gguf_file.h"
 #include "kv/kv_format.h"
+#include "ladder/ledger.h"
+#include "ladder/policy.h"
 #include "ladder/serving_choice.h"
 #include "server/api_server.h"
 #include "tokenizer/tokenizer.h"
@@ -67,14 +69,65 @@ void raise_fd_limit() {
   }
 }
 
-Status apply_ledger(ServeOptions& o);
+Status apply_ledger(ServeOptions& o, const ServeOptions& original, bool* shadow_from_ledger);
+
+// The engine's and the draft's settings from the options (o.config.engine,
+// o.config.draft). A rung that contradicts its settings is a
+// failed_precondition, an unreadable setting an invalid_argument.
+Status resolve_engine_settings(ServeOptions& o) {
+  o.config.engine.scheduler.context_length = o.context;
+  o.config.engine.kv_memory_bytes = static_cast<size_t>(o.kv_memory_mib * (1 << 20));
+  // --rung 3 names the approximate-KV configuration: a quantized KV format
+  // (q4 unless --kv-dtype says q8). The server reports the rung its settings
+  // amount to (/v1/models ladder.config.rung), which the record's fingerprint covers.
+  const bool approximate = kv::kv_format_is_approximate(o.config.engine.kv_dtype);
+  if (o.rung == 3 && !approximate) {
+    if (o.kv_dtype_given) {
+      return failed_precondition("--rung 3 stores KV approximately: --kv-dtype must be q8 or q4");
+    }
+    o.config.engine.kv_dtype = TensorType::kQ4_0;
+  }
+  if (o.rung == 1 && approximate) {
+    return failed_precondition("--rung 1 stores KV exactly: --kv-dtype must be f16 or f32");
+  }
+  LADDER_ASSIGN_OR_RETURN(o.config.engine.kv_eviction, kv_eviction_policy(o.kv_evict, o.config.engine.block_size));
+  LADDER_ASSIGN_OR_RETURN(o.config.engine.kv_host_bytes, kv_host_bytes(o.kv_host_mib, o.config.engine.prefix_caching));
+  if (o.rung == 1 && o.config.engine.kv_eviction.enabled()) {
+    return failed_precondition("--rung 1 keeps every token's KV: --kv-evict must be none");
+  }
+  LADDER_ASSIGN_OR_RETURN(o.config.draft, engine::parse_draft_spec(o.spec.spec));
+  o.config.engine.speculative.k = o.spec.k;
+  o.config.engine.speculative.adaptive = !o.spec.fixed;
+  return Status::ok();
+}
+
+// Rung 1 as the shadow reference runs it: `ec` with exact KV (f16 for a
+// quantized format), no eviction, no host tier, no speculation.
+engine::EngineConfig rung1_reference(engine::EngineConfig ec) {
+  if (kv::kv_format_is_approximate(ec.kv_dtype)) ec.kv_dtype = TensorType::kF16;
+  ec.kv_eviction = kv::EvictionPolicy{};
+  ec.kv_host_bytes = 0;
+  ec.speculative = engine::SpeculativeConfig{};
+  return ec;
+}
+
+int exit_code_of(const Status& st) { return st.code() == StatusCode::kFailedPrecondition ? 1 : 2; }
 
 int run_serve(ServeOptions& o) {
   raise_fd_limit();
   o.config.model_path = resolve_model_path(o.model);
   if (o.config.model_path.empty()) return 2;
+  // Rung 1 as this command gives it: the shadow's reference, and the last
+  // configuration a rollback falls back to.
+  const ServeOptions original = o;
+  ServeOptions as_given = o;
+  if (Status st = resolve_engine_settings(as_given); !st.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    return exit_code_of(st);
+  }
+  bool shadow_from_ledger = false;
   if (!o.ledger.empty()) {
-    if (Status st = apply_ledger(o); !st.is_ok()) {
+    if (Status st = apply_ledger(o, original, &shadow_from_ledger); !st.is_ok()) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 1;
     }
@@ -84,50 +137,38 @@ int run_serve(ServeOptions& o) {
   o.config.http.max_connections = o.max_connections;
   o.config.http.io_threads = o.io_threads;
   if (o.metrics_port >= 0) o.config.metrics_port = static_cast<uint16_t>(o.metrics_port);
-  o.config.engine.scheduler.context_length = o.context;
-  o.config.engine.kv_memory_bytes = static_cast<size_t>(o.kv_memory_mib * (1 << 20));
-  // --rung 3 names the approximate-KV configuration: a quantized KV format
-  // (q4 unless --kv-dtype says q8). The server reports the rung its settings
-  // amount to (/v1/models ladder.config.rung), which the record's fingerprint covers.
-  const bool approximate = kv::kv_format_is_approximate(o.config.engine.kv_dtype);
-  if (o.rung == 3 && !approximate) {
-    if (o.kv_dtype_given) {
-      std::fprintf(stderr, "error: --rung 3 stores KV approximately: --kv-dtype must be q8 or q4\n");
-      return 1;
+  if (Status st = resolve_engine_settings(o); !st.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    return exit_code_of(st);
+  }
+  if (o.config.shadow.rate > 0) {
+    o.config.shadow.reference = rung1_reference(as_given.config.engine);
+    if (!shadow_from_ledger) {
+      // No promoted configuration of a climb: judged by the default policy's
+      // margins; a configuration above rung 1 falls back to rung 1.
+      o.config.shadow.rules = climb::ShadowRules::from_policy(climb::ClimbPolicy{});
+      const engine::EngineConfig& ec = o.config.engine;
+      const bool above_rung1 = kv::kv_format_is_approximate(ec.kv_dtype) || ec.kv_eviction.enabled() ||
+                               ec.kv_host_bytes > 0 || o.config.draft.kind != engine::DraftSpec::Kind::kNone;
+      if (above_rung1) {
+        o.config.shadow.rung = o.config.draft.kind != engine::DraftSpec::Kind::kNone ? 4 : 3;
+        o.config.shadow.name = "as given";
+        o.config.shadow.fallbacks = {
+            {1, "rung 1", o.config.shadow.reference, engine::DraftSpec{}, o.config.shadow.rules}};
+      } else {
+        o.config.shadow.rung = 1;
+        o.config.shadow.name = "as given";
+      }
     }
-    o.config.engine.kv_dtype = TensorType::kQ4_0;
   }
-  if (o.rung == 1 && approximate) {
-    std::fprintf(stderr, "error: --rung 1 stores KV exactly: --kv-dtype must be f16 or f32\n");
-    return 1;
-  }
-  auto eviction = kv_eviction_policy(o.kv_evict, o.config.engine.block_size);
-  if (!eviction.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", eviction.status().message().c_str());
-    return 2;
-  }
-  o.config.engine.kv_eviction = *eviction;
-  auto host_bytes = kv_host_bytes(o.kv_host_mib, o.config.engine.prefix_caching);
-  if (!host_bytes.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", host_bytes.status().message().c_str());
-    return 2;
-  }
-  o.config.engine.kv_host_bytes = *host_bytes;
-  if (o.rung == 1 && eviction->enabled()) {
-    std::fprintf(stderr, "error: --rung 1 keeps every token's KV: --kv-evict must be none\n");
-    return 1;
-  }
-  auto draft = engine::parse_draft_spec(o.spec.spec);
-  if (!draft.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", draft.status().message().c_str());
-    return 2;
-  }
-  o.config.draft = *draft;
-  o.config.engine.speculative.k = o.spec.k;
-  o.config.engine.speculative.adaptive = !o.spec.fixed;
   o.config.role = o.role == "prefill"  ? server::ServeRole::kPrefill
                   : o.role == "decode" ? server::ServeRole::kDecode
                                        : server::ServeRole::kBoth;
+  if (o.config.role != server::ServeRole::kBoth && o.config.shadow.rate > 0) {
+    std::fprintf(stderr, "error: --shadow-rate works with --role both only (a rung-2 worker serves part of a "
+                 "request)\n");
+    return 2;
+  }
   if (o.config.role != server::ServeRole::kBoth && kv::kv_format_is_approximate(o.config.engine.kv_dtype)) {
     // A q4 block's newest tokens live in a staging slot until the block
     // seals, and the transfer format carries sealed blocks only.
@@ -244,6 +285,17 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
                   "<think> ... </think> whatever the template says; 'none' leaves all output in content")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "none", "deepseek_r1", "qwen3"}));
+  cmd->add_option("--shadow-rate", c.shadow.rate,
+                  "Re-run this share of finished requests (0 to 1) on a rung-1 reference in this process and roll "
+                  "back to the configuration below when a slice stops verifying (docs/SHADOW.md); 0 = off")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--shadow-budget", c.shadow.budget,
+                  "The shadow reference's CPU at most, as a share of --threads (it runs one thread, resting "
+                  "between steps)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--shadow-queue", c.shadow.max_pending,
+                  "Finished requests waiting for the shadow reference; a sample beyond it is dropped (counted)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--test-step-delay-ms", e.step_delay_ms,
@@ -277,6 +329,7 @@ bool operational(const std::string& name) {
       "--host",         "--port",           "--model",          "--served-model-name", "--tenants",
       "--api-key",      "--admin-key",      "--metrics-port",   "--metrics-host",      "--drain-grace-s",
       "--read-timeout-s", "--max-body-bytes", "--max-connections", "--ledger", "--load",          "--help",
+      "--shadow-rate",  "--shadow-budget",  "--shadow-queue",
       "--kv-host",      "--kv-port"};
   return kNames.count(name) > 0;
 }
@@ -318,9 +371,48 @@ Result<climb::ServedIdentity> identity_of(const std::string& model_path) {
   return climb::ServedIdentity{file.digest(), tok->digest(), git_revision()};
 }
 
+// The shadow's rules for a ledger entry: the margins it was decided under.
+climb::ShadowRules rules_of(const climb::LedgerEntry& e) {
+  if (auto rules = climb::ShadowRules::from_ledger_margin(e.json.value("margin", nlohmann::json()));
+      rules.is_ok()) {
+    return *rules;
+  } else {
+    spdlog::warn("ledger line {}: {}; the shadow judges rung {} '{}' by the default margins", e.line,
+                 rules.status().message(), e.rung, e.name);
+  }
+  return climb::ShadowRules::from_policy(climb::ClimbPolicy{});
+}
+
+// --shadow-rate with a promoted configuration: what serves, its margins and
+// the configurations below it to fall back to, each with its settings.
+Status shadow_from_choice(const climb::ServingChoice& choice, const ServeOptions& original, ServeOptions& o) {
+  server::ShadowConfig& sc = o.config.shadow;
+  const climb::LedgerEntry& e = *choice.entry;
+  sc.ledger_path = o.ledger;
+  sc.climb_id = e.climb_id;
+  sc.load = e.load;
+  sc.rung = e.rung;
+  sc.name = e.name;
+  sc.rules = rules_of(e);
+  for (const climb::LedgerEntry* f : choice.fallbacks) {
+    if (f->model_override) {
+      spdlog::warn("shadow: rung {} '{}' serves another model file, which this process cannot switch to: a "
+                   "rollback stops above it",
+                   f->rung, f->name);
+      break;
+    }
+    ServeOptions fo = original;
+    if (f->decision != "baseline") LADDER_RETURN_IF_ERROR(parse_serve_args(f->serve_args, fo, nullptr));
+    LADDER_RETURN_IF_ERROR(resolve_engine_settings(fo));
+    sc.fallbacks.push_back({f->rung, f->name, fo.config.engine, fo.config.draft, rules_of(*f)});
+  }
+  return Status::ok();
+}
+
 // --ledger: picks the configuration to serve and applies it to `o`.
-Status apply_ledger(ServeOptions& o) {
+Status apply_ledger(ServeOptions& o, const ServeOptions& original, bool* shadow_from_ledger) {
   LADDER_ASSIGN_OR_RETURN(std::vector<climb::LedgerEntry> entries, climb::load_ledger(o.ledger));
+  LADDER_ASSIGN_OR_RETURN(std::vector<climb::Rollback> rollbacks, climb::load_rollbacks(o.ledger));
   LADDER_ASSIGN_OR_RETURN(climb::ServedIdentity running, identity_of(o.config.model_path));
   auto settings_of_args = [](const std::vector<std::string>& args) -> Result<climb::ServeSettings> {
     ServeOptions scratch;
@@ -332,8 +424,8 @@ Status apply_ledger(ServeOptions& o) {
     LADDER_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path));
     return file.digest();
   };
-  const climb::ServingChoice choice =
-      climb::choose_serving(entries, running, settings_of(*o.cmd), settings_of_args, digest_of, o.ledger_load);
+  const climb::ServingChoice choice = climb::choose_serving(entries, running, settings_of(*o.cmd), settings_of_args,
+                                                            digest_of, o.ledger_load, rollbacks);
   for (const auto& note : choice.notes) spdlog::warn("ledger {}: {}", o.ledger, note);
   if (choice.entry == nullptr) {
     spdlog::warn("{}", choice.summary);
@@ -346,6 +438,10 @@ Status apply_ledger(ServeOptions& o) {
   for (const auto& a : choice.entry->serve_args) args += " " + a;
   spdlog::info("ledger: applied{}{}", args.empty() ? " no serve arguments" : args,
                choice.entry->model_override ? " and model " + choice.entry->model : std::string());
+  if (o.config.shadow.rate > 0) {
+    LADDER_RETURN_IF_ERROR(shadow_from_choice(choice, original, o));
+    *shadow_from_ledger = true;
+  }
   return Status::ok();
 }
 

@@ -15,6 +15,8 @@
 // TTFT SLO, or its E2E SLO when it has no TTFT one (the first token is due
 // by then at the latest), so a deadline-aware server can reject early what
 // it cannot serve in time. Servers that do not know the header ignore it.
+// A request's slice goes in x-ladder-slice (a Ladder server's shadow
+// verification judges each slice on its own).
 #pragma once
 
 #include <map>

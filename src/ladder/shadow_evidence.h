@@ -97,6 +97,7 @@ class ShadowEvidence {
   // below its margin (once per slice: a slice below stays below).
   std::optional<SliceStanding> record(const ShadowOutcome& outcome);
   std::vector<SliceStanding> standings() const;
+  bool has_slice(const std::string& slice) const { return slices_.count(slice) > 0; }
   const ShadowRules& rules() const { return rules_; }
   // Forgets every outcome (a new configuration serves).
   void reset() { slices_.clear(); }

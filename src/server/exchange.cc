@@ -48,6 +48,7 @@ Exchange::Exchange(GenerationPlan plan, std::shared_ptr<ResponseChannel> channel
     : plan_(std::move(plan)),
       channel_(std::move(channel)),
       services_(services),
+      engine_(services.engine.load()),
       writer_(*services.tokenizer, plan_.meta, writer_options(plan_), channel_),
       ends_(static_cast<size_t>(plan_.n)) {}
 
@@ -58,7 +59,7 @@ std::optional<ApiError> Exchange::submit(int32_t index) {
   // Seeded choices differ from each other and repeat across runs (the n of
   // each prompt as those of a request with that prompt alone).
   if (r.sampling.seed) *r.sampling.seed += static_cast<uint64_t>(index % plan_.n_per_prompt);
-  auto submitted = services_.engine->submit(std::move(r));
+  auto submitted = engine_->submit(std::move(r));
   if (!submitted.is_ok()) return api_error_from_status(submitted.status());
   bool gone = false;
   {
@@ -66,7 +67,7 @@ std::optional<ApiError> Exchange::submit(int32_t index) {
     engine_ids_.push_back(submitted->id);
     gone = client_gone_;
   }
-  if (gone) services_.engine->cancel(submitted->id);
+  if (gone) engine_->cancel(submitted->id);
   std::weak_ptr<Exchange> weak = weak_from_this();
   services_.pump->add(submitted->stream, [weak, index](const engine::StreamEvent& ev) {
     if (auto self = weak.lock()) self->on_event(index, ev);
@@ -126,7 +127,7 @@ void Exchange::on_delivery(Delivery how) {
       if (!record_) cancel = engine_ids_;
     }
   }
-  for (engine::RequestId id : cancel) services_.engine->cancel(id);
+  for (engine::RequestId id : cancel) engine_->cancel(id);
   settle_if_done();
 }
 
@@ -140,11 +141,12 @@ void Exchange::fail(const ApiError& error) {
     ids = engine_ids_;
   }
   // Cancelling a finished request is a no-op.
-  for (engine::RequestId id : ids) services_.engine->cancel(id);
+  for (engine::RequestId id : ids) engine_->cancel(id);
 }
 
 void Exchange::on_event(int32_t index, const engine::StreamEvent& ev) {
   if (ev.kind == engine::StreamEvent::Kind::kToken) {
+    if (plan_.shadow && index == 0) shadow_tokens_.push_back(ev.token.token);
     writer_.on_token(index, ev);
     if (index == 0 && !rest_submitted_ && plan_.n > 1 && !failure_) submit_rest();
     return;
@@ -243,6 +245,9 @@ void Exchange::finish_choices() {
                    timings);
     rec.http_status = 200;
     rec.finished = true;
+    if (plan_.shadow && services_.on_shadow && ends_[0]) {
+      services_.on_shadow(plan_, std::move(shadow_tokens_), ends_[0]->finish);
+    }
   } else {
     rec.http_status = failure_->http_status;
     rec.rejected_early = failure_->http_status == 429 && !first;

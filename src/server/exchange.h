@@ -17,6 +17,7 @@
 // connection keeps one alive.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -36,7 +37,10 @@ class Exchange;
 
 // What every exchange of one server uses; outlives them all.
 struct ExchangeServices {
-  engine::Engine* engine = nullptr;
+  // The engine new exchanges submit to; a shadow rollback switches it, and
+  // each exchange keeps the one it started on (engines are never destroyed
+  // while the server runs).
+  std::atomic<engine::Engine*> engine{nullptr};
   StreamPump* pump = nullptr;
   const tokenizer::Tokenizer* tokenizer = nullptr;
   const TenantRegistry* tenants = nullptr;
@@ -44,6 +48,9 @@ struct ExchangeServices {
   // frontend judges its SLO and records it). Whoever keeps the exchange alive
   // (the backend's registry) lets it go here.
   std::function<void(const Exchange*, RequestRecord)> on_settled;
+  // A plan with `shadow` set that finished without error: its tokens (its
+  // one choice's) and how it ended, for shadow verification.
+  std::function<void(const GenerationPlan&, std::vector<int32_t> tokens, engine::FinishReason finish)> on_shadow;
 };
 
 class Exchange : public std::enable_shared_from_this<Exchange> {
@@ -77,12 +84,14 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   const GenerationPlan plan_;
   std::shared_ptr<ResponseChannel> channel_;
   const ExchangeServices& services_;
+  engine::Engine* const engine_;  // services_.engine when the exchange was made
   ResponseWriter writer_;  // stream pump thread (or start() before the stream exists)
 
   // Pump thread only.
   std::vector<std::optional<engine::StreamEvent>> ends_;  // [n] each choice's final event
   std::optional<ApiError> failure_;
   bool rest_submitted_ = false;
+  std::vector<int32_t> shadow_tokens_;  // choice 0's tokens, when plan_.shadow
 
   std::mutex mu_;
   std::vector<engine::RequestId> engine_ids_;  // of the choices submitted, unfinished ones included

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "common/build_info.h"
 #include "common/sha256.h"
@@ -32,6 +33,10 @@ struct Served {
   std::unique_ptr<Planner> planner;
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<PromptScorer> scorer;
+  // Engines a shadow rollback switched to (under LocalBackend::mu_); every
+  // engine lives as long as the server, since exchanges keep theirs.
+  std::vector<std::unique_ptr<engine::Engine>> fallback_engines;
+  std::unique_ptr<ShadowVerifier> shadow;
 };
 
 const char* serve_role_name(ServeRole role) {
@@ -58,10 +63,16 @@ LocalBackend::~LocalBackend() {
   }
   if (kv_senders_) kv_senders_->stop();
   if (kv_receiver_) kv_receiver_->stop();
-  if (served_) {
-    served_->pump->stop();
-    served_->engine->shutdown();
-  }
+  stop_engines();
+}
+
+void LocalBackend::stop_engines() {
+  if (!served_) return;
+  if (served_->shadow) served_->shadow->stop();
+  served_->pump->stop();
+  if (served_->engine) served_->engine->shutdown();
+  std::lock_guard lock(mu_);
+  for (auto& e : served_->fallback_engines) e->shutdown();
 }
 
 uint16_t LocalBackend::kv_port() const { return kv_receiver_ ? kv_receiver_->port() : 0; }
@@ -76,24 +87,12 @@ Status LocalBackend::load() {
   LADDER_ASSIGN_OR_RETURN(model::ModelBundle bundle, model::ModelBundle::load(config_.model_path));
   LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate tmpl,
                           tokenizer::chat_template_for(*bundle.file, config_.chat_template));
-  auto served = std::unique_ptr<Served>(new Served{std::move(bundle), std::move(tmpl), nullptr, nullptr, nullptr,
-                                                   nullptr});
-
-  engine::EngineConfig ec = config_.engine;
-  ec.model_digest = served->bundle.file->digest();
-  ec.tokenizer_digest = served->bundle.tokenizer->digest();
-  ec.tokenizer = served->bundle.tokenizer.get();
-  ec.tenants = tenant_budgets(tenants_);
-  served->pump = std::make_unique<StreamPump>();
-  ec.on_step = [pump = served->pump.get()](const engine::StepReport&) { pump->wake(); };
-  if (config_.draft.kind != engine::DraftSpec::Kind::kNone) {
-    LADDER_ASSIGN_OR_RETURN(ec.speculative.draft,
-                            engine::make_draft(config_.draft, *served->bundle.model, *served->bundle.file,
-                                               engine::draft_options_for(ec)));
-  }
-  LADDER_ASSIGN_OR_RETURN(served->engine, engine::Engine::create(*served->bundle.model, ec));
-  served_ = std::move(served);
+  served_ = std::unique_ptr<Served>(new Served{std::move(bundle), std::move(tmpl)});
   Served& s = *served_;
+  s.pump = std::make_unique<StreamPump>();
+  LADDER_ASSIGN_OR_RETURN(s.engine, make_engine(config_.engine, config_.draft));
+  services_.engine = s.engine.get();
+  const engine::EngineConfig& ec = s.engine->config();
   {
     // Stable across restarts of one configuration: the decode worker's KV
     // port (chosen at start) is left out.
@@ -117,7 +116,6 @@ Status LocalBackend::load() {
   s.embedder = std::make_unique<Embedder>(*s.bundle.model, *s.bundle.tokenizer, s.engine->max_input_tokens());
   s.scorer = std::make_unique<PromptScorer>(*s.bundle.model);
 
-  services_.engine = s.engine.get();
   services_.pump = s.pump.get();
   services_.tokenizer = s.bundle.tokenizer.get();
   services_.tenants = &tenants_;
@@ -135,6 +133,7 @@ Status LocalBackend::load() {
     settled(std::move(rec));
   };
   LADDER_RETURN_IF_ERROR(start_role());
+  LADDER_RETURN_IF_ERROR(start_shadow());
   const engine::Engine& e = *s.engine;
   spdlog::info("model {} loaded in {:.0f} ms: context {}, {} KV blocks ({}), {} running slots, queue {}",
                config_.served_model_name, std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
@@ -170,10 +169,95 @@ Status LocalBackend::start_role() {
   return Status::ok();
 }
 
+Result<std::unique_ptr<engine::Engine>> LocalBackend::make_engine(engine::EngineConfig ec,
+                                                                  const engine::DraftSpec& draft) const {
+  const Served& s = *served_;
+  ec.model_digest = s.bundle.file->digest();
+  ec.tokenizer_digest = s.bundle.tokenizer->digest();
+  ec.tokenizer = s.bundle.tokenizer.get();
+  ec.tenants = tenant_budgets(tenants_);
+  ec.on_step = [pump = s.pump.get()](const engine::StepReport&) { pump->wake(); };
+  if (draft.kind != engine::DraftSpec::Kind::kNone) {
+    LADDER_ASSIGN_OR_RETURN(ec.speculative.draft, engine::make_draft(draft, *s.bundle.model, *s.bundle.file,
+                                                                     engine::draft_options_for(ec)));
+  }
+  return engine::Engine::create(*s.bundle.model, ec);
+}
+
+// Shadow verification: a rung-1 reference beside the live engine.
+Status LocalBackend::start_shadow() {
+  if (config_.shadow.rate <= 0) return Status::ok();
+  if (config_.role != ServeRole::kBoth) {
+    return invalid_argument("--shadow-rate needs --role both: a rung-2 worker serves part of a request");
+  }
+  Served& s = *served_;
+  ShadowConfig sc = config_.shadow;
+  engine::EngineConfig& ref = sc.reference;
+  ref.model_digest = s.bundle.file->digest();
+  ref.tokenizer_digest = s.bundle.tokenizer->digest();
+  ref.tokenizer = s.bundle.tokenizer.get();
+  // One sequence of the whole context at a time.
+  const engine::Engine& e = *s.engine;
+  ref.scheduler.context_length = e.context_length();
+  ref.max_input_tokens = e.max_input_tokens();
+  ref.max_output_tokens = e.max_output_tokens();
+  ref.scheduler.max_running = 1;
+  ref.n_kv_blocks = static_cast<int32_t>((e.context_length() + ref.block_size - 1) / ref.block_size) + 2;
+  int threads = e.config().n_threads;
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  LADDER_ASSIGN_OR_RETURN(s.shadow, ShadowVerifier::create(*s.bundle.model, std::move(sc), threads,
+                                                           [this](const ShadowFallback& to) { return switch_to(to); }));
+  services_.on_shadow = [this](const GenerationPlan& plan, std::vector<int32_t> tokens, engine::FinishReason finish) {
+    ShadowCase c;
+    c.request = plan.request;
+    c.request.constraint = nullptr;
+    c.grammar = plan.grammar;
+    c.live_tokens = std::move(tokens);
+    c.live_finish = finish;
+    c.slice = slice_of(plan);
+    c.request_id = plan.meta.id;
+    c.generation = plan.shadow_generation;
+    served_->shadow->offer(std::move(c));
+  };
+  spdlog::info("shadow verification: {:.0f}% of finished requests re-run on a rung-1 reference (KV {}, {:.2f} "
+               "cores at most); serving rung {} '{}'",
+               100 * config_.shadow.rate, tensor_type_name(config_.shadow.reference.kv_dtype),
+               std::min(1.0, config_.shadow.budget * threads), config_.shadow.rung, config_.shadow.name);
+  return Status::ok();
+}
+
+Status LocalBackend::switch_to(const ShadowFallback& to) {
+  LADDER_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> next, make_engine(to.engine, to.draft));
+  engine::Engine* raw = next.get();
+  {
+    std::lock_guard lock(mu_);
+    served_->fallback_engines.push_back(std::move(next));
+  }
+  services_.engine = raw;  // new exchanges; running ones finish where they are
+  spdlog::warn("serving rung {} '{}' for new requests: {} KV blocks ({})", to.rung, to.name, raw->n_kv_blocks(),
+               raw->kv_format_name());
+  return Status::ok();
+}
+
+std::string LocalBackend::slice_of(const GenerationPlan& plan) const {
+  if (!plan.slice.empty()) return plan.slice;
+  if (static_cast<int64_t>(plan.request.prompt.size()) * 2 >= live().context_length()) return "long_context";
+  return plan.kind == ApiKind::kChat ? "chat" : "completion";
+}
+
 // ---------------------------------------------------------------- requests
 
 void LocalBackend::serve(GenerationPlan plan, const HttpRequest& http, std::shared_ptr<ResponseChannel> channel,
                          SettledFn settled) {
+  if (ShadowVerifier* shadow = ready_.load()->shadow.get();
+      shadow != nullptr && plan.n == 1 && plan.prompts.size() <= 1 && tenants_.tenant(plan.tenant).shadow) {
+    if (std::optional<uint64_t> seed = shadow->sample()) {
+      // The reference must sample what this request samples: an explicit seed.
+      plan.shadow = true;
+      plan.shadow_generation = shadow->generation();
+      if (!plan.request.sampling.seed) plan.request.sampling.seed = *seed;
+    }
+  }
   if (kv_inbox_ != nullptr) {
     // A decode worker: the router names the transfer that carries this prompt's KV.
     const std::string transfer = http.header("x-ladder-kv-transfer");
@@ -218,7 +302,7 @@ Status LocalBackend::score_prompts(GenerationPlan& plan) {
   const Served& s = *ready_.load();
   const std::vector<std::vector<int32_t>> one{plan.request.prompt};
   for (const std::vector<int32_t>& prompt : plan.prompts.empty() ? one : plan.prompts) {
-    if (static_cast<int64_t>(prompt.size()) > s.engine->max_input_tokens()) {
+    if (static_cast<int64_t>(prompt.size()) > live().max_input_tokens()) {
       plan.prompt_scores.clear();
       return Status::ok();
     }
@@ -257,7 +341,11 @@ void LocalBackend::serve_route(const HttpRequest& http, std::shared_ptr<Response
 }
 
 void LocalBackend::cancel_all() {
-  if (Served* s = ready_.load()) s->engine->cancel_all();
+  Served* s = ready_.load();
+  if (s == nullptr) return;
+  s->engine->cancel_all();
+  std::lock_guard lock(mu_);
+  for (auto& e : s->fallback_engines) e->cancel_all();
 }
 
 std::string LocalBackend::stop() {
@@ -271,10 +359,9 @@ std::string LocalBackend::stop() {
   unsettled.clear();
   if (kv_senders_) kv_senders_->stop();
   if (kv_receiver_) kv_receiver_->stop();
-  if (!served_) return "";
-  served_->pump->stop();
-  served_->engine->shutdown();
-  const engine::EngineMetrics m = served_->engine->metrics();
+  if (!served_ || !served_->engine) return "";
+  stop_engines();
+  const engine::EngineMetrics m = live().metrics();
   return fmt::format("; KV blocks in use {} of {}, running {}, queued {}", m.kv_blocks_used, m.kv_blocks_total,
                      m.running, m.queue_depth + m.admission_queued);
 }
@@ -284,31 +371,31 @@ std::string LocalBackend::stop() {
 void LocalBackend::describe_health(ServerState state, json& doc) const {
   Served* s = ready_.load();
   if (s == nullptr || state != ServerState::kReady) return;
-  const engine::EngineMetrics m = s->engine->metrics();
+  const engine::EngineMetrics m = live().metrics();
   doc["running"] = m.running;
   doc["kv_blocks_used"] = m.kv_blocks_used;
   doc["kv_blocks_free"] = m.kv_blocks_free;
   if (config_.role != ServeRole::kBoth) {
     // What `ladder route` checks and places by: the same model everywhere,
     // the keys' namespace, capacity, where KV goes.
-    const engine::EngineConfig& ec = s->engine->config();
+    const engine::EngineConfig& ec = live().config();
     doc["model_digest"] = ec.model_digest;
     doc["tokenizer_digest"] = ec.tokenizer_digest;
-    doc["kv_format"] = s->engine->kv_format_name();
+    doc["kv_format"] = live().kv_format_name();
     doc["kv_block_size"] = ec.block_size;
     doc["max_running"] = ec.scheduler.max_running;
-    doc["max_input_tokens"] = s->engine->max_input_tokens();
-    doc["context_length"] = s->engine->context_length();
+    doc["max_input_tokens"] = live().max_input_tokens();
+    doc["context_length"] = live().context_length();
     doc["tool_preamble"] = config_.tool_preamble;
     doc["chat_template_digest"] = sha256_hex(s->chat_template.source());
     doc["kv_port"] = kv_port();
   }
 }
 
-int64_t LocalBackend::context_length() const { return ready_.load()->engine->context_length(); }
+int64_t LocalBackend::context_length() const { return live().context_length(); }
 
 json LocalBackend::effective_config() const {
-  const engine::Engine& e = *served_->engine;
+  const engine::Engine& e = live();
   const engine::EngineConfig& ec = e.config();
   const engine::SpeculativeConfig& sc = ec.speculative;
   const kv::EvictionPolicy& ev = ec.kv_eviction;
@@ -348,27 +435,28 @@ json LocalBackend::model_facts() const {
   // exact weights and tokenizer, every setting that can change output or
   // latency, and the engine's revision.
   const Served& s = *ready_.load();
-  const engine::EngineConfig& ec = s.engine->config();
-  return {{"architecture", s.bundle.model->config().arch},
+  const engine::EngineConfig& ec = live().config();
+  json facts = {{"architecture", s.bundle.model->config().arch},
           {"model_digest", ec.model_digest},
           {"tokenizer_digest", ec.tokenizer_digest},
           {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
           {"kv_evict", std::string(kv::eviction_kind_name(ec.kv_eviction.kind))},
           {"kv_host_bytes", ec.kv_host_bytes},
           {"kv_block_size", ec.block_size},
-          {"kv_blocks", s.engine->n_kv_blocks()},
+          {"kv_blocks", live().n_kv_blocks()},
           {"embedding_width", s.embedder->width()},
           {"version", version()},
           {"revision", git_revision()},
           {"system_fingerprint", system_fingerprint_},
           {"config", effective_config()}};
+  if (s.shadow) facts["shadow"] = s.shadow->describe();
+  return facts;
 }
 
 void LocalBackend::fill_gauges(GaugeSnapshot& g) const {
   const Served* loaded = ready_.load();
   if (loaded == nullptr) return;
-  const Served& s = *loaded;
-  const engine::EngineMetrics m = s.engine->metrics();
+  const engine::EngineMetrics m = live().metrics();
   g.admission_queue = m.admission_queued;
   g.engine_waiting = m.queue_depth;
   g.running = m.running;
@@ -376,14 +464,14 @@ void LocalBackend::fill_gauges(GaugeSnapshot& g) const {
   g.kv_blocks_free = m.kv_blocks_free;
   g.prefix_hit_tokens = m.prefix_hit_tokens;
   g.kv_host = m.kv_host;
-  g.speculative = s.engine->config().speculative.draft != nullptr;
+  g.speculative = live().config().speculative.draft != nullptr;
   g.spec = m.spec;
 }
 
 std::string LocalBackend::extra_metrics() const {
-  if (config_.role == ServeRole::kBoth) return {};
   const Served* s = ready_.load();
-  const engine::EngineMetrics m = s != nullptr ? s->engine->metrics() : engine::EngineMetrics{};
+  if (config_.role == ServeRole::kBoth) return s != nullptr && s->shadow ? s->shadow->render_metrics() : "";
+  const engine::EngineMetrics m = s != nullptr ? live().metrics() : engine::EngineMetrics{};
   return kv_metrics_.render(m.kv_imported_blocks, m.kv_refused_blocks);
 }
 

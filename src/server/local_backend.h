@@ -22,6 +22,7 @@
 #include "server/frontend.h"
 #include "server/kv_link.h"
 #include "server/prefill_service.h"
+#include "server/shadow.h"
 
 namespace ladder::server {
 
@@ -69,6 +70,8 @@ struct ServeConfig {
   size_t kv_inbox_bytes = size_t{1} << 30;
   std::chrono::milliseconds kv_inbox_ttl{30000};
   int kv_send_threads = 4;
+  // Online verification against rung 1 and rollback (rate 0: off; role both only).
+  ShadowConfig shadow;
 };
 
 struct Served;  // the loaded model, its engine and planner (local_backend.cc)
@@ -110,12 +113,24 @@ class LocalBackend : public Backend {
   void refuse(const ApiError& error, int tenant, ResponseChannel& channel, const SettledFn& settled);
   // Runs a planned request as an Exchange, kept until it settles.
   void start_exchange(GenerationPlan plan, std::shared_ptr<ResponseChannel> channel, SettledFn settled);
+  // The engine serving new requests.
+  engine::Engine& live() const { return *services_.engine.load(); }
+  // An engine over the loaded model with `ec`'s settings (and a draft).
+  Result<std::unique_ptr<engine::Engine>> make_engine(engine::EngineConfig ec, const engine::DraftSpec& draft) const;
+  Status start_shadow();
+  // A shadow rollback: new requests go to an engine with `to`'s settings.
+  Status switch_to(const ShadowFallback& to);
+  // The slice a request is judged in: the one it names, else long_context
+  // for a prompt of half the context or more, else its API (chat, completion).
+  std::string slice_of(const GenerationPlan& plan) const;
+  // Stops the shadow, the pump and every engine (idempotent).
+  void stop_engines();
 
   static constexpr size_t kMaxPendingScoring = 64;
 
   const ServeConfig& config_;
   const TenantRegistry& tenants_;
-  std::unique_ptr<Served> served_;   // set by load(), then read-only
+  std::unique_ptr<Served> served_;   // set by load(); engines are added by rollbacks
   std::atomic<Served*> ready_{nullptr};
   std::string system_fingerprint_;
   ExchangeServices services_;

@@ -1,5 +1,7 @@
 #include "server/request_builder.h"
 
+#include <cctype>
+
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -34,6 +36,15 @@ std::string random_response_id(const char* prefix) {
 namespace {
 // Distinct grammars (response formats, tool sets) kept compiled.
 constexpr size_t kGrammarCacheEntries = 64;
+
+// Empty (none) or 1..64 of [A-Za-z0-9_.-].
+bool valid_slice_name(const std::string& s) {
+  if (s.size() > 64) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
+  }
+  return true;
+}
 }  // namespace
 
 Planner::Planner(const tokenizer::Tokenizer& tokenizer, const tokenizer::ChatTemplate& chat_template,
@@ -398,6 +409,12 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
     r.scheduling.deadline = deadline_after(plan.arrival, *ms);
   } else if (tenant.slo.ttft_ms > 0) {
     r.scheduling.deadline = deadline_after(plan.arrival, tenant.slo.ttft_ms);
+  }
+
+  plan.slice = http.header("x-ladder-slice");
+  if (!valid_slice_name(plan.slice)) {
+    return invalid_field("x-ladder-slice",
+                         "header x-ladder-slice names a workload slice: 1 to 64 letters, digits, '_', '-' or '.'");
   }
 
   plan.meta.kind = kind;

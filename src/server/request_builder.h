@@ -68,6 +68,13 @@ struct GenerationPlan {
   std::shared_ptr<const ResponsesContext> responses;
   int tenant = 0;
   std::string user;  // the client's opaque user id, for the access log
+  // The workload slice the client names (header x-ladder-slice, as `ladder
+  // replay` sends it); empty: none (shadow verification classifies it).
+  std::string slice;
+  // Re-run on the rung-1 reference after it finishes (serve --shadow-rate);
+  // request.sampling.seed is then set, so the reference samples the same.
+  bool shadow = false;
+  uint64_t shadow_generation = 0;  // the configuration serving it (ShadowVerifier::generation())
   std::chrono::steady_clock::time_point arrival;
 };
 

@@ -125,7 +125,8 @@ Result<TenantRegistry> TenantRegistry::from_toml_string(std::string_view text, c
     std::string where = source + ": tenant #" + std::to_string(i + 1);
     if (t == nullptr) return invalid_argument(where + " is not a table");
     static const std::set<std::string, std::less<>> kKeys = {
-        "name", "api_keys", "cache_scope", "priority", "reserved_share", "max_concurrent", "max_queued", "slo"};
+        "name", "api_keys", "cache_scope", "priority", "reserved_share", "max_concurrent", "max_queued", "slo",
+        "shadow"};
     for (auto&& [key, node] : *t) {
       if (kKeys.count(key.str()) == 0) {
         return invalid_argument(where + ": unknown key '" + std::string(key.str()) + "'");
@@ -153,6 +154,10 @@ Result<TenantRegistry> TenantRegistry::from_toml_string(std::string_view text, c
     LADDER_RETURN_IF_ERROR(read_number<double>(*t, "reserved_share", where, 0.0, 1.0, &cfg.reserved_share));
     LADDER_RETURN_IF_ERROR(read_number<int32_t>(*t, "max_concurrent", where, 0, 1 << 20, &cfg.max_concurrent));
     LADDER_RETURN_IF_ERROR(read_number<int32_t>(*t, "max_queued", where, 0, 1 << 20, &cfg.max_queued));
+    if (const toml::node* shadow = t->get("shadow")) {
+      if (!shadow->is_boolean()) return invalid_argument(where + ": 'shadow' must be true or false");
+      cfg.shadow = shadow->as_boolean()->get();
+    }
     if (const toml::table* slo = (*t)["slo"].as_table()) {
       for (auto&& [key, node] : *slo) {
         if (key != "ttft_ms" && key != "tpot_ms") {

@@ -13,6 +13,8 @@
 //   reserved_share = 0.5    # fraction of the running slots held for it
 //   max_concurrent = 8      # running at once; 0 = no cap beyond capacity
 //   max_queued = 32         # waiting at once; 0 = only the global queue bound
+//   shadow = false          # never re-run its requests for shadow verification
+//                           # (serve --shadow-rate; default true)
 //   [tenant.slo]
 //   ttft_ms = 500           # default deadline for the first token; 0 = none
 //   tpot_ms = 100
@@ -44,6 +46,7 @@ struct TenantConfig {
   int32_t max_concurrent = 0;
   int32_t max_queued = 0;
   TenantSlo slo;
+  bool shadow = true;  // its requests may be sampled for shadow verification
 };
 
 class TenantRegistry {
