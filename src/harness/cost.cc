@@ -20,6 +20,10 @@ CostSummary summarize_cost(const ReplayRun& run, const GroupSummary& overall, co
   } else {
     notes.push_back("the server's /metrics has no process_cpu_seconds_total: no core-seconds");
   }
+  if (run.shadow_cpu_before_s && run.shadow_cpu_after_s) {
+    c.shadow_core_s = *run.shadow_cpu_after_s - *run.shadow_cpu_before_s;
+    if (c.verified > 0) c.shadow_core_s_per_verified_request = *c.shadow_core_s / static_cast<double>(c.verified);
+  }
   if (prices.any()) {
     for (const auto& r : run.results) {
       if (r.prompt_tokens > 0) c.billed_input_tokens += r.prompt_tokens;
@@ -45,6 +49,8 @@ nlohmann::json to_json(const CostSummary& c) {
           {"server_core_s", opt(c.server_core_s)},
           {"core_s_per_verified_request", opt(c.core_s_per_verified_request)},
           {"core_s_per_1k_verified_output_tokens", opt(c.core_s_per_1k_verified_output_tokens)},
+          {"shadow_core_s", opt(c.shadow_core_s)},
+          {"shadow_core_s_per_verified_request", opt(c.shadow_core_s_per_verified_request)},
           {"billed_input_tokens", c.billed_input_tokens},
           {"billed_output_tokens", c.billed_output_tokens},
           {"price_total", opt(c.price_total)},
@@ -56,6 +62,9 @@ nlohmann::json to_json(const CostSummary& c) {
 std::string cost_line(const CostSummary& c) {
   std::vector<std::string> parts;
   if (c.server_core_s) parts.push_back(fmt::format("server CPU {:.3f} core-s", *c.server_core_s));
+  if (c.shadow_core_s) {
+    parts.push_back(fmt::format("of which shadow verification {:.3f} core-s", *c.shadow_core_s));
+  }
   if (c.core_s_per_verified_request) parts.push_back(fmt::format("{:.4g} core-s per verified request", *c.core_s_per_verified_request));
   if (c.core_s_per_1k_verified_output_tokens) {
     parts.push_back(fmt::format("{:.4g} core-s per 1k verified output tokens", *c.core_s_per_1k_verified_output_tokens));

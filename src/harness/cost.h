@@ -28,6 +28,10 @@ struct CostSummary {
   size_t verified = 0;
   int64_t verified_output_tokens = 0;
   std::optional<double> server_core_s;  // none: the server exports no process_cpu_seconds_total
+  // The part of server_core_s a Ladder server spent on shadow verification
+  // (none: it runs none), and per verified request.
+  std::optional<double> shadow_core_s;
+  std::optional<double> shadow_core_s_per_verified_request;
   std::optional<double> core_s_per_verified_request;
   std::optional<double> core_s_per_1k_verified_output_tokens;
   int64_t billed_input_tokens = 0;

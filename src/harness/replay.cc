@@ -302,6 +302,7 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
   ReplayRun run;
   if (server.metrics_available) run.queue_metric = find_queue_depth(server.metrics).first;
   run.server_cpu_before_s = process_cpu_seconds(server.metrics);
+  run.shadow_cpu_before_s = shadow_cpu_seconds(server.metrics);
   const std::vector<std::string> keys = opts.keys.empty() ? request_keys(requests) : opts.keys;
   LADDER_CHECK(keys.size() == requests.size(), "one key per request");
 
@@ -394,7 +395,11 @@ Result<ReplayRun> run_replay(const std::vector<WorkloadRequest>& requests, const
     spec.api_key = opts.api_key;
     spec.timeout_s = std::min(opts.timeout_s, 10.0);
     auto m = net::http_fetch(opts.endpoint, spec);
-    if (m.is_ok() && m->status == 200) run.server_cpu_after_s = process_cpu_seconds(parse_prometheus_text(m->body));
+    if (m.is_ok() && m->status == 200) {
+      const auto samples = parse_prometheus_text(m->body);
+      run.server_cpu_after_s = process_cpu_seconds(samples);
+      run.shadow_cpu_after_s = shadow_cpu_seconds(samples);
+    }
   }
 
   run.client_cpu_s = cpu_seconds() - cpu_before;

@@ -72,6 +72,9 @@ struct ReplayRun {
   // and right after the last response, when its /metrics exports it.
   std::optional<double> server_cpu_before_s;
   std::optional<double> server_cpu_after_s;
+  // Of that, a Ladder server's shadow verification (ladder_shadow_core_seconds_total).
+  std::optional<double> shadow_cpu_before_s;
+  std::optional<double> shadow_cpu_after_s;
 };
 
 // Sends requests (already scheduled: apply_schedule) and measures them.

@@ -119,6 +119,12 @@ std::optional<double> process_cpu_seconds(const std::map<std::string, double>& s
   return it->second;
 }
 
+std::optional<double> shadow_cpu_seconds(const std::map<std::string, double>& samples) {
+  auto it = samples.find("ladder_shadow_core_seconds_total");
+  if (it == samples.end()) return std::nullopt;
+  return it->second;
+}
+
 json ServerInfo::model_entry(const std::string& id) const {
   if (!models.is_object() || !models.contains("data") || !models["data"].is_array() || models["data"].empty()) {
     return nullptr;

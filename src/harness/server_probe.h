@@ -27,6 +27,9 @@ std::pair<std::string, double> find_queue_depth(const std::map<std::string, doub
 // The standard process_cpu_seconds_total (user + system CPU seconds of the
 // server process), when exported.
 std::optional<double> process_cpu_seconds(const std::map<std::string, double>& samples);
+// A Ladder server's shadow verification core-seconds
+// (ladder_shadow_core_seconds_total), when it runs one.
+std::optional<double> shadow_cpu_seconds(const std::map<std::string, double>& samples);
 
 struct ServerInfo {
   nlohmann::json models;  // the whole /v1/models answer; null when unavailable

@@ -114,6 +114,17 @@ TEST(Cost, PerVerifiedRequestAndToken) {
   EXPECT_DOUBLE_EQ(*c.price_total, (300 * 2.0 + 30 * 8.0) / 1e6);
   EXPECT_DOUBLE_EQ(*c.price_per_verified_request, *c.price_total / 2);
   EXPECT_NE(cost_line(c).find("1.5 core-s per verified request"), std::string::npos) << cost_line(c);
+  EXPECT_FALSE(c.shadow_core_s.has_value());
+
+  // A server with shadow verification: its part shown separately.
+  run.shadow_cpu_before_s = 4.0;
+  run.shadow_cpu_after_s = 4.5;
+  CostSummary shadowed = summarize_cost(run, s.overall, Prices{});
+  EXPECT_DOUBLE_EQ(*shadowed.shadow_core_s, 0.5);
+  EXPECT_DOUBLE_EQ(*shadowed.shadow_core_s_per_verified_request, 0.25);
+  EXPECT_DOUBLE_EQ(*shadowed.core_s_per_verified_request, 1.5);  // the whole process's, shadow included
+  EXPECT_NE(cost_line(shadowed).find("of which shadow verification 0.500 core-s"), std::string::npos)
+      << cost_line(shadowed);
 
   run.server_cpu_after_s.reset();
   CostSummary blind = summarize_cost(run, s.overall, Prices{});
