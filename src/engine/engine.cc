@@ -1,6 +1,10 @@
 #include "engine/engine.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +15,7 @@
 #include <utility>
 
 #include "common/check.h"
+#include "common/cpu_time.h"
 #include "engine/output_text.h"
 #include "engine/sampler.h"
 #include "ops/kv_codec.h"
@@ -329,6 +334,11 @@ void Engine::publish_metrics() {
 }
 
 void Engine::loop() {
+#ifdef __linux__
+  if (config_.background && setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19) != 0) {
+    spdlog::warn("engine: could not lower the background loop thread's priority");
+  }
+#endif
   while (true) {
     std::vector<Pending> pending;
     std::vector<RequestId> cancels;
@@ -371,14 +381,15 @@ void Engine::loop() {
     }
     apply_cancels(cancels);
     if (scheduler_->has_work()) {
-      const auto busy_from = Clock::now();
       step();
       if (kv_->has_host_tier() && kv_->host_tier()->n_blocks() > 0) prefetch_upcoming();
-      const auto busy = Clock::now() - busy_from;
-      counters_.busy_us += std::chrono::duration_cast<std::chrono::microseconds>(busy).count();
+      const int64_t cpu_us = thread_cpu_us();
+      const int64_t used_us = cpu_us - counters_.loop_cpu_us;
+      counters_.loop_cpu_us = cpu_us;
       if (config_.max_busy_fraction < 1) {
         const double f = config_.max_busy_fraction;
-        std::this_thread::sleep_for(std::chrono::duration_cast<Clock::duration>(busy * ((1 - f) / f)));
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(static_cast<int64_t>(static_cast<double>(used_us) * (1 - f) / f)));
       }
       if (config_.step_delay_ms > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.step_delay_ms));

@@ -95,11 +95,16 @@ struct EngineConfig {
   // so a test can make a server slower than any machine it runs on (a bound
   // on tokens per second that holds on the fastest CPU). 0 in production.
   double step_delay_ms = 0;
-  // The share of the wall clock the loop may spend in steps (0 < f <= 1):
-  // after a step that took d it rests d (1 - f) / f, so over any run of
-  // steps busy time stays at most f of the elapsed time. 1: no rest. A
-  // background engine's CPU budget (the shadow reference, server/shadow.h).
+  // The share of the wall clock the loop thread may use the CPU (0 < f <= 1):
+  // after each step it rests c (1 - f) / f, c being the CPU time it used
+  // since its last rest, so its CPU time stays at most f of the elapsed
+  // time. 1: no rest. A background engine's CPU budget (the shadow
+  // reference, server/shadow.h, which runs one op thread).
   double max_busy_fraction = 1;
+  // The loop thread runs at the lowest CPU priority (nice 19), yielding to
+  // every other thread of the machine: a background engine (with one op
+  // thread, all its work is on the loop thread).
+  bool background = false;
   // Called on the loop thread after each step's events are pushed (tracing,
   // tests that need a step boundary). The loop waits for it to return.
   std::function<void(const StepReport&)> on_step;

@@ -64,10 +64,9 @@ struct EngineMetrics {
   // Time the loop spent in the model's forward pass and in sampling.
   int64_t forward_us = 0;
   int64_t sample_us = 0;
-  // Wall time the loop spent in steps (forward, sampling, scheduling, host
-  // tier prefetch): with n_threads op threads, at most busy_us x n_threads
-  // core-microseconds of CPU.
-  int64_t busy_us = 0;
+  // CPU time of the loop thread (steps, admission, everything it does); with
+  // one op thread that is all of the engine's CPU.
+  int64_t loop_cpu_us = 0;
   SpecMetrics spec;
 };
 

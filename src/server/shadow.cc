@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/build_info.h"
+#include "common/cpu_time.h"
 #include "harness/quality.h"
 #include "harness/record.h"
 #include "ladder/ledger.h"
@@ -41,6 +42,7 @@ Result<std::unique_ptr<ShadowVerifier>> ShadowVerifier::create(const model::Llam
   engine::EngineConfig reference = v->config_.reference;
   reference.n_threads = 1;
   reference.max_busy_fraction = v->budget_cores_;
+  reference.background = true;
   reference.max_queue = 1;
   reference.tenants.clear();
   reference.speculative = engine::SpeculativeConfig{};
@@ -132,6 +134,7 @@ void ShadowVerifier::run() {
       continue;
     }
     climb::ShadowOutcome outcome = judge(c, tokens, finish);
+    worker_cpu_us_ = thread_cpu_us();
     std::optional<climb::SliceStanding> below;
     {
       std::lock_guard lock(mu_);
@@ -246,7 +249,7 @@ void ShadowVerifier::roll_back(const climb::SliceStanding& s) {
 }
 
 double ShadowVerifier::core_seconds() const {
-  return static_cast<double>(reference_->metrics().busy_us) / 1e6 * reference_->config().n_threads;
+  return static_cast<double>(reference_->metrics().loop_cpu_us + worker_cpu_us_.load()) / 1e6;
 }
 
 std::string ShadowVerifier::render_metrics() const {

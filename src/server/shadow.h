@@ -121,7 +121,8 @@ class ShadowVerifier {
   // /v1/models ladder.shadow: the rate, the budget, what serves, each
   // slice's standing, the rollbacks.
   nlohmann::json describe() const;
-  // The reference's core-seconds so far (its busy time x its one thread).
+  // CPU seconds the shadow has used: the reference's loop thread (its only
+  // op thread) and the judging thread.
   double core_seconds() const;
 
  private:
@@ -138,6 +139,7 @@ class ShadowVerifier {
   std::unique_ptr<engine::Engine> reference_;
   double budget_cores_ = 0;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<int64_t> worker_cpu_us_{0};  // the judging thread's own
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
