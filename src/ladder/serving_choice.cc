@@ -59,11 +59,11 @@ std::string settings_difference(const ServeSettings& measured, const ServeSettin
 
 namespace {
 
-// The one-process configuration of rung `rung` a climb left serving at `load`.
+// The configuration of rung `rung` a climb left serving at `load`.
 const LedgerEntry* serving_entry(const std::vector<LedgerEntry>& entries, const std::string& climb, double load,
                                  int rung) {
   for (const auto& e : entries) {
-    if (e.climb_id == climb && e.load == load && e.rung == rung && e.topology == "single" &&
+    if (e.climb_id == climb && e.load == load && e.rung == rung &&
         (e.decision == "baseline" || e.decision == "promoted")) {
       return &e;
     }
@@ -71,11 +71,20 @@ const LedgerEntry* serving_entry(const std::vector<LedgerEntry>& entries, const 
   return nullptr;
 }
 
-// The entry `e` was compared with, when the climb left it serving.
+// The one-process configuration `e` was compared with, when the climb left
+// it serving; a split (rung 2) in between is passed over for what it was
+// compared with, as serve --ledger passes over a promoted split.
 const LedgerEntry* compared_with(const std::vector<LedgerEntry>& entries, const LedgerEntry& e) {
-  const nlohmann::json& c = e.json.value("compared_with", nlohmann::json());
-  if (!c.is_object() || !c.value("rung", nlohmann::json()).is_number_integer()) return nullptr;
-  return serving_entry(entries, e.climb_id, e.load, c["rung"].get<int>());
+  const LedgerEntry* at = &e;
+  while (true) {
+    const nlohmann::json& c = at->json.value("compared_with", nlohmann::json());
+    // Always a lower rung (a ledger that says otherwise ends the chain).
+    if (!c.is_object() || !c.value("rung", nlohmann::json()).is_number_integer() || c["rung"].get<int>() >= at->rung) {
+      return nullptr;
+    }
+    at = serving_entry(entries, e.climb_id, e.load, c["rung"].get<int>());
+    if (at == nullptr || at->topology == "single") return at;
+  }
 }
 
 }  // namespace

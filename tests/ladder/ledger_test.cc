@@ -239,6 +239,19 @@ TEST(ServingChoice, APromotionsFallbacksAreWhatItWasComparedWithDownToRungOne) {
   EXPECT_EQ(c.fallbacks[1]->decision, "baseline");
 }
 
+TEST(ServingChoice, AFallbackChainPassesOverAPromotedSplit) {
+  json split = compared(entry("c1", 2, "split", "promoted", {}), 1);
+  split["topology"] = "disagg";
+  auto entries = load_ledger(write_ledger({entry("c1", 1, "dense", "baseline", {}), split,
+                                           compared(entry("c1", 3, "q8", "promoted", {"--kv-dtype", "q8"}), 2)}));
+  ASSERT_TRUE(entries.is_ok()) << entries.status().message();
+  const ServingChoice c = choose_serving(*entries, kRunning, {}, pairs, digest_m2);
+  ASSERT_NE(c.entry, nullptr) << c.summary;
+  EXPECT_EQ(c.entry->name, "q8");
+  ASSERT_EQ(c.fallbacks.size(), 1u);
+  EXPECT_EQ(c.fallbacks[0]->name, "dense");
+}
+
 TEST(ServingChoice, ARollbackStandsUntilANewClimb) {
   const std::vector<json> climb1 = {entry("c1", 1, "dense", "baseline", {}),
                                     compared(entry("c1", 2, "q4", "promoted", {"--kv-dtype", "q4"}), 1)};
