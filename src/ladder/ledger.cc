@@ -37,6 +37,21 @@ std::string join_args(const std::vector<std::string>& args) {
   return args.empty() ? "(defaults)" : fmt::format("{}", fmt::join(args, " "));
 }
 
+// The lines of a JSONL file whose "kind" is `kind`, with their line numbers.
+Result<std::vector<std::pair<int, json>>> lines_of_kind(const std::string& path, const char* kind) {
+  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  std::vector<std::pair<int, json>> out;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == kind) out.emplace_back(n, std::move(j));
+  }
+  return out;
+}
+
 std::string short_hash(const std::string& h) {
   return h.substr(0, 12);
 }
@@ -136,15 +151,9 @@ Result<std::vector<LedgerEntry>> load_ledger(const std::string& path) {
 }
 
 Result<std::vector<json>> load_calibrations(const std::string& path) {
-  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  LADDER_ASSIGN_OR_RETURN(auto lines, lines_of_kind(path, kCalibrationKind));
   std::vector<json> out;
-  std::istringstream in(text);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    json j = json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("kind", "") != kCalibrationKind) continue;
+  for (auto& [n, j] : lines) {
     const std::string where = fmt::format("{} line {}", path, n);
     if (!j.contains("summary") || !j["summary"].is_object() || !j["summary"].value("passed", json()).is_boolean() ||
         !j.value("machine", json()).is_object() || !j.value("identity", json()).is_object()) {
@@ -156,15 +165,9 @@ Result<std::vector<json>> load_calibrations(const std::string& path) {
 }
 
 Result<std::vector<Rollback>> load_rollbacks(const std::string& path) {
-  LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  LADDER_ASSIGN_OR_RETURN(auto lines, lines_of_kind(path, kRollbackKind));
   std::vector<Rollback> out;
-  std::istringstream in(text);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    json j = json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("kind", "") != kRollbackKind) continue;
+  for (auto& [n, j] : lines) {
     const std::string where = fmt::format("{} line {}", path, n);
     auto rung_of = [&](const char* key, int& rung, std::string& name) -> Status {
       const json& r = j.value(key, json());
