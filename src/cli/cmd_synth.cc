@@ -17,6 +17,7 @@ namespace {
 
 struct SynthArgs {
   std::string preset;
+  std::string arch = "llama";
   std::string out;
   std::string dtype = "f32";
   std::string vocab_from;
@@ -46,6 +47,7 @@ int run_synth(const SynthArgs& a) {
   if (a.ctx) o.context_length = a.ctx;
   if (a.tied) o.tied_output = true;
   o.seed = a.seed;
+  o.arch = a.arch;
   auto type = tensor_type_from_name(a.dtype);
   if (!type) {
     std::fprintf(stderr, "error: unknown --dtype '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k)\n",
@@ -96,7 +98,7 @@ int run_synth(const SynthArgs& a) {
 CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<SynthArgs>();
   auto* cmd = app.add_subcommand("synth",
-                                 "Write a GGUF of a real Llama architecture: random weights (benchmarks) or, with "
+                                 "Write a GGUF of a real Llama-family architecture: random weights (benchmarks) or, with "
                                  "--preset retrieval, weights set by construction that retrieve (KV checks)");
   cmd->add_option("-o,--output", a->out, "Output GGUF path")->required();
   cmd->add_option("--preset", a->preset,
@@ -105,6 +107,11 @@ CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
                   "token's earlier occurrences; fixed shapes, ctx 4096 by default, up to 16384; vocabulary of "
                   "../shared/models/stories260K.gguf by default)")
       ->check(CLI::IsMember({"tiny", "110m", "1b", "retrieval"}));
+  cmd->add_option("--arch", a->arch,
+                  "Architecture, with llama.cpp's metadata keys and tensor names: llama; mistral (llama's tensors "
+                  "under its own name); qwen2 (adds Q, K and V biases; NeoX-style RoPE)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"llama", "mistral", "qwen2"}));
   cmd->add_option("--dim", a->dim, "Embedding width (overrides the preset)");
   cmd->add_option("--layers", a->layers, "Transformer blocks");
   cmd->add_option("--heads", a->heads, "Attention heads");

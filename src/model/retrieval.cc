@@ -141,7 +141,7 @@ Status write_retrieval_model(const SynthOptions& o, const std::string& path, con
   LADDER_RETURN_IF_ERROR(check_options(o));
   gguf::GgufWriter w;
   LADDER_ASSIGN_OR_RETURN(const int64_t n_vocab, synth_gguf::add_vocabulary(w, o));
-  synth_gguf::add_llama_metadata(w, o, n_vocab, kRopeBase);
+  synth_gguf::add_model_metadata(w, o, n_vocab, kRopeBase);
   w.set_string("ladder.synth.weights", "retrieval");
   w.set("ladder.synth.seed", gguf::Value::make_uint(gguf::ValueType::kUint64, o.seed));
 

@@ -23,6 +23,14 @@ Status check_dims(const SynthOptions& o) {
   if (o.n_heads % o.n_kv_heads != 0) return invalid_argument("--heads must be a multiple of --kv-heads");
   if ((o.dim / o.n_heads) % 2 != 0) return invalid_argument("head dimension (dim / heads) must be even");
   if (!(o.init_std > 0.0f && o.init_std < 10.0f)) return invalid_argument("init_std must be in (0, 10)");
+  bool known = false;
+  for (const char* a : kSynthArchitectures) known = known || o.arch == a;
+  if (!known) {
+    return invalid_argument("--arch '" + o.arch + "' is not one synth writes (llama, mistral, qwen2)");
+  }
+  if (o.weights == SynthWeights::kRetrieval && o.arch != "llama") {
+    return invalid_argument("the retrieval construction is a llama model: --arch llama");
+  }
   const auto& t = traits_of(o.dtype);
   if (!t.dequantizable) return invalid_argument("--dtype " + std::string(t.name) + " cannot be generated");
   const int64_t q = t.block_elems;
@@ -36,12 +44,13 @@ Status check_dims(const SynthOptions& o) {
 Status write_random_model(const SynthOptions& o, const std::string& path, const SynthProgress& progress) {
   gguf::GgufWriter w;
   LADDER_ASSIGN_OR_RETURN(const int64_t n_vocab, synth_gguf::add_vocabulary(w, o));
-  synth_gguf::add_llama_metadata(w, o, n_vocab, 10000.0);
+  synth_gguf::add_model_metadata(w, o, n_vocab, 10000.0);
 
   struct Planned {
     std::string name;
     int64_t n_in;
     int64_t n_out;  // 0: a vector of n_in
+    bool random = false;  // a vector of random values (a bias) rather than ones (a norm)
   };
   const int64_t head_dim = o.dim / o.n_heads;
   std::vector<Planned> plan;
@@ -52,6 +61,11 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
     plan.push_back({p + "attn_q.weight", o.dim, o.n_heads * head_dim});
     plan.push_back({p + "attn_k.weight", o.dim, o.n_kv_heads * head_dim});
     plan.push_back({p + "attn_v.weight", o.dim, o.n_kv_heads * head_dim});
+    if (o.arch == "qwen2") {
+      plan.push_back({p + "attn_q.bias", o.n_heads * head_dim, 0, true});
+      plan.push_back({p + "attn_k.bias", o.n_kv_heads * head_dim, 0, true});
+      plan.push_back({p + "attn_v.bias", o.n_kv_heads * head_dim, 0, true});
+    }
     plan.push_back({p + "attn_output.weight", o.n_heads * head_dim, o.dim});
     plan.push_back({p + "ffn_norm.weight", o.dim, 0});
     plan.push_back({p + "ffn_gate.weight", o.dim, o.ffn_dim});
@@ -65,8 +79,12 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
   std::normal_distribution<float> normal(0.0f, o.init_std);
   int done = 0;
   for (const Planned& t : plan) {
-    if (t.n_out == 0) {  // norm weights: ones
-      LADDER_RETURN_IF_ERROR(synth_gguf::add_vector(w, t.name, std::vector<float>(static_cast<size_t>(t.n_in), 1.0f)));
+    if (t.n_out == 0) {  // norm weights: ones; biases: random, larger than the weights so they matter
+      std::vector<float> v(static_cast<size_t>(t.n_in), 1.0f);
+      if (t.random) {
+        for (float& x : v) x = 10.0f * normal(rng);
+      }
+      LADDER_RETURN_IF_ERROR(synth_gguf::add_vector(w, t.name, v));
     } else {
       LADDER_RETURN_IF_ERROR(synth_gguf::add_matrix(w, t.name, o.dtype, t.n_in, t.n_out, [&](int64_t, float* row) {
         for (int64_t i = 0; i < t.n_in; ++i) row[i] = normal(rng);

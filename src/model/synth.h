@@ -21,8 +21,14 @@ enum class SynthWeights {
   kRetrieval,  // the induction construction of retrieval.h (fixed shapes)
 };
 
+// The architectures `ladder synth --arch` writes, as llama.cpp names them:
+// llama; mistral (llama's tensors under its own name); qwen2 (llama's plus
+// Q, K and V biases, NeoX-style RoPE: Ladder's model reads the name).
+inline constexpr const char* kSynthArchitectures[] = {"llama", "mistral", "qwen2"};
+
 struct SynthOptions {
   SynthWeights weights = SynthWeights::kRandom;
+  std::string arch = "llama";  // one of kSynthArchitectures; the retrieval construction is llama only
   int64_t dim = 128;
   int64_t n_layers = 2;
   int64_t n_heads = 4;

@@ -78,19 +78,20 @@ Result<int64_t> add_vocabulary(gguf::GgufWriter& w, const SynthOptions& o) {
   return static_cast<int64_t>(tokens->as_array()->items.size());  // the tokenizer decides the size
 }
 
-void add_llama_metadata(gguf::GgufWriter& w, const SynthOptions& o, int64_t n_vocab, double rope_freq_base) {
-  w.set_string("general.architecture", "llama");
+void add_model_metadata(gguf::GgufWriter& w, const SynthOptions& o, int64_t n_vocab, double rope_freq_base) {
+  const std::string a = o.arch + ".";
+  w.set_string("general.architecture", o.arch);
   w.set_string("general.name", o.name);
-  w.set_u32("llama.context_length", static_cast<uint32_t>(o.context_length));
-  w.set_u32("llama.embedding_length", static_cast<uint32_t>(o.dim));
-  w.set_u32("llama.block_count", static_cast<uint32_t>(o.n_layers));
-  w.set_u32("llama.feed_forward_length", static_cast<uint32_t>(o.ffn_dim));
-  w.set_u32("llama.attention.head_count", static_cast<uint32_t>(o.n_heads));
-  w.set_u32("llama.attention.head_count_kv", static_cast<uint32_t>(o.n_kv_heads));
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set_f32("llama.rope.freq_base", static_cast<float>(rope_freq_base));
-  w.set_u32("llama.rope.dimension_count", static_cast<uint32_t>(o.dim / o.n_heads));
-  w.set_u32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  w.set_u32(a + "context_length", static_cast<uint32_t>(o.context_length));
+  w.set_u32(a + "embedding_length", static_cast<uint32_t>(o.dim));
+  w.set_u32(a + "block_count", static_cast<uint32_t>(o.n_layers));
+  w.set_u32(a + "feed_forward_length", static_cast<uint32_t>(o.ffn_dim));
+  w.set_u32(a + "attention.head_count", static_cast<uint32_t>(o.n_heads));
+  w.set_u32(a + "attention.head_count_kv", static_cast<uint32_t>(o.n_kv_heads));
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_f32(a + "rope.freq_base", static_cast<float>(rope_freq_base));
+  w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(o.dim / o.n_heads));
+  w.set_u32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
 }
 
 Status add_matrix(gguf::GgufWriter& w, const std::string& name, TensorType type, int64_t n_in, int64_t n_out,

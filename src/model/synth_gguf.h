@@ -20,9 +20,9 @@ namespace ladder::model::synth_gguf {
 // size (with vocab_from, the tokenizer's).
 Result<int64_t> add_vocabulary(gguf::GgufWriter& w, const SynthOptions& options);
 
-// general.architecture = llama, general.name and the llama.* shapes of
-// `options` with this vocabulary size and RoPE base (rotating whole heads).
-void add_llama_metadata(gguf::GgufWriter& w, const SynthOptions& options, int64_t n_vocab,
+// general.architecture = options.arch, general.name and the ARCH.* shapes
+// of `options` with this vocabulary size and RoPE base (rotating whole heads).
+void add_model_metadata(gguf::GgufWriter& w, const SynthOptions& options, int64_t n_vocab,
                         double rope_freq_base);
 
 // Writes row r ([n_in] floats) of a matrix into `out`.

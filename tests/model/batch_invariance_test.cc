@@ -67,6 +67,21 @@ TEST(BatchInvariance, Stories260K) {
   check_invariance(*m.model);
 }
 
+// Another architecture: qwen2's biases and NeoX-style RoPE keep it.
+TEST(BatchInvariance, Qwen2Synthetic) {
+  model::SynthOptions o;
+  o.arch = "qwen2";
+  o.dim = 256, o.n_layers = 2, o.n_heads = 4, o.n_kv_heads = 2, o.ffn_dim = 512, o.n_vocab = 600;
+  o.dtype = TensorType::kQ8_0;
+  o.seed = 4;
+  const std::string path = temp_dir() + "/inv_qwen2.gguf";
+  ASSERT_TRUE(model::write_synthetic_model(o, path).is_ok());
+  auto m = load_model(path);
+  ASSERT_TRUE(m.model);
+  EXPECT_EQ(m.model->config().arch, "qwen2");
+  check_invariance(*m.model);
+}
+
 class SyntheticInvariance : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(SyntheticInvariance, EveryWeightType) {

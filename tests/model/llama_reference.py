@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Independent float64 reference of the Llama forward pass, for tests.
 
-Reads an F32 llama-architecture GGUF with its own minimal parser (numpy only),
+Reads an F32 GGUF of the llama, mistral or qwen2 architecture (qwen2: Q, K
+and V biases, and RoPE rotating the pairs (i, i + d/2) -- llama.cpp's NeoX
+style -- instead of (2i, 2i + 1)) with its own minimal parser (numpy only),
 runs the tokens given on the command line one at a time, and prints, as JSON,
 the natural-log softmax of the logits after each token:
     llama_reference.py MODEL.gguf TOKEN [TOKEN ...]  ->  [[lp_0, ...], ...]
@@ -86,13 +88,20 @@ def main():
     def rmsnorm(x, g):
         return x / np.sqrt(np.mean(x * x) + eps) * g
 
+    neox = arch == 'qwen2'
+
     def rope(v, pos):
         v = v.reshape(-1, hd).copy()
         for i in range(rot // 2):
             c, s = np.cos(pos * inv[i]), np.sin(pos * inv[i])
-            a, b = v[:, 2 * i].copy(), v[:, 2 * i + 1].copy()
-            v[:, 2 * i], v[:, 2 * i + 1] = a * c - b * s, a * s + b * c
+            j, k = (i, i + rot // 2) if neox else (2 * i, 2 * i + 1)
+            a, b = v[:, j].copy(), v[:, k].copy()
+            v[:, j], v[:, k] = a * c - b * s, a * s + b * c
         return v.reshape(-1)
+
+    def project(p, name, h):
+        y = w(p + name + '.weight') @ h
+        return y + w(p + name + '.bias') if p + name + '.bias' in infos else y
 
     keys = [[] for _ in range(n_layers)]
     vals = [[] for _ in range(n_layers)]
@@ -102,9 +111,9 @@ def main():
         for l in range(n_layers):
             p = 'blk.%d.' % l
             h = rmsnorm(x, w(p + 'attn_norm.weight'))
-            q = rope(w(p + 'attn_q.weight') @ h, pos)
-            keys[l].append(rope(w(p + 'attn_k.weight') @ h, pos))
-            vals[l].append(w(p + 'attn_v.weight') @ h)
+            q = rope(project(p, 'attn_q', h), pos)
+            keys[l].append(rope(project(p, 'attn_k', h), pos))
+            vals[l].append(project(p, 'attn_v', h))
             att = np.zeros(n_heads * hd)
             for head in range(n_heads):
                 kvh = head // (n_heads // n_kv)

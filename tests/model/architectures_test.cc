@@ -1,0 +1,119 @@
+// Every architecture `ladder synth --arch` writes (llama, mistral, qwen2):
+// a synthetic F32 model of each loads under its own name, and its
+// log-probabilities over the whole vocabulary after each of 10 tokens match
+// the independent float64 reference (llama_reference.py, numpy, sharing no
+// code with the engine), which applies qwen2's Q/K/V biases and NeoX-style
+// RoPE itself. A qwen2 model without its biases is refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <fstream>
+#include <random>
+
+#include "gguf/gguf_file.h"
+#include "model/synth.h"
+#include "model_test_util.h"
+#include "test_support.h"
+
+namespace ladder::testing {
+namespace {
+
+model::SynthOptions small(const std::string& arch) {
+  model::SynthOptions o;
+  o.arch = arch;
+  o.dim = 64, o.n_layers = 2, o.n_heads = 4, o.n_kv_heads = 2, o.ffn_dim = 128, o.n_vocab = 512;
+  o.context_length = 128;
+  o.init_std = 0.08f;  // logits spread enough that a wrong detail shows
+  o.seed = 11;
+  return o;
+}
+
+class Architectures : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Architectures, LoadsUnderItsNameAndMatchesTheFloat64Reference) {
+  const std::string arch = GetParam();
+  const std::string path = temp_dir() + "/arch_" + arch + ".gguf";
+  const Status written = model::write_synthetic_model(small(arch), path);
+  ASSERT_TRUE(written.is_ok()) << written.message();
+  auto m = load_model(path);
+  ASSERT_TRUE(m.model);
+  EXPECT_EQ(m.model->config().arch, arch);
+
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> dist(3, 511);
+  std::vector<int32_t> seq = {1};
+  while (seq.size() < 10) seq.push_back(dist(rng));
+  std::vector<std::string> argv = {"/usr/bin/python3",
+                                   std::string(LADDER_TEST_SOURCE_DIR) + "/model/llama_reference.py", path};
+  for (int32_t t : seq) argv.push_back(std::to_string(t));
+  auto run = run_command(argv);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto ref = nlohmann::json::parse(run.out);
+  ASSERT_EQ(ref.size(), seq.size());
+
+  ops::ThreadPool pool(2);
+  const auto logits = prompt_logits(*m.model, seq, 0, pool);
+  const int64_t n_vocab = m.model->config().n_vocab;
+  double worst = 0, spread = 0;
+  for (size_t t = 0; t < seq.size(); ++t) {
+    const float* row = logits.data() + t * static_cast<size_t>(n_vocab);
+    double mx = row[0];
+    for (int64_t i = 1; i < n_vocab; ++i) mx = std::max(mx, static_cast<double>(row[i]));
+    double sum = 0;
+    for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(row[i] - mx);
+    const double lse = mx + std::log(sum);
+    for (int64_t i = 0; i < n_vocab; ++i) {
+      const double r = ref[t][static_cast<size_t>(i)].get<double>();
+      worst = std::max(worst, std::abs(row[i] - lse - r));
+      spread = std::max(spread, std::abs(r + std::log(static_cast<double>(n_vocab))));
+    }
+  }
+  std::printf("%s: max |logprob - float64 reference| %.2e (log-probabilities spread up to %.2f from uniform)\n",
+              arch.c_str(), worst, spread);
+  EXPECT_LT(worst, 2e-4);
+  EXPECT_GT(spread, 0.05) << "the model is too flat for the comparison to mean anything";
+}
+
+INSTANTIATE_TEST_SUITE_P(Synth, Architectures, ::testing::Values("llama", "mistral", "qwen2"),
+                         [](const auto& p) { return p.param; });
+
+TEST(Architectures, AQwen2ModelWithoutItsBiasesIsRefused) {
+  // A llama file relabelled qwen2 has no attn_q.bias.
+  model::SynthOptions o = small("llama");
+  const std::string llama = temp_dir() + "/relabel_llama.gguf";
+  const Status written = model::write_synthetic_model(o, llama);
+  ASSERT_TRUE(written.is_ok()) << written.message();
+  std::string bytes = read_file(llama);
+  // "llama" is 5 bytes and "qwen2" too: relabel general.architecture and the
+  // llama.* keys in place, so the file stays well formed.
+  for (size_t at = bytes.find("llama"); at != std::string::npos; at = bytes.find("llama", at + 5)) {
+    bytes.replace(at, 5, "qwen2");
+  }
+  const std::string qwen = temp_dir() + "/relabel_qwen2.gguf";
+  {
+    std::ofstream out(qwen, std::ios::binary);
+    out << bytes;
+  }
+  auto file = gguf::GgufFile::open(qwen);
+  ASSERT_TRUE(file.is_ok()) << file.status().message();
+  auto m = model::LlamaModel::load(*file);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("attn_q.bias"), std::string::npos) << m.status().message();
+}
+
+TEST(Architectures, SynthRefusesWhatItCannotWrite) {
+  model::SynthOptions o = small("gemma3");
+  auto st = model::write_synthetic_model(o, temp_dir() + "/x.gguf");
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("gemma3"), std::string::npos) << st.message();
+  auto r = model::synth_preset("retrieval");
+  ASSERT_TRUE(r.is_ok());
+  r->arch = "qwen2";
+  st = model::write_synthetic_model(*r, temp_dir() + "/y.gguf");
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("--arch llama"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace ladder::testing
