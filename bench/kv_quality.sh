@@ -7,6 +7,9 @@
 # reference (f16 KV, --save-reference), then every format replayed against it
 # with --verify approx. Prints one table row per model, format and slice.
 # Usage: bench/kv_quality.sh [BUILD_DIR] [OUT_DIR]
+#   KV_QUALITY_REQUESTS (8 per slice), KV_QUALITY_FORMATS ("f32 q8 q4"),
+#   KV_QUALITY_FILL (0.75; more requests need a lower one to fit stories260K's
+#   128-token context with room for the output)
 set -euo pipefail
 BUILD_DIR=${1:-build}
 OUT=${2:-${TMPDIR:-/tmp}/ladder-kv-quality}
@@ -15,6 +18,7 @@ SHARED=${LADDER_SHARED_DIR:-$(cd "$(dirname "$0")/.." && pwd)/../shared}
 THREADS=${LADDER_BENCH_THREADS:-2}
 REQUESTS=${KV_QUALITY_REQUESTS:-8}
 FORMATS=${KV_QUALITY_FORMATS:-"f32 q8 q4"}
+FILL=${KV_QUALITY_FILL:-0.75}  # long-context and rare prompts: this share of the context
 mkdir -p "$OUT"
 
 source "$(dirname "$0")/serve_helpers.sh"
@@ -28,9 +32,9 @@ workload() {
   : >"$wl"
   "$LADDER" workload chat --api completions --requests "$REQUESTS" --rate 50 --turns 1 --max-tokens 24 \
     --chat-system "" -o "$OUT/$1-chat.jsonl" >/dev/null 2>&1
-  "$LADDER" workload long-context --requests "$REQUESTS" --rate 50 --fill 0.75 --endpoint "$2" --max-tokens 24 \
+  "$LADDER" workload long-context --requests "$REQUESTS" --rate 50 --fill "$FILL" --endpoint "$2" --max-tokens 24 \
     -o "$OUT/$1-long.jsonl" >/dev/null 2>&1
-  "$LADDER" workload rare --requests "$REQUESTS" --rate 50 --fill 0.75 --endpoint "$2" --max-tokens 24 \
+  "$LADDER" workload rare --requests "$REQUESTS" --rate 50 --fill "$FILL" --endpoint "$2" --max-tokens 24 \
     -o "$OUT/$1-rare.jsonl" >/dev/null 2>&1
   # Both models share stories260K's 512-piece vocabulary: about 1.5 characters a token.
   "$LADDER" workload needle --requests "$REQUESTS" --rate 50 --context-tokens "$3" --chars-per-token 1.5 \

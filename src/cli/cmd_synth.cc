@@ -109,9 +109,10 @@ CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
       ->check(CLI::IsMember({"tiny", "110m", "1b", "retrieval"}));
   cmd->add_option("--arch", a->arch,
                   "Architecture, with llama.cpp's metadata keys and tensor names: llama; mistral (llama's tensors "
-                  "under its own name); qwen2 (adds Q, K and V biases; NeoX-style RoPE)")
+                  "under its own name); qwen2 (adds Q, K and V biases; NeoX-style RoPE); qwen3 (adds per-head Q and K "
+                  "RMSNorm weights; NeoX-style RoPE)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"llama", "mistral", "qwen2"}));
+      ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3"}));
   cmd->add_option("--dim", a->dim, "Embedding width (overrides the preset)");
   cmd->add_option("--layers", a->layers, "Transformer blocks");
   cmd->add_option("--heads", a->heads, "Attention heads");

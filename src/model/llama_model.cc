@@ -55,6 +55,7 @@ struct LlamaModel::Weights {
     Matrix wv;          // [kv_dim][dim]
     Matrix wo;          // [dim][q_dim]
     std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] (qwen2 only)
+    std::vector<float> q_norm, k_norm;  // [head_dim] each (qwen3 only)
     std::vector<float> ffn_norm;   // [dim]
     Matrix w_gate;      // [ffn_dim][dim]
     Matrix w_up;        // [ffn_dim][dim]
@@ -161,6 +162,10 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file)
       LADDER_ASSIGN_OR_RETURN(L.bq, load_vector(file, p + "attn_q.bias", c.q_dim()));
       LADDER_ASSIGN_OR_RETURN(L.bk, load_vector(file, p + "attn_k.bias", c.kv_dim()));
       LADDER_ASSIGN_OR_RETURN(L.bv, load_vector(file, p + "attn_v.bias", c.kv_dim()));
+    }
+    if (c.qk_norm) {
+      LADDER_ASSIGN_OR_RETURN(L.q_norm, load_vector(file, p + "attn_q_norm.weight", c.head_dim));
+      LADDER_ASSIGN_OR_RETURN(L.k_norm, load_vector(file, p + "attn_k_norm.weight", c.head_dim));
     }
     LADDER_ASSIGN_OR_RETURN(L.ffn_norm, load_vector(file, p + "ffn_norm.weight", c.dim));
     LADDER_ASSIGN_OR_RETURN(L.w_gate, bind_matrix(file, p + "ffn_gate.weight", c.dim, c.ffn_dim, pool));
@@ -324,6 +329,10 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
           add_row(qr, L.bq.data(), qd);
           add_row(kr, L.bk.data(), kvd);
           add_row(vr, L.bv.data(), kvd);
+        }
+        if (!L.q_norm.empty()) {  // each head on its own
+          ops::rms_norm(qr, L.q_norm.data(), c.n_heads, c.head_dim, c.rms_eps, qr);
+          ops::rms_norm(kr, L.k_norm.data(), c.n_kv_heads, c.head_dim, c.rms_eps, kr);
         }
         const int32_t p = pos[static_cast<size_t>(t)];
         ops::rope(qr, static_cast<int>(c.n_heads), static_cast<int>(c.head_dim), static_cast<int>(c.rope_dims), p,

@@ -35,9 +35,9 @@ Result<int64_t> bounded_or(const gguf::GgufFile& file, const std::string& key, i
 Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
   ModelConfig c;
   LADDER_ASSIGN_OR_RETURN(c.arch, file.get_string("general.architecture"));
-  if (c.arch != "llama" && c.arch != "mistral" && c.arch != "qwen2") {
+  if (c.arch != "llama" && c.arch != "mistral" && c.arch != "qwen2" && c.arch != "qwen3") {
     return unimplemented("unsupported model architecture '" + c.arch +
-                         "' (general.architecture); Ladder runs llama, mistral and qwen2");
+                         "' (general.architecture); Ladder runs llama, mistral, qwen2 and qwen3");
   }
   const std::string a = c.arch + ".";
   LADDER_ASSIGN_OR_RETURN(c.dim, bounded(file, a + "embedding_length", 1, kMaxDim));
@@ -68,8 +68,10 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
   c.rope_freq_base = static_cast<float>(base);
   LADDER_ASSIGN_OR_RETURN(c.rope_dims, bounded_or(file, a + "rope.dimension_count", c.head_dim, 2, c.head_dim));
   if (c.rope_dims % 2 != 0) return invalid_argument("rope.dimension_count must be even");
-  c.rope_style = c.arch == "qwen2" ? ops::RopeStyle::kNeox : ops::RopeStyle::kNormal;
+  const bool qwen = c.arch == "qwen2" || c.arch == "qwen3";
+  c.rope_style = qwen ? ops::RopeStyle::kNeox : ops::RopeStyle::kNormal;
   c.qkv_bias = c.arch == "qwen2";
+  c.qk_norm = c.arch == "qwen3";
 
   // Frequency scaling as declared. llama3-style per-pair factors come from the
   // rope_freqs.weight tensor and are applied at load (LlamaModel::load).

@@ -16,7 +16,7 @@ class GgufFile;
 namespace ladder::model {
 
 struct ModelConfig {
-  std::string arch;        // llama | mistral | qwen2
+  std::string arch;        // llama | mistral | qwen2 | qwen3
   int64_t n_vocab = 0;
   int64_t dim = 0;         // embedding_length
   int64_t n_layers = 0;    // block_count
@@ -33,6 +33,7 @@ struct ModelConfig {
   // (linear, llama3) already applied. [rope_dims / 2]
   std::vector<float> rope_inv_freq;
   bool qkv_bias = false;     // qwen2
+  bool qk_norm = false;      // qwen3: RMSNorm of each head's Q and K (own weights) before RoPE
   bool tied_output = false;  // output head shares token_embd
 
   int64_t q_dim() const { return n_heads * head_dim; }

@@ -26,7 +26,7 @@ Status check_dims(const SynthOptions& o) {
   bool known = false;
   for (const char* a : kSynthArchitectures) known = known || o.arch == a;
   if (!known) {
-    return invalid_argument("--arch '" + o.arch + "' is not one synth writes (llama, mistral, qwen2)");
+    return invalid_argument("--arch '" + o.arch + "' is not one synth writes (llama, mistral, qwen2, qwen3)");
   }
   if (o.weights == SynthWeights::kRetrieval && o.arch != "llama") {
     return invalid_argument("the retrieval construction is a llama model: --arch llama");
@@ -50,7 +50,9 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
     std::string name;
     int64_t n_in;
     int64_t n_out;  // 0: a vector of n_in
-    bool random = false;  // a vector of random values (a bias) rather than ones (a norm)
+    // A vector of random values rather than ones: a bias (around 0), or a
+    // norm weight (around 1).
+    enum class Fill { kOnes, kBias, kNorm } fill = Fill::kOnes;
   };
   const int64_t head_dim = o.dim / o.n_heads;
   std::vector<Planned> plan;
@@ -62,9 +64,13 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
     plan.push_back({p + "attn_k.weight", o.dim, o.n_kv_heads * head_dim});
     plan.push_back({p + "attn_v.weight", o.dim, o.n_kv_heads * head_dim});
     if (o.arch == "qwen2") {
-      plan.push_back({p + "attn_q.bias", o.n_heads * head_dim, 0, true});
-      plan.push_back({p + "attn_k.bias", o.n_kv_heads * head_dim, 0, true});
-      plan.push_back({p + "attn_v.bias", o.n_kv_heads * head_dim, 0, true});
+      plan.push_back({p + "attn_q.bias", o.n_heads * head_dim, 0, Planned::Fill::kBias});
+      plan.push_back({p + "attn_k.bias", o.n_kv_heads * head_dim, 0, Planned::Fill::kBias});
+      plan.push_back({p + "attn_v.bias", o.n_kv_heads * head_dim, 0, Planned::Fill::kBias});
+    }
+    if (o.arch == "qwen3") {
+      plan.push_back({p + "attn_q_norm.weight", head_dim, 0, Planned::Fill::kNorm});
+      plan.push_back({p + "attn_k_norm.weight", head_dim, 0, Planned::Fill::kNorm});
     }
     plan.push_back({p + "attn_output.weight", o.n_heads * head_dim, o.dim});
     plan.push_back({p + "ffn_norm.weight", o.dim, 0});
@@ -79,10 +85,12 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
   std::normal_distribution<float> normal(0.0f, o.init_std);
   int done = 0;
   for (const Planned& t : plan) {
-    if (t.n_out == 0) {  // norm weights: ones; biases: random, larger than the weights so they matter
+    if (t.n_out == 0) {  // vectors; random ones spread wider than the weights so that they matter
       std::vector<float> v(static_cast<size_t>(t.n_in), 1.0f);
-      if (t.random) {
+      if (t.fill == Planned::Fill::kBias) {
         for (float& x : v) x = 10.0f * normal(rng);
+      } else if (t.fill == Planned::Fill::kNorm) {
+        for (float& x : v) x = 1.0f + 10.0f * normal(rng);
       }
       LADDER_RETURN_IF_ERROR(synth_gguf::add_vector(w, t.name, v));
     } else {

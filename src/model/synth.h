@@ -23,8 +23,9 @@ enum class SynthWeights {
 
 // The architectures `ladder synth --arch` writes, as llama.cpp names them:
 // llama; mistral (llama's tensors under its own name); qwen2 (llama's plus
-// Q, K and V biases, NeoX-style RoPE: Ladder's model reads the name).
-inline constexpr const char* kSynthArchitectures[] = {"llama", "mistral", "qwen2"};
+// Q, K and V biases, NeoX-style RoPE: Ladder's model reads the name); qwen3
+// (llama's plus per-head Q and K RMSNorm weights, NeoX-style RoPE).
+inline constexpr const char* kSynthArchitectures[] = {"llama", "mistral", "qwen2", "qwen3"};
 
 struct SynthOptions {
   SynthWeights weights = SynthWeights::kRandom;

@@ -1,9 +1,9 @@
-// Every architecture `ladder synth --arch` writes (llama, mistral, qwen2):
+// Every architecture `ladder synth --arch` writes (llama, mistral, qwen2, qwen3):
 // a synthetic F32 model of each loads under its own name, and its
 // log-probabilities over the whole vocabulary after each of 10 tokens match
 // the independent float64 reference (llama_reference.py, numpy, sharing no
-// code with the engine), which applies qwen2's Q/K/V biases and NeoX-style
-// RoPE itself. A qwen2 model without its biases is refused.
+// code with the engine), which applies qwen2's Q/K/V biases, qwen3's
+// per-head Q/K norms and their NeoX-style RoPE itself. A qwen2 model without its biases is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,7 +75,7 @@ TEST_P(Architectures, LoadsUnderItsNameAndMatchesTheFloat64Reference) {
   EXPECT_GT(spread, 0.05) << "the model is too flat for the comparison to mean anything";
 }
 
-INSTANTIATE_TEST_SUITE_P(Synth, Architectures, ::testing::Values("llama", "mistral", "qwen2"),
+INSTANTIATE_TEST_SUITE_P(Synth, Architectures, ::testing::Values("llama", "mistral", "qwen2", "qwen3"),
                          [](const auto& p) { return p.param; });
 
 TEST(Architectures, AQwen2ModelWithoutItsBiasesIsRefused) {

@@ -67,20 +67,26 @@ TEST(BatchInvariance, Stories260K) {
   check_invariance(*m.model);
 }
 
-// Another architecture: qwen2's biases and NeoX-style RoPE keep it.
-TEST(BatchInvariance, Qwen2Synthetic) {
+// Other architectures: qwen2's biases, qwen3's per-head norms and their
+// NeoX-style RoPE keep it.
+class ArchitectureInvariance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArchitectureInvariance, Synthetic) {
   model::SynthOptions o;
-  o.arch = "qwen2";
+  o.arch = GetParam();
   o.dim = 256, o.n_layers = 2, o.n_heads = 4, o.n_kv_heads = 2, o.ffn_dim = 512, o.n_vocab = 600;
   o.dtype = TensorType::kQ8_0;
   o.seed = 4;
-  const std::string path = temp_dir() + "/inv_qwen2.gguf";
+  const std::string path = temp_dir() + "/inv_" + o.arch + ".gguf";
   ASSERT_TRUE(model::write_synthetic_model(o, path).is_ok());
   auto m = load_model(path);
   ASSERT_TRUE(m.model);
-  EXPECT_EQ(m.model->config().arch, "qwen2");
+  EXPECT_EQ(m.model->config().arch, o.arch);
   check_invariance(*m.model);
 }
+
+INSTANTIATE_TEST_SUITE_P(Qwen, ArchitectureInvariance, ::testing::Values("qwen2", "qwen3"),
+                         [](const auto& p) { return p.param; });
 
 class SyntheticInvariance : public ::testing::TestWithParam<TensorType> {};
 

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Independent float64 reference of the Llama forward pass, for tests.
 
-Reads an F32 GGUF of the llama, mistral or qwen2 architecture (qwen2: Q, K
-and V biases, and RoPE rotating the pairs (i, i + d/2) -- llama.cpp's NeoX
+Reads an F32 GGUF of the llama, mistral, qwen2 or qwen3 architecture (qwen2:
+Q, K and V biases; qwen3: each head's Q and K RMS-normalized with their own
+weights; both: RoPE rotating the pairs (i, i + d/2) -- llama.cpp's NeoX
 style -- instead of (2i, 2i + 1)) with its own minimal parser (numpy only),
 runs the tokens given on the command line one at a time, and prints, as JSON,
 the natural-log softmax of the logits after each token:
@@ -88,7 +89,7 @@ def main():
     def rmsnorm(x, g):
         return x / np.sqrt(np.mean(x * x) + eps) * g
 
-    neox = arch == 'qwen2'
+    neox = arch in ('qwen2', 'qwen3')
 
     def rope(v, pos):
         v = v.reshape(-1, hd).copy()
@@ -111,8 +112,12 @@ def main():
         for l in range(n_layers):
             p = 'blk.%d.' % l
             h = rmsnorm(x, w(p + 'attn_norm.weight'))
-            q = rope(project(p, 'attn_q', h), pos)
-            keys[l].append(rope(project(p, 'attn_k', h), pos))
+            q, k = project(p, 'attn_q', h), project(p, 'attn_k', h)
+            if p + 'attn_q_norm.weight' in infos:  # qwen3: each head normalized with its own weights
+                q = np.concatenate([rmsnorm(r, w(p + 'attn_q_norm.weight')) for r in q.reshape(-1, hd)])
+                k = np.concatenate([rmsnorm(r, w(p + 'attn_k_norm.weight')) for r in k.reshape(-1, hd)])
+            q = rope(q, pos)
+            keys[l].append(rope(k, pos))
             vals[l].append(project(p, 'attn_v', h))
             att = np.zeros(n_heads * hd)
             for head in range(n_heads):
