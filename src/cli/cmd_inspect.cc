@@ -1,4 +1,5 @@
-// `ladder inspect FILE.gguf [--json]`: a GGUF file's header, metadata and
+// `ladder inspect FILE.gguf [--json]`: a GGUF file's header, its
+// architecture and whether Ladder serves it (and if not, why), metadata and
 // tensor table. Long arrays and strings are summarised so that a 150k-token
 // vocabulary or a chat template does not flood the terminal.
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 
 #include "cli/command.h"
 #include "gguf/gguf_file.h"
+#include "model/model_config.h"
 
 namespace ladder::cli {
 namespace {
@@ -140,9 +142,29 @@ std::string shape_text(const gguf::TensorInfo& t) {
   return out + "]";
 }
 
+// general.architecture ("" when absent) and, when Ladder cannot run the
+// file's model, why (one line).
+struct ArchitectureFacts {
+  std::string name;
+  std::string refusal;
+};
+
+ArchitectureFacts architecture_of(const gguf::GgufFile& f) {
+  ArchitectureFacts a;
+  if (const gguf::Value* v = f.find("general.architecture"); v != nullptr && v->as_string()) {
+    a.name = std::string(*v->as_string());
+  }
+  if (auto config = model::ModelConfig::from_gguf(f); !config.is_ok()) a.refusal = config.status().message();
+  return a;
+}
+
 int print_json(const gguf::GgufFile& f) {
   nlohmann::json j;
   j["file"] = f.path();
+  const ArchitectureFacts arch = architecture_of(f);
+  j["architecture"] = arch.name;
+  j["supported"] = arch.refusal.empty();
+  if (!arch.refusal.empty()) j["unsupported_reason"] = arch.refusal;
   j["version"] = f.version();
   j["alignment"] = f.alignment();
   j["n_tensors"] = f.tensors().size();
@@ -181,6 +203,9 @@ int print_text(const gguf::GgufFile& f) {
   std::printf("  tensors       %zu\n", f.tensors().size());
   std::printf("  data offset   %llu\n", static_cast<unsigned long long>(f.data_offset()));
   std::printf("  file size     %llu bytes\n", static_cast<unsigned long long>(f.file_size()));
+  const ArchitectureFacts arch = architecture_of(f);
+  std::printf("  architecture  %s (%s)\n", arch.name.empty() ? "(none)" : arch.name.c_str(),
+              arch.refusal.empty() ? "Ladder serves it" : ("Ladder does not serve it: " + arch.refusal).c_str());
 
   size_t key_width = 3;
   for (const auto& [key, value] : f.metadata()) key_width = std::max(key_width, key.size());
@@ -219,7 +244,10 @@ int run_inspect(const InspectOptions& opts) {
 
 CommandRegistrar reg{"inspect", 20, [](CLI::App& app) -> CommandRun {
                        auto* cmd =
-                           app.add_subcommand("inspect", "Show a GGUF file's header, metadata and tensors");
+                           app.add_subcommand(
+                               "inspect",
+                               "Show a GGUF file's header, architecture (and whether Ladder serves it), metadata and "
+                               "tensors");
                        auto opts = std::make_shared<InspectOptions>();
                        cmd->add_option("file", opts->path, "The .gguf file")->required();
                        cmd->add_flag("--json", opts->json, "Print JSON instead of text");

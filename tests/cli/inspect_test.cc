@@ -26,6 +26,7 @@ TEST(Inspect, TextShowsHeaderMetadataAndTensors) {
   EXPECT_NE(r.out.find("file size     1185376 bytes"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("general.architecture"), std::string::npos);
   EXPECT_NE(r.out.find("\"llama\""), std::string::npos);
+  EXPECT_NE(r.out.find("architecture  llama (Ladder serves it)"), std::string::npos) << r.out;
   // The 512-token vocabulary is summarised, not printed in full.
   EXPECT_NE(r.out.find("(512 items)"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("<0x10>"), std::string::npos);
@@ -43,6 +44,8 @@ TEST(Inspect, JsonIsValidAndComplete) {
   EXPECT_EQ(j["alignment"], 32);
   EXPECT_EQ(j["file_size"], 1185376);
   EXPECT_EQ(j["n_tensors"], 48);
+  EXPECT_EQ(j["architecture"], "llama");
+  EXPECT_EQ(j["supported"], true);
   ASSERT_EQ(j["tensors"].size(), 48u);
   bool found = false;
   for (const auto& t : j["tensors"]) {
@@ -119,6 +122,38 @@ TEST(Inspect, LongStringsAndArraysAreSummarised) {
   EXPECT_EQ(a["value"], nlohmann::json::array({0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(j["metadata"][2]["value"], nlohmann::json::parse("[[7], []]"));
   EXPECT_EQ(j["n_tensors"], 0);
+}
+
+TEST(Inspect, AnArchitectureLadderDoesNotServeIsNamedWithTheSupportedList) {
+  // stories260K relabelled "gemma" (as long as "llama"): a well-formed file.
+  // Its tokenizer stays "llama" (the string value after the key, its type
+  // and its length), so that loading gets as far as the architecture.
+  std::string bytes = ladder::testing::read_file(shared_path("models/stories260K.gguf"));
+  for (size_t at = bytes.find("llama"); at != std::string::npos; at = bytes.find("llama", at + 5)) {
+    bytes.replace(at, 5, "gemma");
+  }
+  const std::string tokenizer_key = "tokenizer.ggml.model";
+  const size_t key_at = bytes.find(tokenizer_key);
+  ASSERT_NE(key_at, std::string::npos);
+  bytes.replace(key_at + tokenizer_key.size() + 4 + 8, 5, "llama");
+  const std::string path = ladder::testing::temp_dir() + "/gemma.gguf";
+  std::ofstream(path, std::ios::binary) << bytes;
+  auto r = run_command({ladder_bin(), "inspect", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("architecture  gemma (Ladder does not serve it: unsupported model architecture 'gemma'"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("llama, mistral, qwen2 and qwen3"), std::string::npos) << r.out;
+  auto js = run_command({ladder_bin(), "inspect", "--json", path});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  nlohmann::json j = nlohmann::json::parse(js.out);
+  EXPECT_EQ(j["architecture"], "gemma");
+  EXPECT_EQ(j["supported"], false);
+  EXPECT_NE(j["unsupported_reason"].get<std::string>().find("gemma"), std::string::npos);
+  // Serving it is refused at load with the same line.
+  auto served = run_command({ladder_bin(), "generate", "-m", path, "-p", "Once", "-n", "2"});
+  EXPECT_NE(served.exit_code, 0);
+  EXPECT_NE(served.err.find("unsupported model architecture 'gemma'"), std::string::npos) << served.err;
 }
 
 TEST(Inspect, CorruptFileExitsOneWithAMessage) {
