@@ -9,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "engine_test_util.h"
+#include "model/synth.h"
 
 namespace ladder::engine {
 namespace {
@@ -45,16 +46,25 @@ std::vector<Case> mixed_cases() {
 }
 
 // Every case run alone on a roomy engine: the reference.
+std::vector<std::vector<int32_t>> solo_runs_on(Engine& engine) {
+  std::vector<std::vector<int32_t>> out;
+  for (const Case& c : mixed_cases()) out.push_back(run(engine, greedy_request(c.prompt, c.max_tokens)).tokens);
+  expect_pool_whole(engine);
+  return out;
+}
+
+EngineConfig solo_config() {
+  EngineConfig cfg;
+  cfg.n_kv_blocks = 64;
+  cfg.prefix_caching = false;
+  return cfg;
+}
+
+// On stories260K, computed once.
 const std::vector<std::vector<int32_t>>& solo_runs() {
   static const auto* solo = [] {
-    auto* out = new std::vector<std::vector<int32_t>>();
-    EngineConfig cfg;
-    cfg.n_kv_blocks = 64;
-    cfg.prefix_caching = false;
-    auto engine = make_engine(cfg);
-    for (const Case& c : mixed_cases()) out->push_back(run(*engine, greedy_request(c.prompt, c.max_tokens)).tokens);
-    expect_pool_whole(*engine);
-    return out;
+    auto engine = make_engine(solo_config());
+    return new std::vector<std::vector<int32_t>>(solo_runs_on(*engine));
   }();
   return *solo;
 }
@@ -62,9 +72,8 @@ const std::vector<std::vector<int32_t>>& solo_runs() {
 // All 32 together on `engine` (16 blocks of 16 for 32 requests of up to 127
 // tokens forces preemption; a 48-token budget with 20-token chunks forces
 // chunked prefill): each must produce its solo tokens.
-void expect_mixed_batch_matches_solo(Engine& engine) {
+void expect_mixed_batch_matches_solo(Engine& engine, const std::vector<std::vector<int32_t>>& solo = solo_runs()) {
   const std::vector<Case> cases = mixed_cases();
-  const auto& solo = solo_runs();
   std::vector<Submission> subs;
   for (const Case& c : cases) {
     Request r = greedy_request(c.prompt, c.max_tokens);
@@ -95,6 +104,35 @@ EngineConfig pressure_config() {
   cfg.scheduler.max_chunk_tokens = 20;
   cfg.scheduler.max_running = 16;
   return cfg;
+}
+
+// Another architecture: a synthetic qwen3 (per-head Q/K norms, NeoX RoPE) of
+// stories260K's vocabulary size and context.
+TEST(EngineQuality, AQwen3ModelUnderPreemptionAndPrefixHitsMatchesItsSoloRuns) {
+  model::SynthOptions o;
+  o.arch = "qwen3";
+  o.dim = 64, o.n_layers = 2, o.n_heads = 4, o.n_kv_heads = 2, o.ffn_dim = 128, o.n_vocab = 512;
+  o.context_length = 128;
+  o.init_std = 0.08f;
+  o.seed = 21;
+  const std::string path = ladder::testing::temp_dir() + "/qwen3.gguf";
+  ASSERT_TRUE(model::write_synthetic_model(o, path).is_ok());
+  auto file = gguf::GgufFile::open(path);
+  ASSERT_TRUE(file.is_ok());
+  auto qwen = model::LlamaModel::load(*file);
+  ASSERT_TRUE(qwen.is_ok()) << qwen.status().message();
+  auto engine_on = [&](EngineConfig cfg) {
+    cfg.n_threads = 2;
+    cfg.model_digest = "qwen3";
+    auto e = Engine::create(**qwen, cfg);
+    EXPECT_TRUE(e.is_ok()) << e.status().message();
+    return std::move(e).value();
+  };
+  auto solo_engine = engine_on(solo_config());
+  const auto solo = solo_runs_on(*solo_engine);
+  EXPECT_NE(solo, solo_runs()) << "a different model, different tokens";
+  auto engine = engine_on(pressure_config());
+  expect_mixed_batch_matches_solo(*engine, solo);
 }
 
 TEST(EngineQuality, ThirtyTwoMixedRequestsUnderPreemptionMatchTheirSoloRuns) {
