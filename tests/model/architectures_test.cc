@@ -44,30 +44,12 @@ TEST_P(Architectures, LoadsUnderItsNameAndMatchesTheFloat64Reference) {
   std::uniform_int_distribution<int32_t> dist(3, 511);
   std::vector<int32_t> seq = {1};
   while (seq.size() < 10) seq.push_back(dist(rng));
-  std::vector<std::string> argv = {"/usr/bin/python3",
-                                   std::string(LADDER_TEST_SOURCE_DIR) + "/model/llama_reference.py", path};
-  for (int32_t t : seq) argv.push_back(std::to_string(t));
-  auto run = run_command(argv);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const auto ref = nlohmann::json::parse(run.out);
-  ASSERT_EQ(ref.size(), seq.size());
-
+  const auto ref = reference_logprobs(path, seq);
   ops::ThreadPool pool(2);
-  const auto logits = prompt_logits(*m.model, seq, 0, pool);
-  const int64_t n_vocab = m.model->config().n_vocab;
-  double worst = 0, spread = 0;
-  for (size_t t = 0; t < seq.size(); ++t) {
-    const float* row = logits.data() + t * static_cast<size_t>(n_vocab);
-    double mx = row[0];
-    for (int64_t i = 1; i < n_vocab; ++i) mx = std::max(mx, static_cast<double>(row[i]));
-    double sum = 0;
-    for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(row[i] - mx);
-    const double lse = mx + std::log(sum);
-    for (int64_t i = 0; i < n_vocab; ++i) {
-      const double r = ref[t][static_cast<size_t>(i)].get<double>();
-      worst = std::max(worst, std::abs(row[i] - lse - r));
-      spread = std::max(spread, std::abs(r + std::log(static_cast<double>(n_vocab))));
-    }
+  const double worst = max_abs_difference(model_logprobs(*m.model, seq, pool), ref);
+  double spread = 0;  // how far the reference is from uniform anywhere
+  for (const auto& lp : ref) {
+    for (double r : lp) spread = std::max(spread, std::abs(r + std::log(static_cast<double>(lp.size()))));
   }
   std::printf("%s: max |logprob - float64 reference| %.2e (log-probabilities spread up to %.2f from uniform)\n",
               arch.c_str(), worst, spread);

@@ -73,28 +73,10 @@ TEST(Golden, MatchesFloat64Reference) {
   ASSERT_TRUE(m.model);
   std::vector<int32_t> seq = kPrompt;
   seq.insert(seq.end(), kGolden.begin(), kGolden.begin() + 7);
-  std::vector<std::string> argv = {"/usr/bin/python3", std::string(LADDER_TEST_SOURCE_DIR) + "/model/llama_reference.py",
-                                   model_path};
-  for (int32_t t : seq) argv.push_back(std::to_string(t));
-  auto run = run_command(argv);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  auto ref = nlohmann::json::parse(run.out);
-  ASSERT_EQ(ref.size(), seq.size());
+  const auto ref = reference_logprobs(model_path, seq);
   ops::ThreadPool pool(2);
-  const auto logits = prompt_logits(*m.model, seq, 0, pool);
+  const double worst = max_abs_difference(model_logprobs(*m.model, seq, pool), ref);
   const int64_t n_vocab = m.model->config().n_vocab;
-  double worst = 0;
-  for (size_t t = 0; t < seq.size(); ++t) {
-    const float* row = logits.data() + t * static_cast<size_t>(n_vocab);
-    double mx = row[0];
-    for (int64_t i = 1; i < n_vocab; ++i) mx = std::max(mx, static_cast<double>(row[i]));
-    double sum = 0;
-    for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(row[i] - mx);
-    const double lse = mx + std::log(sum);
-    for (int64_t i = 0; i < n_vocab; ++i) {
-      worst = std::max(worst, std::abs(row[i] - lse - ref[t][static_cast<size_t>(i)].get<double>()));
-    }
-  }
   std::printf("max |logprob - float64 reference| over %zu positions x %lld tokens: %.2e\n", seq.size(),
               static_cast<long long>(n_vocab), worst);
   EXPECT_LT(worst, 2e-4);

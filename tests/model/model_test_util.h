@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,7 @@
 #include "model/dense_kv.h"
 #include "model/llama_model.h"
 #include "ops/thread_pool.h"
+#include "test_support.h"
 
 namespace ladder::testing {
 
@@ -68,6 +72,53 @@ inline std::vector<float> prompt_logits(const model::LlamaModel& m, const std::v
     EXPECT_TRUE(st.is_ok()) << st.to_string();
   }
   return out;
+}
+
+// Log-probabilities over the vocabulary after each token of `seq`
+// ([seq.size()][n_vocab]): the model's, one pass, log-softmax in double.
+inline std::vector<std::vector<double>> model_logprobs(const model::LlamaModel& m, const std::vector<int32_t>& seq,
+                                                       ops::ThreadPool& pool) {
+  const auto logits = prompt_logits(m, seq, 0, pool);
+  const auto n_vocab = static_cast<size_t>(m.config().n_vocab);
+  std::vector<std::vector<double>> out;
+  for (size_t t = 0; t < seq.size(); ++t) {
+    const float* row = logits.data() + t * n_vocab;
+    const double mx = *std::max_element(row, row + n_vocab);
+    double sum = 0;
+    for (size_t i = 0; i < n_vocab; ++i) sum += std::exp(row[i] - mx);
+    const double lse = mx + std::log(sum);
+    std::vector<double> lp(n_vocab);
+    for (size_t i = 0; i < n_vocab; ++i) lp[i] = row[i] - lse;
+    out.push_back(std::move(lp));
+  }
+  return out;
+}
+
+// The same from the independent float64 implementation
+// (tests/model/llama_reference.py, numpy); empty, and the test failed, when it
+// could not run.
+inline std::vector<std::vector<double>> reference_logprobs(const std::string& model_path,
+                                                           const std::vector<int32_t>& seq) {
+  std::vector<std::string> argv = {"/usr/bin/python3",
+                                   std::string(LADDER_TEST_SOURCE_DIR) + "/model/llama_reference.py", model_path};
+  for (int32_t t : seq) argv.push_back(std::to_string(t));
+  const CommandResult run = run_command(argv);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  if (run.exit_code != 0) return {};
+  auto ref = nlohmann::json::parse(run.out).get<std::vector<std::vector<double>>>();
+  EXPECT_EQ(ref.size(), seq.size());
+  return ref;
+}
+
+// The largest |a - b| over every position and token (infinity when the shapes differ).
+inline double max_abs_difference(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0;
+  for (size_t t = 0; t < a.size(); ++t) {
+    if (a[t].size() != b[t].size()) return INFINITY;
+    for (size_t i = 0; i < a[t].size(); ++i) worst = std::max(worst, std::abs(a[t][i] - b[t][i]));
+  }
+  return worst;
 }
 
 // Greedy continuation of `prompt` for n tokens, one sequence alone.

@@ -193,27 +193,11 @@ TEST(Retrieval, MatchesFloat64ReferenceAndTheRule) {
   auto m = load_model(path);
   ASSERT_TRUE(m.model);
   const auto seq = phrase_walk_prompt(512, 10, 2, 48, 7);
-  std::vector<std::string> argv = {"/usr/bin/python3",
-                                   std::string(LADDER_TEST_SOURCE_DIR) + "/model/llama_reference.py", path};
-  for (int32_t t : seq) argv.push_back(std::to_string(t));
-  auto run = run_command(argv);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const auto ref = nlohmann::json::parse(run.out);
-  ASSERT_EQ(ref.size(), seq.size());
+  const auto ref = reference_logprobs(path, seq);
   ops::ThreadPool pool(2);
-  const auto logits = prompt_logits(*m.model, seq, 0, pool);
-  const int64_t n_vocab = m.model->config().n_vocab;
-  double worst = 0;
+  const double worst = max_abs_difference(model_logprobs(*m.model, seq, pool), ref);
   std::vector<int32_t> ref_argmax;
-  for (size_t t = 0; t < seq.size(); ++t) {
-    const float* row = logits.data() + t * static_cast<size_t>(n_vocab);
-    double mx = row[0], sum = 0;
-    for (int64_t i = 1; i < n_vocab; ++i) mx = std::max(mx, static_cast<double>(row[i]));
-    for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(row[i] - mx);
-    const double lse = mx + std::log(sum);
-    std::vector<double> lp = ref[t].get<std::vector<double>>();
-    for (int64_t i = 0; i < n_vocab; ++i)
-      worst = std::max(worst, std::abs(row[i] - lse - lp[static_cast<size_t>(i)]));
+  for (const auto& lp : ref) {
     ref_argmax.push_back(static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin()));
   }
   std::printf("max |logprob - float64 reference| over %zu positions: %.2e\n", seq.size(), worst);
