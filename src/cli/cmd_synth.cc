@@ -110,9 +110,10 @@ CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--arch", a->arch,
                   "Architecture, with llama.cpp's metadata keys and tensor names: llama; mistral (llama's tensors "
                   "under its own name); qwen2 (adds Q, K and V biases; NeoX-style RoPE); qwen3 (adds per-head Q and K "
-                  "RMSNorm weights; NeoX-style RoPE)")
+                  "RMSNorm weights; NeoX-style RoPE); phi3 (Q, K and V in one attn_qkv matrix, gate and up in one "
+                  "ffn_up; NeoX-style RoPE)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3"}));
+      ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "phi3"}));
   cmd->add_option("--dim", a->dim, "Embedding width (overrides the preset)");
   cmd->add_option("--layers", a->layers, "Transformer blocks");
   cmd->add_option("--heads", a->heads, "Attention heads");

@@ -99,6 +99,21 @@ Result<Matrix> bind_matrix(const gguf::GgufFile& file, const std::string& name, 
   return m;
 }
 
+// Rows [row0, row0 + n_out) of a matrix of n_total rows (a fused projection,
+// e.g. phi3's attn_qkv): rows are contiguous in every weight type.
+Result<Matrix> bind_rows(const gguf::GgufFile& file, const std::string& name, int64_t n_in, int64_t n_total,
+                         int64_t row0, int64_t n_out, ops::ThreadPool& pool) {
+  LADDER_ASSIGN_OR_RETURN(const gguf::TensorInfo* t,
+                          find_tensor(file, name, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_total)}));
+  Status supported = ops::check_matmul_support(t->type, n_in);
+  if (!supported.is_ok()) return invalid_argument("model tensor '" + name + "': " + supported.message());
+  const size_t rb = row_bytes(traits_of(t->type), static_cast<size_t>(n_in));
+  Matrix m;
+  m.w = ops::WeightMatrix{t->type, static_cast<const uint8_t*>(t->data) + static_cast<size_t>(row0) * rb, n_in, n_out};
+  m.packed = ops::pack_weights(m.w, pool);
+  return m;
+}
+
 // Small vectors (norms, biases) are converted to F32 once at load.
 Result<std::vector<float>> load_vector(const gguf::GgufFile& file, const std::string& name, int64_t n) {
   LADDER_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, find_tensor(file, name, {static_cast<uint64_t>(n)}));
@@ -125,6 +140,14 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file)
                             " rows but the vocabulary has " + std::to_string(config.n_vocab) + " tokens");
   }
 
+  // phi3's LongRoPE (separate factors for short and long contexts, with an
+  // attention scale) is not implemented.
+  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+    if (file.find_tensor(name) != nullptr) {
+      return unimplemented(std::string("LongRoPE scaling (") + name +
+                           ") is not supported yet: Ladder runs phi3 models without it (e.g. the 4k-context ones)");
+    }
+  }
   // llama3-style RoPE scaling: per-pair factors that divide the frequency.
   if (const gguf::TensorInfo* rf = file.find_tensor("rope_freqs.weight"); rf != nullptr) {
     LADDER_ASSIGN_OR_RETURN(std::vector<float> factors, load_vector(file, "rope_freqs.weight", config.rope_dims / 2));
@@ -154,9 +177,17 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file)
     Weights::Layer& L = w.layers[static_cast<size_t>(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
     LADDER_ASSIGN_OR_RETURN(L.attn_norm, load_vector(file, p + "attn_norm.weight", c.dim));
-    LADDER_ASSIGN_OR_RETURN(L.wq, bind_matrix(file, p + "attn_q.weight", c.dim, c.q_dim(), pool));
-    LADDER_ASSIGN_OR_RETURN(L.wk, bind_matrix(file, p + "attn_k.weight", c.dim, c.kv_dim(), pool));
-    LADDER_ASSIGN_OR_RETURN(L.wv, bind_matrix(file, p + "attn_v.weight", c.dim, c.kv_dim(), pool));
+    if (c.fused_projections) {
+      const std::string qkv = p + "attn_qkv.weight";
+      const int64_t rows = c.q_dim() + 2 * c.kv_dim();
+      LADDER_ASSIGN_OR_RETURN(L.wq, bind_rows(file, qkv, c.dim, rows, 0, c.q_dim(), pool));
+      LADDER_ASSIGN_OR_RETURN(L.wk, bind_rows(file, qkv, c.dim, rows, c.q_dim(), c.kv_dim(), pool));
+      LADDER_ASSIGN_OR_RETURN(L.wv, bind_rows(file, qkv, c.dim, rows, c.q_dim() + c.kv_dim(), c.kv_dim(), pool));
+    } else {
+      LADDER_ASSIGN_OR_RETURN(L.wq, bind_matrix(file, p + "attn_q.weight", c.dim, c.q_dim(), pool));
+      LADDER_ASSIGN_OR_RETURN(L.wk, bind_matrix(file, p + "attn_k.weight", c.dim, c.kv_dim(), pool));
+      LADDER_ASSIGN_OR_RETURN(L.wv, bind_matrix(file, p + "attn_v.weight", c.dim, c.kv_dim(), pool));
+    }
     LADDER_ASSIGN_OR_RETURN(L.wo, bind_matrix(file, p + "attn_output.weight", c.q_dim(), c.dim, pool));
     if (c.qkv_bias) {
       LADDER_ASSIGN_OR_RETURN(L.bq, load_vector(file, p + "attn_q.bias", c.q_dim()));
@@ -168,8 +199,14 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file)
       LADDER_ASSIGN_OR_RETURN(L.k_norm, load_vector(file, p + "attn_k_norm.weight", c.head_dim));
     }
     LADDER_ASSIGN_OR_RETURN(L.ffn_norm, load_vector(file, p + "ffn_norm.weight", c.dim));
-    LADDER_ASSIGN_OR_RETURN(L.w_gate, bind_matrix(file, p + "ffn_gate.weight", c.dim, c.ffn_dim, pool));
-    LADDER_ASSIGN_OR_RETURN(L.w_up, bind_matrix(file, p + "ffn_up.weight", c.dim, c.ffn_dim, pool));
+    if (c.fused_projections) {
+      const std::string up = p + "ffn_up.weight";
+      LADDER_ASSIGN_OR_RETURN(L.w_gate, bind_rows(file, up, c.dim, 2 * c.ffn_dim, 0, c.ffn_dim, pool));
+      LADDER_ASSIGN_OR_RETURN(L.w_up, bind_rows(file, up, c.dim, 2 * c.ffn_dim, c.ffn_dim, c.ffn_dim, pool));
+    } else {
+      LADDER_ASSIGN_OR_RETURN(L.w_gate, bind_matrix(file, p + "ffn_gate.weight", c.dim, c.ffn_dim, pool));
+      LADDER_ASSIGN_OR_RETURN(L.w_up, bind_matrix(file, p + "ffn_up.weight", c.dim, c.ffn_dim, pool));
+    }
     LADDER_ASSIGN_OR_RETURN(L.w_down, bind_matrix(file, p + "ffn_down.weight", c.ffn_dim, c.dim, pool));
   }
   LADDER_ASSIGN_OR_RETURN(w.output_norm, load_vector(file, "output_norm.weight", c.dim));

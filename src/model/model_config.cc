@@ -35,9 +35,9 @@ Result<int64_t> bounded_or(const gguf::GgufFile& file, const std::string& key, i
 Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
   ModelConfig c;
   LADDER_ASSIGN_OR_RETURN(c.arch, file.get_string("general.architecture"));
-  if (c.arch != "llama" && c.arch != "mistral" && c.arch != "qwen2" && c.arch != "qwen3") {
+  if (c.arch != "llama" && c.arch != "mistral" && c.arch != "qwen2" && c.arch != "qwen3" && c.arch != "phi3") {
     return unimplemented("unsupported model architecture '" + c.arch +
-                         "' (general.architecture); Ladder runs llama, mistral, qwen2 and qwen3");
+                         "' (general.architecture); Ladder runs llama, mistral, qwen2, qwen3 and phi3");
   }
   const std::string a = c.arch + ".";
   LADDER_ASSIGN_OR_RETURN(c.dim, bounded(file, a + "embedding_length", 1, kMaxDim));
@@ -68,10 +68,21 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
   c.rope_freq_base = static_cast<float>(base);
   LADDER_ASSIGN_OR_RETURN(c.rope_dims, bounded_or(file, a + "rope.dimension_count", c.head_dim, 2, c.head_dim));
   if (c.rope_dims % 2 != 0) return invalid_argument("rope.dimension_count must be even");
-  const bool qwen = c.arch == "qwen2" || c.arch == "qwen3";
-  c.rope_style = qwen ? ops::RopeStyle::kNeox : ops::RopeStyle::kNormal;
+  const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "phi3";
+  c.rope_style = neox ? ops::RopeStyle::kNeox : ops::RopeStyle::kNormal;
   c.qkv_bias = c.arch == "qwen2";
   c.qk_norm = c.arch == "qwen3";
+  c.fused_projections = c.arch == "phi3";
+  // Sliding-window attention: a query sees the last `window` positions. Ladder
+  // attends to the whole context, which is the same while the context is no
+  // longer than the window: the context is capped there.
+  if (const gguf::Value* v = file.find(a + "attention.sliding_window"); v != nullptr) {
+    LADDER_ASSIGN_OR_RETURN(const int64_t window, bounded(file, a + "attention.sliding_window", 1, kMaxContext));
+    if (window < c.context_length) {
+      c.sliding_window = window;
+      c.context_length = window;
+    }
+  }
 
   // Frequency scaling as declared. llama3-style per-pair factors come from the
   // rope_freqs.weight tensor and are applied at load (LlamaModel::load).

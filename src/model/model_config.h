@@ -16,7 +16,7 @@ class GgufFile;
 namespace ladder::model {
 
 struct ModelConfig {
-  std::string arch;        // llama | mistral | qwen2 | qwen3
+  std::string arch;        // llama | mistral | qwen2 | qwen3 | phi3
   int64_t n_vocab = 0;
   int64_t dim = 0;         // embedding_length
   int64_t n_layers = 0;    // block_count
@@ -34,6 +34,12 @@ struct ModelConfig {
   std::vector<float> rope_inv_freq;
   bool qkv_bias = false;     // qwen2
   bool qk_norm = false;      // qwen3: RMSNorm of each head's Q and K (own weights) before RoPE
+  // phi3: Q, K and V in one matrix (attn_qkv, rows in that order) and the
+  // FFN's gate and up in one (ffn_up, gate rows first).
+  bool fused_projections = false;
+  // The model's sliding attention window when it is shorter than its
+  // trained context; context_length is then capped to it (0: none).
+  int64_t sliding_window = 0;
   bool tied_output = false;  // output head shares token_embd
 
   int64_t q_dim() const { return n_heads * head_dim; }

@@ -26,7 +26,7 @@ Status check_dims(const SynthOptions& o) {
   bool known = false;
   for (const char* a : kSynthArchitectures) known = known || o.arch == a;
   if (!known) {
-    return invalid_argument("--arch '" + o.arch + "' is not one synth writes (llama, mistral, qwen2, qwen3)");
+    return invalid_argument("--arch '" + o.arch + "' is not one synth writes (llama, mistral, qwen2, qwen3, phi3)");
   }
   if (o.weights == SynthWeights::kRetrieval && o.arch != "llama") {
     return invalid_argument("the retrieval construction is a llama model: --arch llama");
@@ -60,9 +60,14 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
   for (int64_t l = 0; l < o.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     plan.push_back({p + "attn_norm.weight", o.dim, 0});
-    plan.push_back({p + "attn_q.weight", o.dim, o.n_heads * head_dim});
-    plan.push_back({p + "attn_k.weight", o.dim, o.n_kv_heads * head_dim});
-    plan.push_back({p + "attn_v.weight", o.dim, o.n_kv_heads * head_dim});
+    const bool fused = o.arch == "phi3";
+    if (fused) {
+      plan.push_back({p + "attn_qkv.weight", o.dim, (o.n_heads + 2 * o.n_kv_heads) * head_dim});
+    } else {
+      plan.push_back({p + "attn_q.weight", o.dim, o.n_heads * head_dim});
+      plan.push_back({p + "attn_k.weight", o.dim, o.n_kv_heads * head_dim});
+      plan.push_back({p + "attn_v.weight", o.dim, o.n_kv_heads * head_dim});
+    }
     if (o.arch == "qwen2") {
       plan.push_back({p + "attn_q.bias", o.n_heads * head_dim, 0, Planned::Fill::kBias});
       plan.push_back({p + "attn_k.bias", o.n_kv_heads * head_dim, 0, Planned::Fill::kBias});
@@ -74,8 +79,12 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
     }
     plan.push_back({p + "attn_output.weight", o.n_heads * head_dim, o.dim});
     plan.push_back({p + "ffn_norm.weight", o.dim, 0});
-    plan.push_back({p + "ffn_gate.weight", o.dim, o.ffn_dim});
-    plan.push_back({p + "ffn_up.weight", o.dim, o.ffn_dim});
+    if (fused) {  // gate rows, then up rows
+      plan.push_back({p + "ffn_up.weight", o.dim, 2 * o.ffn_dim});
+    } else {
+      plan.push_back({p + "ffn_gate.weight", o.dim, o.ffn_dim});
+      plan.push_back({p + "ffn_up.weight", o.dim, o.ffn_dim});
+    }
     plan.push_back({p + "ffn_down.weight", o.ffn_dim, o.dim});
   }
   plan.push_back({"output_norm.weight", o.dim, 0});

@@ -24,12 +24,15 @@ enum class SynthWeights {
 // The architectures `ladder synth --arch` writes, as llama.cpp names them:
 // llama; mistral (llama's tensors under its own name); qwen2 (llama's plus
 // Q, K and V biases, NeoX-style RoPE: Ladder's model reads the name); qwen3
-// (llama's plus per-head Q and K RMSNorm weights, NeoX-style RoPE).
-inline constexpr const char* kSynthArchitectures[] = {"llama", "mistral", "qwen2", "qwen3"};
+// (llama's plus per-head Q and K RMSNorm weights, NeoX-style RoPE); phi3
+// (Q, K and V in one attn_qkv matrix, gate and up in one ffn_up, NeoX-style
+// RoPE; sliding_window, when set, is written as its attention window).
+inline constexpr const char* kSynthArchitectures[] = {"llama", "mistral", "qwen2", "qwen3", "phi3"};
 
 struct SynthOptions {
   SynthWeights weights = SynthWeights::kRandom;
   std::string arch = "llama";  // one of kSynthArchitectures; the retrieval construction is llama only
+  int64_t sliding_window = 0;  // ARCH.attention.sliding_window; 0: not written
   int64_t dim = 128;
   int64_t n_layers = 2;
   int64_t n_heads = 4;

@@ -92,6 +92,7 @@ void add_model_metadata(gguf::GgufWriter& w, const SynthOptions& o, int64_t n_vo
   w.set_f32(a + "rope.freq_base", static_cast<float>(rope_freq_base));
   w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(o.dim / o.n_heads));
   w.set_u32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
+  if (o.sliding_window > 0) w.set_u32(a + "attention.sliding_window", static_cast<uint32_t>(o.sliding_window));
 }
 
 Status add_matrix(gguf::GgufWriter& w, const std::string& name, TensorType type, int64_t n_in, int64_t n_out,

@@ -1,9 +1,11 @@
-// Every architecture `ladder synth --arch` writes (llama, mistral, qwen2, qwen3):
+// Every architecture `ladder synth --arch` writes (llama, mistral, qwen2,
+// qwen3, phi3):
 // a synthetic F32 model of each loads under its own name, and its
 // log-probabilities over the whole vocabulary after each of 10 tokens match
 // the independent float64 reference (llama_reference.py, numpy, sharing no
 // code with the engine), which applies qwen2's Q/K/V biases, qwen3's
-// per-head Q/K norms and their NeoX-style RoPE itself. A qwen2 model without its biases is refused.
+// per-head Q/K norms, phi3's fused projections and their NeoX-style RoPE
+// itself. A sliding window shorter than the context caps the context. A qwen2 model without its biases is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,7 +59,7 @@ TEST_P(Architectures, LoadsUnderItsNameAndMatchesTheFloat64Reference) {
   EXPECT_GT(spread, 0.05) << "the model is too flat for the comparison to mean anything";
 }
 
-INSTANTIATE_TEST_SUITE_P(Synth, Architectures, ::testing::Values("llama", "mistral", "qwen2", "qwen3"),
+INSTANTIATE_TEST_SUITE_P(Synth, Architectures, ::testing::Values("llama", "mistral", "qwen2", "qwen3", "phi3"),
                          [](const auto& p) { return p.param; });
 
 TEST(Architectures, AQwen2ModelWithoutItsBiasesIsRefused) {
@@ -82,6 +84,44 @@ TEST(Architectures, AQwen2ModelWithoutItsBiasesIsRefused) {
   auto m = model::LlamaModel::load(*file);
   ASSERT_FALSE(m.is_ok());
   EXPECT_NE(m.status().message().find("attn_q.bias"), std::string::npos) << m.status().message();
+}
+
+// phi3's Q, K, V (and gate, up) are row ranges of one matrix: in a quantized
+// file a range starts at its first row's bytes, not at an F32 offset. The
+// same random weights in F32 (checked against the reference above) and Q8_0
+// agree to Q8_0's rounding; a range misplaced in the quantized bytes would not.
+TEST(Architectures, FusedProjectionsOfAQuantizedFileAreTheRightRows) {
+  model::SynthOptions o = small("phi3");
+  const std::string f32 = temp_dir() + "/phi3_f32.gguf", q8 = temp_dir() + "/phi3_q8.gguf";
+  ASSERT_TRUE(model::write_synthetic_model(o, f32).is_ok());
+  o.dtype = TensorType::kQ8_0;
+  ASSERT_TRUE(model::write_synthetic_model(o, q8).is_ok());
+  auto a = load_model(f32);
+  auto b = load_model(q8);
+  ASSERT_TRUE(a.model && b.model);
+  const std::vector<int32_t> seq = {1, 40, 300, 7, 99, 12, 480, 256};
+  ops::ThreadPool pool(2);
+  const double diff = max_abs_difference(model_logprobs(*a.model, seq, pool), model_logprobs(*b.model, seq, pool));
+  std::printf("phi3 F32 vs Q8_0: max |logprob difference| %.3g\n", diff);
+  EXPECT_LT(diff, 0.15);  // unfused llama at these weights: 0.07
+}
+
+TEST(Architectures, ASlidingWindowShorterThanTheContextCapsTheContext) {
+  model::SynthOptions o = small("phi3");
+  o.sliding_window = 48;
+  const std::string path = temp_dir() + "/phi3_window.gguf";
+  ASSERT_TRUE(model::write_synthetic_model(o, path).is_ok());
+  auto m = load_model(path);
+  ASSERT_TRUE(m.model);
+  EXPECT_EQ(m.model->config().sliding_window, 48);
+  EXPECT_EQ(m.model->config().context_length, 48);
+  o.sliding_window = 4096;  // longer than the context: nothing to cap
+  const std::string wide = temp_dir() + "/phi3_wide_window.gguf";
+  ASSERT_TRUE(model::write_synthetic_model(o, wide).is_ok());
+  m = load_model(wide);
+  ASSERT_TRUE(m.model);
+  EXPECT_EQ(m.model->config().sliding_window, 0);
+  EXPECT_EQ(m.model->config().context_length, 128);
 }
 
 TEST(Architectures, SynthRefusesWhatItCannotWrite) {

@@ -67,7 +67,8 @@ TEST(BatchInvariance, Stories260K) {
   check_invariance(*m.model);
 }
 
-// Other architectures: qwen2's biases, qwen3's per-head norms and their
+// Other architectures: qwen2's biases, qwen3's per-head norms, phi3's fused
+// projections (Q8_0 rows bound inside one matrix) and their
 // NeoX-style RoPE keep it.
 class ArchitectureInvariance : public ::testing::TestWithParam<std::string> {};
 
@@ -85,7 +86,7 @@ TEST_P(ArchitectureInvariance, Synthetic) {
   check_invariance(*m.model);
 }
 
-INSTANTIATE_TEST_SUITE_P(Qwen, ArchitectureInvariance, ::testing::Values("qwen2", "qwen3"),
+INSTANTIATE_TEST_SUITE_P(Synth, ArchitectureInvariance, ::testing::Values("qwen2", "qwen3", "phi3"),
                          [](const auto& p) { return p.param; });
 
 class SyntheticInvariance : public ::testing::TestWithParam<TensorType> {};

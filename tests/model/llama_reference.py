@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Independent float64 reference of the Llama forward pass, for tests.
 
-Reads an F32 GGUF of the llama, mistral, qwen2 or qwen3 architecture (qwen2:
-Q, K and V biases; qwen3: each head's Q and K RMS-normalized with their own
-weights; both: RoPE rotating the pairs (i, i + d/2) -- llama.cpp's NeoX
-style -- instead of (2i, 2i + 1)) with its own minimal parser (numpy only),
+Reads an F32 GGUF of the llama, mistral, qwen2, qwen3 or phi3 architecture
+(qwen2: Q, K and V biases; qwen3: each head's Q and K RMS-normalized with
+their own weights; phi3: Q, K and V in one matrix, gate and up in one; all
+three: RoPE rotating the pairs (i, i + d/2) -- llama.cpp's NeoX style --
+instead of (2i, 2i + 1)) with its own minimal parser (numpy only),
 runs the tokens given on the command line one at a time, and prints, as JSON,
 the natural-log softmax of the logits after each token:
     llama_reference.py MODEL.gguf TOKEN [TOKEN ...]  ->  [[lp_0, ...], ...]
@@ -89,7 +90,7 @@ def main():
     def rmsnorm(x, g):
         return x / np.sqrt(np.mean(x * x) + eps) * g
 
-    neox = arch in ('qwen2', 'qwen3')
+    neox = arch in ('qwen2', 'qwen3', 'phi3')
 
     def rope(v, pos):
         v = v.reshape(-1, hd).copy()
@@ -100,7 +101,13 @@ def main():
             v[:, j], v[:, k] = a * c - b * s, a * s + b * c
         return v.reshape(-1)
 
+    q_rows, kv_rows = n_heads * hd, n_kv * hd
+
     def project(p, name, h):
+        if p + 'attn_qkv.weight' in infos:  # phi3: Q, K and V rows in one matrix
+            start = {'attn_q': 0, 'attn_k': q_rows, 'attn_v': q_rows + kv_rows}[name]
+            rows = q_rows if name == 'attn_q' else kv_rows
+            return w(p + 'attn_qkv.weight')[start:start + rows] @ h
         y = w(p + name + '.weight') @ h
         return y + w(p + name + '.bias') if p + name + '.bias' in infos else y
 
@@ -129,7 +136,11 @@ def main():
                 att[head * hd:(head + 1) * hd] = sum(pj * v[kvh * hd:(kvh + 1) * hd] for pj, v in zip(probs, vals[l]))
             x = x + w(p + 'attn_output.weight') @ att
             h = rmsnorm(x, w(p + 'ffn_norm.weight'))
-            g, u = w(p + 'ffn_gate.weight') @ h, w(p + 'ffn_up.weight') @ h
+            if p + 'ffn_gate.weight' in infos:
+                g, u = w(p + 'ffn_gate.weight') @ h, w(p + 'ffn_up.weight') @ h
+            else:  # phi3: gate rows, then up rows, in ffn_up
+                gu = w(p + 'ffn_up.weight') @ h
+                g, u = gu[:len(gu) // 2], gu[len(gu) // 2:]
             x = x + w(p + 'ffn_down.weight') @ (g / (1.0 + np.exp(-g)) * u)
         logits = w(out_name) @ rmsnorm(x, w('output_norm.weight'))
         shifted = logits - logits.max()
