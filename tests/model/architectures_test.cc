@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <fstream>
 #include <random>
 
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "model/synth.h"
 #include "model_test_util.h"
 #include "test_support.h"
@@ -122,6 +124,30 @@ TEST(Architectures, ASlidingWindowShorterThanTheContextCapsTheContext) {
   ASSERT_TRUE(m.model);
   EXPECT_EQ(m.model->config().sliding_window, 0);
   EXPECT_EQ(m.model->config().context_length, 128);
+}
+
+// The same file with phi3's LongRoPE factors added: refused at load, naming them.
+TEST(Architectures, LongRopeFactorsAreRefusedNamingThem) {
+  const std::string path = temp_dir() + "/phi3_plain.gguf";
+  ASSERT_TRUE(model::write_synthetic_model(small("phi3"), path).is_ok());
+  auto plain = gguf::GgufFile::open(path);
+  ASSERT_TRUE(plain.is_ok());
+  gguf::GgufWriter w;
+  for (const auto& [key, value] : plain->metadata()) w.set(key, value);
+  for (const auto& t : plain->tensors()) {
+    ASSERT_TRUE(w.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes)).is_ok());
+  }
+  const std::vector<float> factors(8, 1.0f);  // rope dims 16: 8 pairs
+  std::vector<uint8_t> bytes(factors.size() * sizeof(float));
+  std::memcpy(bytes.data(), factors.data(), bytes.size());
+  ASSERT_TRUE(w.add_tensor("rope_factors_long.weight", TensorType::kF32, {factors.size()}, bytes).is_ok());
+  const std::string longrope = temp_dir() + "/phi3_longrope.gguf";
+  ASSERT_TRUE(w.write(longrope).is_ok());
+  auto file = gguf::GgufFile::open(longrope);
+  ASSERT_TRUE(file.is_ok());
+  auto m = model::LlamaModel::load(*file);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("rope_factors_long.weight"), std::string::npos) << m.status().message();
 }
 
 TEST(Architectures, SynthRefusesWhatItCannotWrite) {
