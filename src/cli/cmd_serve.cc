@@ -373,13 +373,10 @@ Result<climb::ServedIdentity> identity_of(const std::string& model_path) {
 
 // The shadow's rules for a ledger entry: the margins it was decided under.
 climb::ShadowRules rules_of(const climb::LedgerEntry& e) {
-  if (auto rules = climb::ShadowRules::from_ledger_margin(e.json.value("margin", nlohmann::json()));
-      rules.is_ok()) {
-    return *rules;
-  } else {
-    spdlog::warn("ledger line {}: {}; the shadow judges rung {} '{}' by the default margins", e.line,
-                 rules.status().message(), e.rung, e.name);
-  }
+  auto rules = climb::ShadowRules::from_ledger_margin(e.json.value("margin", nlohmann::json()));
+  if (rules.is_ok()) return *rules;
+  spdlog::warn("ledger line {}: {}; the shadow judges rung {} '{}' by the default margins", e.line,
+               rules.status().message(), e.rung, e.name);
   return climb::ShadowRules::from_policy(climb::ClimbPolicy{});
 }
 

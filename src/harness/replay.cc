@@ -1,7 +1,5 @@
 #include "harness/replay.h"
 
-#include <cctype>
-
 #include <sys/resource.h>
 
 #include <atomic>
@@ -24,16 +22,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// Whether a slice name can be sent as x-ladder-slice: 1 to 64 letters,
-// digits, '_', '-' or '.' (what the server accepts).
-bool slice_header_value(const std::string& slice) {
-  if (slice.empty() || slice.size() > 64) return false;
-  for (char c : slice) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
-  }
-  return true;
-}
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -182,7 +170,7 @@ class UnitRunner {
     if (r.deadline_ms) spec.headers.emplace_back("x-ladder-deadline-ms", fmt::format("{}", *r.deadline_ms));
     // The slice, for a Ladder server's shadow verification (other servers
     // ignore the header); a name the header cannot carry is not sent.
-    if (slice_header_value(r.slice)) spec.headers.emplace_back("x-ladder-slice", r.slice);
+    if (is_header_slice_name(r.slice)) spec.headers.emplace_back("x-ladder-slice", r.slice);
 
     progress_.sent.fetch_add(1);
     progress_.in_flight.fetch_add(1);

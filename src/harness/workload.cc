@@ -1,5 +1,7 @@
 #include "harness/workload.h"
 
+#include <cctype>
+
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -173,5 +175,13 @@ std::string write_native_workload(const std::vector<WorkloadRequest>& requests) 
   return out;
 }
 
+
+bool is_header_slice_name(std::string_view slice) {
+  if (slice.empty() || slice.size() > 64) return false;
+  for (char c : slice) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
+  }
+  return true;
+}
 
 }  // namespace ladder::harness

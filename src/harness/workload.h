@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -61,7 +62,7 @@ struct WorkloadRequest {
 
   int max_tokens = 16;
   Slo slo;
-  std::string slice = "default";
+  std::string slice = "default";  // is_header_slice_name() for the x-ladder-slice header
   std::optional<Expectation> expect;
   std::optional<uint64_t> seed;  // sent as the request's "seed" (sampling is at temperature 0 anyway)
 
@@ -96,5 +97,10 @@ Result<Workload> parse_native_workload(const std::string& text, bool strict);
 
 // Writes native JSONL (one request a line, trailing newline).
 std::string write_native_workload(const std::vector<WorkloadRequest>& requests);
+
+// Whether a slice name can travel in the x-ladder-slice header: 1 to 64
+// letters, digits, '_', '-' or '.'. `ladder replay` sends such names; a
+// Ladder server accepts only them (and judges shadow verification by them).
+bool is_header_slice_name(std::string_view slice);
 
 }  // namespace ladder::harness

@@ -186,8 +186,16 @@ Result<std::vector<Rollback>> load_rollbacks(const std::string& path) {
     LADDER_ASSIGN_OR_RETURN(r.reason, string_field(j, "reason", where));
     if (!j.value("load", json()).is_number()) return invalid_argument(where + ": 'load' must be a number");
     r.load = j["load"].get<double>();
+    if (j.value("schema_version", 0) < 1 || j.value("schema_version", 0) > kRollbackSchemaVersion) {
+      return invalid_argument(fmt::format("{}: a rollback's 'schema_version' must be 1 to {}", where,
+                                          kRollbackSchemaVersion));
+    }
     LADDER_RETURN_IF_ERROR(rung_of("from", r.from_rung, r.from_name));
     LADDER_RETURN_IF_ERROR(rung_of("to", r.to_rung, r.to_name));
+    if (r.to_rung >= r.from_rung) {
+      return invalid_argument(fmt::format("{}: a rollback goes to a lower rung (from {} to {})", where, r.from_rung,
+                                          r.to_rung));
+    }
     r.json = std::move(j);
     out.push_back(std::move(r));
   }

@@ -72,6 +72,7 @@ inline constexpr const char* kCalibrationKind = "ladder.calibration";
 // "slices": [every slice's standing]}. Never undone automatically: `serve
 // --ledger` keeps serving "to" for that climb and load until a new climb.
 inline constexpr const char* kRollbackKind = "ladder.rollback";
+inline constexpr int kRollbackSchemaVersion = 1;
 
 struct Rollback {
   int line = 0;
@@ -87,7 +88,9 @@ struct Rollback {
   nlohmann::json json;  // the whole line
 };
 
-// Every rollback line, in file order (load_ledger skips them).
+// Every rollback line, in file order (load_ledger skips them). A line of an
+// unknown schema version, without its fields, or whose "to" rung is not
+// below its "from" rung is an error naming its line.
 Result<std::vector<Rollback>> load_rollbacks(const std::string& path);
 // One line per rollback, for `ladder ledger show`.
 std::string format_rollbacks(const std::vector<Rollback>& rollbacks);

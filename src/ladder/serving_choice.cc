@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -155,19 +156,17 @@ ServingChoice choose_serving(const std::vector<LedgerEntry>& entries, const Serv
                                          id, loads.size() > 1 ? "s" : "", fmt::join(labels, ", "),
                                          load_label(load), load_label(at)));
     }
-    // Rollbacks stand until a new climb.
+    // Rollbacks stand until a new climb (each goes down a rung: load_rollbacks).
     bool rolled_back = false;
-    for (bool again = true; again && serving != nullptr && serving->decision != "baseline";) {
-      again = false;
-      for (const Rollback& r : rollbacks) {
-        if (r.climb_id != id || r.load != at || r.from_rung != serving->rung) continue;
-        choice.notes.push_back(fmt::format("climb {}: rung {} '{}' was rolled back at {} ({}): serving rung {} '{}'",
-                                           id, r.from_rung, r.from_name, r.timestamp, r.reason, r.to_rung,
-                                           r.to_name));
-        serving = serving_entry(entries, id, at, r.to_rung);
-        rolled_back = again = true;
-        break;
-      }
+    while (serving != nullptr && serving->decision != "baseline") {
+      const auto r = std::find_if(rollbacks.begin(), rollbacks.end(), [&](const Rollback& x) {
+        return x.climb_id == id && x.load == at && x.from_rung == serving->rung;
+      });
+      if (r == rollbacks.end()) break;
+      choice.notes.push_back(fmt::format("climb {}: rung {} '{}' was rolled back at {} ({}): serving rung {} '{}'", id,
+                                         r->from_rung, r->from_name, r->timestamp, r->reason, r->to_rung, r->to_name));
+      serving = serving_entry(entries, id, at, r->to_rung);
+      rolled_back = true;
     }
     if (serving == nullptr || serving->decision == "baseline") {
       choice.summary = fmt::format("ledger: climb {} matches and {} above rung 1{}: serving rung 1", id,

@@ -171,6 +171,11 @@ void ShadowEvidence::look(Slice& s) const {
   }
 }
 
+std::string ShadowEvidence::slice_key(const std::string& slice) const {
+  if (slices_.count(slice) > 0 || slices_.size() < kMaxSlices) return slice;
+  return "other";
+}
+
 std::vector<SliceStanding> ShadowEvidence::standings() const {
   std::vector<SliceStanding> out;
   for (const auto& [name, s] : slices_) out.push_back(s.standing);

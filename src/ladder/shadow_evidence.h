@@ -90,6 +90,7 @@ class ShadowEvidence {
  public:
   static constexpr int kWindow = 4;           // shadowed requests per window
   static constexpr size_t kKeptFailures = 4;  // first failures kept per slice
+  static constexpr size_t kMaxSlices = 32;    // slices judged apart; later names count as "other"
 
   explicit ShadowEvidence(ShadowRules rules) : rules_(std::move(rules)) {}
 
@@ -97,7 +98,9 @@ class ShadowEvidence {
   // below its margin (once per slice: a slice below stays below).
   std::optional<SliceStanding> record(const ShadowOutcome& outcome);
   std::vector<SliceStanding> standings() const;
-  bool has_slice(const std::string& slice) const { return slices_.count(slice) > 0; }
+  // The slice an outcome named `slice` is judged and counted in: its own, or
+  // "other" once kMaxSlices others are tracked (names come from clients).
+  std::string slice_key(const std::string& slice) const;
   const ShadowRules& rules() const { return rules_; }
   // Forgets every outcome (a new configuration serves).
   void reset() { slices_.clear(); }

@@ -1,7 +1,5 @@
 #include "server/request_builder.h"
 
-#include <cctype>
-
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/regex_to_gbnf.h"
 #include "grammar/tool_call_grammar.h"
+#include "harness/workload.h"
 #include "server/deadline.h"
 #include "server/openai_request.h"
 
@@ -36,15 +35,6 @@ std::string random_response_id(const char* prefix) {
 namespace {
 // Distinct grammars (response formats, tool sets) kept compiled.
 constexpr size_t kGrammarCacheEntries = 64;
-
-// Empty (none) or 1..64 of [A-Za-z0-9_.-].
-bool valid_slice_name(const std::string& s) {
-  if (s.size() > 64) return false;
-  for (char c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
-  }
-  return true;
-}
 }  // namespace
 
 Planner::Planner(const tokenizer::Tokenizer& tokenizer, const tokenizer::ChatTemplate& chat_template,
@@ -412,7 +402,7 @@ std::optional<ApiError> RequestBuilder::build(ApiKind kind, const HttpRequest& h
   }
 
   plan.slice = http.header("x-ladder-slice");
-  if (!valid_slice_name(plan.slice)) {
+  if (!plan.slice.empty() && !harness::is_header_slice_name(plan.slice)) {
     return invalid_field("x-ladder-slice",
                          "header x-ladder-slice names a workload slice: 1 to 64 letters, digits, '_', '-' or '.'");
   }

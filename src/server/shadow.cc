@@ -98,13 +98,12 @@ void ShadowVerifier::run() {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
       if (stopping_) return;
+      // Only this thread rolls back, and a rollback empties the queue: what
+      // is queued was served by the configuration serving now.
       c = std::move(pending_.front());
       pending_.pop_front();
-      if (c.generation != generation_.load()) {
-        ++stale_;
-        continue;
-      }
     }
+    c.slice = evidence_.slice_key(c.slice);
     engine::Request r = c.request;
     r.constraint = c.grammar ? std::make_shared<GrammarConstraint>(c.grammar) : nullptr;
     r.scheduling = engine::SchedulingClass{};
@@ -138,12 +137,7 @@ void ShadowVerifier::run() {
     std::optional<climb::SliceStanding> below;
     {
       std::lock_guard lock(mu_);
-      if (c.generation != generation_.load()) {
-        ++stale_;
-        continue;
-      }
       ++(outcome.verified ? verified_ : failed_);
-      if (evidence_.standings().size() >= kMaxSlices && !evidence_.has_slice(outcome.slice)) outcome.slice = "other";
       below = evidence_.record(outcome);
     }
     if (below) roll_back(*below);
@@ -214,7 +208,7 @@ void ShadowVerifier::roll_back(const climb::SliceStanding& s) {
     for (const auto& st : evidence_.standings()) slices.push_back(climb::to_json(st));
     const engine::EngineConfig& rc = reference_->config();
     line = {{"kind", climb::kRollbackKind},
-            {"schema_version", 1},
+            {"schema_version", climb::kRollbackSchemaVersion},
             {"timestamp", harness::iso8601_utc_now()},
             {"climb_id", config_.climb_id},
             {"load", config_.load},
@@ -222,10 +216,7 @@ void ShadowVerifier::roll_back(const climb::SliceStanding& s) {
             {"to", {{"rung", to->rung}, {"name", to->name}}},
             {"slice", s.slice},
             {"reason", reason},
-            {"identity",
-             {{"model_digest", rc.model_digest},
-              {"tokenizer_digest", rc.tokenizer_digest},
-              {"engine_revision", git_revision()}}},
+            {"identity", climb::to_json(climb::ServedIdentity{rc.model_digest, rc.tokenizer_digest, git_revision()})},
             {"evidence", climb::to_json(s)},
             {"slices", slices},
             {"rule",

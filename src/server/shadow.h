@@ -132,8 +132,6 @@ class ShadowVerifier {
                              engine::FinishReason reference_finish) const;
   void roll_back(const climb::SliceStanding& standing);
 
-  static constexpr size_t kMaxSlices = 32;  // more distinct names count as "other"
-
   ShadowConfig config_;
   SwitchFn switch_to_;
   std::unique_ptr<engine::Engine> reference_;

@@ -282,12 +282,22 @@ TEST(ServingChoice, ARollbackStandsUntilANewClimb) {
   c = choose_serving(*entries, kRunning, {}, pairs, digest_m2, 1.0, *rollbacks);
   ASSERT_NE(c.entry, nullptr) << c.summary;
   EXPECT_EQ(c.entry->climb_id, "c2");
-  // A rollback line without its rungs is an error naming its line.
+  // A rollback line without its rungs, one that does not go down a rung
+  // (serve --ledger would follow it forever) or of an unknown version is an
+  // error naming its line.
   json bad = rollback("c1", 2, "q4", 1, "dense");
   bad.erase("to");
   auto r = load_rollbacks(write_ledger({bad}));
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("line 1"), std::string::npos);
+  r = load_rollbacks(write_ledger({rollback("c1", 1, "dense", 2, "q4")}));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("lower rung"), std::string::npos) << r.status().message();
+  bad = rollback("c1", 2, "q4", 1, "dense");
+  bad["schema_version"] = 9;
+  r = load_rollbacks(write_ledger({bad}));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("schema_version"), std::string::npos) << r.status().message();
 }
 
 TEST(ServingChoice, TheLatestMatchingClimbDecides) {

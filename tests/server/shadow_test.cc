@@ -5,7 +5,8 @@
 //    never rolls back; under a flood the reference stays inside its CPU budget;
 //  - through HTTP: a server serving a promoted q4 KV configuration from its
 //    ledger rolls back to rung 1 when traffic turns to long prompts that q4
-//    gets wrong, writes the evidence to the ledger, serves new requests at
+//    gets wrong (with requests in flight across the switch, all answered),
+//    writes the evidence to the ledger, serves new requests at
 //    rung 1 (exact against the reference) and keeps the rollback when
 //    restarted; a tenant that opts out is never shadowed.
 #include "server/shadow.h"
@@ -13,8 +14,10 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -265,25 +268,36 @@ TEST(ShadowServe, APromotedQ4RollsBackToRungOneWhenLongPromptsStopVerifying) {
               {{"prompt", "Once upon a time"}, {"max_tokens", 8 + i}, {"temperature", 0}},
               {{"x-ladder-slice", "short"}});
   }
-  // Then long prompts (classified long_context), until the rollback.
+  // Then long prompts (classified long_context) from four clients at once
+  // until the rollback, so that requests are in flight while the engine
+  // switches: every one of them is still answered in full.
+  std::mutex mu;
   std::set<std::string> long_ids;
-  int sent = 0;
-  double rollbacks = 0;
-  while (sent < 96 && rollbacks == 0) {
-    for (int k = 0; k < 16; ++k, ++sent) {
-      const json r = post_json(s.port(), "/v1/completions",
-                               {{"prompt", long_prompt(sent)}, {"max_tokens", 20}, {"temperature", 0}});
-      long_ids.insert(r.value("id", ""));
-    }
-    for (int w = 0; w < 100 && rollbacks == 0; ++w) {
-      const std::string m = metrics(s.port());
-      rollbacks = metric_value(m, "ladder_shadow_rollbacks_total");
-      if (metric_value(m, "ladder_shadow_pending") == 0 && rollbacks == 0) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+  std::vector<int> statuses;
+  std::atomic<int> sent{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&] {
+      for (int i = sent++; i < 96 && !stop; i = sent++) {
+        testing::HttpReply r = testing::http_request(
+            s.port(), "POST", "/v1/completions",
+            json{{"prompt", long_prompt(i)}, {"max_tokens", 20}, {"temperature", 0}}.dump());
+        std::lock_guard lock(mu);
+        statuses.push_back(r.status);
+        if (r.status == 200) long_ids.insert(json::parse(r.body).value("id", ""));
+      }
+    });
   }
+  double rollbacks = 0;
+  for (int w = 0; w < 600 && rollbacks == 0; ++w) {
+    rollbacks = metric_value(metrics(s.port()), "ladder_shadow_rollbacks_total");
+    if (rollbacks == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  stop = true;
+  for (auto& t : clients) t.join();
   ASSERT_EQ(rollbacks, 1) << "after " << sent << " long prompts:\n" << metrics(s.port()) << s.log();
-  EXPECT_LE(sent, 64) << "a slice that rarely verifies is found at the first or second look (32, 48 requests)";
+  for (int st : statuses) EXPECT_EQ(st, 200);
   EXPECT_NE(s.log().find("rolled back rung 2 'q4-kv' -> rung 1 'dense'"), std::string::npos) << s.log();
 
   // The evidence, in /v1/models and in the ledger.
@@ -293,6 +307,8 @@ TEST(ShadowServe, APromotedQ4RollsBackToRungOneWhenLongPromptsStopVerifying) {
   ASSERT_EQ(facts["shadow"]["rollbacks"].size(), 1u);
   const json& evidence = facts["shadow"]["rollbacks"][0]["evidence"];
   EXPECT_EQ(evidence["slice"], "long_context");
+  // A slice that rarely verifies is found at the first look: 8 windows of 4.
+  EXPECT_EQ(evidence["shadowed"], 8 * climb::ShadowEvidence::kWindow);
   EXPECT_LT(evidence["upper"].get<double>(), 0.9);
   ASSERT_FALSE(evidence["first_failures"].empty());
   EXPECT_EQ(long_ids.count(evidence["first_failures"][0]["request_id"].get<std::string>()), 1u);
