@@ -25,6 +25,7 @@ struct SynthArgs {
   uint64_t seed = 0;
   int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0;
   bool tied = false;
+  int64_t sliding_window = 0;
 };
 
 int run_synth(const SynthArgs& a) {
@@ -46,6 +47,7 @@ int run_synth(const SynthArgs& a) {
   if (a.vocab) o.n_vocab = a.vocab;
   if (a.ctx) o.context_length = a.ctx;
   if (a.tied) o.tied_output = true;
+  o.sliding_window = a.sliding_window;
   o.seed = a.seed;
   o.arch = a.arch;
   auto type = tensor_type_from_name(a.dtype);
@@ -111,9 +113,12 @@ CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
                   "Architecture, with llama.cpp's metadata keys and tensor names: llama; mistral (llama's tensors "
                   "under its own name); qwen2 (adds Q, K and V biases; NeoX-style RoPE); qwen3 (adds per-head Q and K "
                   "RMSNorm weights; NeoX-style RoPE); phi3 (Q, K and V in one attn_qkv matrix, gate and up in one "
-                  "ffn_up; NeoX-style RoPE)")
+                  "ffn_up; NeoX-style RoPE); gemma2 (adds norms of the attention and FFN outputs, GELU FFN, "
+                  "embedding scaled by sqrt(dim), soft caps 50 on attention scores and 30 on logits; tied output, "
+                  "NeoX-style RoPE); gemma3 (gemma2's tensors plus per-head Q and K norms, no soft caps)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "phi3"}));
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(model::kSynthArchitectures),
+                                                     std::end(model::kSynthArchitectures))));
   cmd->add_option("--dim", a->dim, "Embedding width (overrides the preset)");
   cmd->add_option("--layers", a->layers, "Transformer blocks");
   cmd->add_option("--heads", a->heads, "Attention heads");
@@ -125,6 +130,9 @@ CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Random seed (retrieval: of the token codes)")->capture_default_str();
   cmd->add_flag("--tied", a->tied, "Share the output head with the token embedding");
+  cmd->add_option("--sliding-window", a->sliding_window,
+                  "Write ARCH.attention.sliding_window: the sliding layers' queries see this many positions")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--vocab-from", a->vocab_from,
                   "Copy the tokenizer from this GGUF (default when present: ../shared/models/stories260K.gguf for "
                   "--preset retrieval, ../shared/tokenizers/ggml-vocab-llama-spm.gguf otherwise)");

@@ -55,11 +55,13 @@ struct LlamaModel::Weights {
     Matrix wv;          // [kv_dim][dim]
     Matrix wo;          // [dim][q_dim]
     std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] (qwen2 only)
-    std::vector<float> q_norm, k_norm;  // [head_dim] each (qwen3 only)
+    std::vector<float> q_norm, k_norm;  // [head_dim] each (qwen3, gemma3)
+    std::vector<float> post_attn_norm;  // [dim] (gemma2/3: of the attention output)
     std::vector<float> ffn_norm;   // [dim]
     Matrix w_gate;      // [ffn_dim][dim]
     Matrix w_up;        // [ffn_dim][dim]
     Matrix w_down;      // [dim][ffn_dim]
+    std::vector<float> post_ffn_norm;  // [dim] (gemma2/3: of the FFN output)
   };
   ops::WeightMatrix token_embd;    // [n_vocab][dim]
   std::vector<Layer> layers;
@@ -208,6 +210,10 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file)
       LADDER_ASSIGN_OR_RETURN(L.w_up, bind_matrix(file, p + "ffn_up.weight", c.dim, c.ffn_dim, pool));
     }
     LADDER_ASSIGN_OR_RETURN(L.w_down, bind_matrix(file, p + "ffn_down.weight", c.ffn_dim, c.dim, pool));
+    if (c.post_norms) {
+      LADDER_ASSIGN_OR_RETURN(L.post_attn_norm, load_vector(file, p + "post_attention_norm.weight", c.dim));
+      LADDER_ASSIGN_OR_RETURN(L.post_ffn_norm, load_vector(file, p + "post_ffw_norm.weight", c.dim));
+    }
   }
   LADDER_ASSIGN_OR_RETURN(w.output_norm, load_vector(file, "output_norm.weight", c.dim));
   if (file.find_tensor("output.weight") != nullptr) {
@@ -327,7 +333,9 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
   }
 
   ops::embedding_lookup(w.token_embd, ids.data(), T, x);
-  const float att_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (c.embed_scale != 1.0f) {
+    for (int64_t i = 0; i < T * dim; ++i) x[i] *= c.embed_scale;
+  }
   std::vector<const int32_t*> row_table(static_cast<size_t>(T));  // block table of each row's sequence
   for (const ops::AttentionSeq& s : att_seqs) {
     std::fill_n(row_table.begin() + s.row0, s.n_rows, s.block_table);
@@ -351,6 +359,7 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
     const Weights::Layer& L = w.layers[static_cast<size_t>(l)];
     const ops::PagedKvLayer& kl = kv.k[static_cast<size_t>(l)];
     const ops::PagedKvLayer& vl = kv.v[static_cast<size_t>(l)];
+    const float* inv_freq = c.layer_rope_inv_freq(l).data();
     // The previous layer's FFN output joins the residual stream here.
     for_rows(dim, [&](int64_t t0, int64_t t1) {
       if (l > 0) add_row(x + t0 * dim, proj + t0 * dim, (t1 - t0) * dim);
@@ -373,9 +382,9 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
         }
         const int32_t p = pos[static_cast<size_t>(t)];
         ops::rope(qr, static_cast<int>(c.n_heads), static_cast<int>(c.head_dim), static_cast<int>(c.rope_dims), p,
-                  c.rope_inv_freq.data(), c.rope_style);
+                  inv_freq, c.rope_style);
         ops::rope(kr, static_cast<int>(c.n_kv_heads), static_cast<int>(c.head_dim), static_cast<int>(c.rope_dims),
-                  p, c.rope_inv_freq.data(), c.rope_style);
+                  p, inv_freq, c.rope_style);
         ops::kv_store(kl, row_table[static_cast<size_t>(t)], p, kr);
         ops::kv_store(vl, row_table[static_cast<size_t>(t)], p, vr);
       }
@@ -388,10 +397,13 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
         ops::kv_seal(vl, row_table[static_cast<size_t>(t)], pos[static_cast<size_t>(t)]);
       }
     });
-    ops::attention_batch(q, pos.data(), att_seqs, static_cast<int>(c.n_heads), kl, vl, att_scale,
-                         att, pool);
+    ops::attention_batch(q, pos.data(), att_seqs, static_cast<int>(c.n_heads), kl, vl, c.attn_scale, att, pool,
+                         {c.layer_window(l), c.attn_softcap});
     mul(L.wo, att, T, proj, pool);
     for_rows(dim, [&](int64_t t0, int64_t t1) {
+      if (!L.post_attn_norm.empty()) {
+        ops::rms_norm(proj + t0 * dim, L.post_attn_norm.data(), t1 - t0, dim, c.rms_eps, proj + t0 * dim);
+      }
       add_row(x + t0 * dim, proj + t0 * dim, (t1 - t0) * dim);
       ops::rms_norm(x + t0 * dim, L.ffn_norm.data(), t1 - t0, dim, c.rms_eps, xn + t0 * dim);
     });
@@ -400,10 +412,15 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
     // puts it relative to vector-width boundaries (batch invariance).
     for_rows(ffn, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        ops::silu_mul(gate + t * ffn, up + t * ffn, ffn, up + t * ffn);
+        ops::gated_activation(c.ffn_activation, gate + t * ffn, up + t * ffn, ffn, up + t * ffn);
       }
     });
     mul(L.w_down, up, T, proj, pool);
+    if (!L.post_ffn_norm.empty()) {
+      for_rows(dim, [&](int64_t t0, int64_t t1) {
+        ops::rms_norm(proj + t0 * dim, L.post_ffn_norm.data(), t1 - t0, dim, c.rms_eps, proj + t0 * dim);
+      });
+    }
   }
   add_row(x, proj, T * dim);  // the last layer's FFN output
 
@@ -438,6 +455,9 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
   std::vector<float> normed(selected.size());
   ops::rms_norm(selected.data(), w.output_norm.data(), R, dim, c.rms_eps, normed.data());
   mul(w.output, normed.data(), R, logits.data(), pool);
+  if (c.final_softcap > 0.0f) {
+    for (int64_t r = 0; r < R; ++r) ops::soft_cap(logits.data() + r * c.n_vocab, c.n_vocab, c.final_softcap);
+  }
   return Status::ok();
 }
 

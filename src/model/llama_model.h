@@ -1,4 +1,4 @@
-// LlamaModel: a Llama-family decoder (llama, mistral, qwen2) whose weights are
+// LlamaModel: a Llama-family decoder (every architecture of model_config.h) whose weights are
 // used in place from a mapped GGUF file.
 #pragma once
 

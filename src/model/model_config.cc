@@ -35,10 +35,15 @@ Result<int64_t> bounded_or(const gguf::GgufFile& file, const std::string& key, i
 Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
   ModelConfig c;
   LADDER_ASSIGN_OR_RETURN(c.arch, file.get_string("general.architecture"));
-  if (c.arch != "llama" && c.arch != "mistral" && c.arch != "qwen2" && c.arch != "qwen3" && c.arch != "phi3") {
-    return unimplemented("unsupported model architecture '" + c.arch +
-                         "' (general.architecture); Ladder runs llama, mistral, qwen2, qwen3 and phi3");
+  bool known = false;
+  for (const char* name : kArchitectures) known = known || c.arch == name;
+  if (!known) {
+    std::string list;
+    for (const char* name : kArchitectures) list += (list.empty() ? "" : ", ") + std::string(name);
+    return unimplemented("unsupported model architecture '" + c.arch + "' (general.architecture); Ladder runs " +
+                         list);
   }
+  const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
   const std::string a = c.arch + ".";
   LADDER_ASSIGN_OR_RETURN(c.dim, bounded(file, a + "embedding_length", 1, kMaxDim));
   LADDER_ASSIGN_OR_RETURN(c.n_layers, bounded(file, a + "block_count", 1, kMaxLayers));
@@ -68,20 +73,36 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
   c.rope_freq_base = static_cast<float>(base);
   LADDER_ASSIGN_OR_RETURN(c.rope_dims, bounded_or(file, a + "rope.dimension_count", c.head_dim, 2, c.head_dim));
   if (c.rope_dims % 2 != 0) return invalid_argument("rope.dimension_count must be even");
-  const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "phi3";
+  const bool neox = c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "phi3" || gemma;
   c.rope_style = neox ? ops::RopeStyle::kNeox : ops::RopeStyle::kNormal;
   c.qkv_bias = c.arch == "qwen2";
-  c.qk_norm = c.arch == "qwen3";
+  c.qk_norm = c.arch == "qwen3" || c.arch == "gemma3";
   c.fused_projections = c.arch == "phi3";
-  // Sliding-window attention: a query sees the last `window` positions. Ladder
-  // attends to the whole context, which is the same while the context is no
-  // longer than the window: the context is capped there.
-  if (const gguf::Value* v = file.find(a + "attention.sliding_window"); v != nullptr) {
-    LADDER_ASSIGN_OR_RETURN(const int64_t window, bounded(file, a + "attention.sliding_window", 1, kMaxContext));
-    if (window < c.context_length) {
-      c.sliding_window = window;
-      c.context_length = window;
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (gemma) {
+    c.embed_scale = std::sqrt(static_cast<float>(c.dim));
+    c.post_norms = true;
+    c.ffn_activation = ops::GatedActivation::kGeluTanh;
+    // As llama.cpp: the 27B models (46 layers in gemma2, 62 in gemma3) scale
+    // queries by 1 / sqrt(dim / heads), the others by 1 / sqrt(head_dim).
+    if (c.n_layers == (c.arch == "gemma2" ? 46 : 62)) {
+      c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.dim / c.n_heads));
     }
+  }
+  if (c.arch == "gemma2") {
+    c.swa_period = 2;
+    c.sliding_window = 4096;  // llama.cpp's default for gemma2 files without the key
+    LADDER_ASSIGN_OR_RETURN(double attn_cap, file.get_float_or(a + "attn_logit_softcapping", 50.0));
+    LADDER_ASSIGN_OR_RETURN(double final_cap, file.get_float_or(a + "final_logit_softcapping", 30.0));
+    if (!(attn_cap >= 0.0 && attn_cap < 1e6) || !(final_cap >= 0.0 && final_cap < 1e6)) {
+      return invalid_argument("gemma2 soft-capping values out of range");
+    }
+    c.attn_softcap = static_cast<float>(attn_cap);
+    c.final_softcap = static_cast<float>(final_cap);
+  }
+  if (c.arch == "gemma3") c.swa_period = 6;
+  if (file.find(a + "attention.sliding_window") != nullptr) {
+    LADDER_ASSIGN_OR_RETURN(c.sliding_window, bounded(file, a + "attention.sliding_window", 0, kMaxContext));
   }
 
   // Frequency scaling as declared. llama3-style per-pair factors come from the
@@ -100,12 +121,18 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
     if (!(legacy_scale >= 1.0 && legacy_scale < 1e6)) return invalid_argument("rope.scale_linear out of range");
     freq_scale = 1.0 / legacy_scale;
   }
-  c.rope_inv_freq.resize(static_cast<size_t>(c.rope_dims / 2));
-  for (int64_t i = 0; i < c.rope_dims / 2; ++i) {
-    // Computed in double and rounded once, so the table is the same on every machine.
-    c.rope_inv_freq[static_cast<size_t>(i)] = static_cast<float>(
-        freq_scale * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(c.rope_dims)));
-  }
+  // Computed in double and rounded once, so the table is the same on every machine.
+  auto inv_freq = [&](double scale, double freq_base) {
+    std::vector<float> f(static_cast<size_t>(c.rope_dims / 2));
+    for (int64_t i = 0; i < c.rope_dims / 2; ++i) {
+      f[static_cast<size_t>(i)] = static_cast<float>(
+          scale * std::pow(freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(c.rope_dims)));
+    }
+    return f;
+  };
+  c.rope_inv_freq = inv_freq(freq_scale, base);
+  // gemma3's sliding layers: base 10000 and no scaling, as llama.cpp.
+  if (c.arch == "gemma3" && c.sliding_window > 0) c.rope_inv_freq_swa = inv_freq(1.0, 10000.0);
 
   // Vocabulary size: the embedding table is authoritative (checked at load);
   // the tokenizer's token list is the usual source.

@@ -26,7 +26,9 @@ Status check_dims(const SynthOptions& o) {
   bool known = false;
   for (const char* a : kSynthArchitectures) known = known || o.arch == a;
   if (!known) {
-    return invalid_argument("--arch '" + o.arch + "' is not one synth writes (llama, mistral, qwen2, qwen3, phi3)");
+    std::string list;
+    for (const char* a : kSynthArchitectures) list += (list.empty() ? "" : ", ") + std::string(a);
+    return invalid_argument("--arch '" + o.arch + "' is not one synth writes (" + list + ")");
   }
   if (o.weights == SynthWeights::kRetrieval && o.arch != "llama") {
     return invalid_argument("the retrieval construction is a llama model: --arch llama");
@@ -44,7 +46,8 @@ Status check_dims(const SynthOptions& o) {
 Status write_random_model(const SynthOptions& o, const std::string& path, const SynthProgress& progress) {
   gguf::GgufWriter w;
   LADDER_ASSIGN_OR_RETURN(const int64_t n_vocab, synth_gguf::add_vocabulary(w, o));
-  synth_gguf::add_model_metadata(w, o, n_vocab, 10000.0);
+  // gemma3's global layers use base 1e6 (its sliding ones 10000, fixed).
+  synth_gguf::add_model_metadata(w, o, n_vocab, o.arch == "gemma3" ? 1e6 : 10000.0);
 
   struct Planned {
     std::string name;
@@ -73,11 +76,13 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
       plan.push_back({p + "attn_k.bias", o.n_kv_heads * head_dim, 0, Planned::Fill::kBias});
       plan.push_back({p + "attn_v.bias", o.n_kv_heads * head_dim, 0, Planned::Fill::kBias});
     }
-    if (o.arch == "qwen3") {
+    const bool gemma = o.arch == "gemma2" || o.arch == "gemma3";
+    if (o.arch == "qwen3" || o.arch == "gemma3") {
       plan.push_back({p + "attn_q_norm.weight", head_dim, 0, Planned::Fill::kNorm});
       plan.push_back({p + "attn_k_norm.weight", head_dim, 0, Planned::Fill::kNorm});
     }
     plan.push_back({p + "attn_output.weight", o.n_heads * head_dim, o.dim});
+    if (gemma) plan.push_back({p + "post_attention_norm.weight", o.dim, 0, Planned::Fill::kNorm});
     plan.push_back({p + "ffn_norm.weight", o.dim, 0});
     if (fused) {  // gate rows, then up rows
       plan.push_back({p + "ffn_up.weight", o.dim, 2 * o.ffn_dim});
@@ -86,9 +91,11 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
       plan.push_back({p + "ffn_up.weight", o.dim, o.ffn_dim});
     }
     plan.push_back({p + "ffn_down.weight", o.ffn_dim, o.dim});
+    if (gemma) plan.push_back({p + "post_ffw_norm.weight", o.dim, 0, Planned::Fill::kNorm});
   }
   plan.push_back({"output_norm.weight", o.dim, 0});
-  if (!o.tied_output) plan.push_back({"output.weight", o.dim, n_vocab});
+  // gemma models share the output head with the embedding (llama.cpp reads them so).
+  if (!o.tied_output && o.arch != "gemma2" && o.arch != "gemma3") plan.push_back({"output.weight", o.dim, n_vocab});
 
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<float> normal(0.0f, o.init_std);

@@ -26,8 +26,12 @@ enum class SynthWeights {
 // Q, K and V biases, NeoX-style RoPE: Ladder's model reads the name); qwen3
 // (llama's plus per-head Q and K RMSNorm weights, NeoX-style RoPE); phi3
 // (Q, K and V in one attn_qkv matrix, gate and up in one ffn_up, NeoX-style
-// RoPE; sliding_window, when set, is written as its attention window).
-inline constexpr const char* kSynthArchitectures[] = {"llama", "mistral", "qwen2", "qwen3", "phi3"};
+// RoPE); gemma2 (llama's plus post_attention_norm and post_ffw_norm, soft
+// caps 50 and 30 written, GELU FFN, tied output); gemma3 (gemma2's tensors
+// plus per-head Q and K norms, no soft caps). sliding_window, when set, is
+// written as the attention window (gemma2/3 slide on every 2nd / 5 of 6
+// layers, the others on all).
+inline constexpr const char* kSynthArchitectures[] = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"};
 
 struct SynthOptions {
   SynthWeights weights = SynthWeights::kRandom;

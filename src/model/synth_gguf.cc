@@ -93,6 +93,10 @@ void add_model_metadata(gguf::GgufWriter& w, const SynthOptions& o, int64_t n_vo
   w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(o.dim / o.n_heads));
   w.set_u32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
   if (o.sliding_window > 0) w.set_u32(a + "attention.sliding_window", static_cast<uint32_t>(o.sliding_window));
+  if (o.arch == "gemma2") {  // llama.cpp's defaults, written as convert_hf_to_gguf.py does
+    w.set_f32(a + "attn_logit_softcapping", 50.0f);
+    w.set_f32(a + "final_logit_softcapping", 30.0f);
+  }
 }
 
 Status add_matrix(gguf::GgufWriter& w, const std::string& name, TensorType type, int64_t n_in, int64_t n_out,

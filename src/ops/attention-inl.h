@@ -169,16 +169,17 @@ HWY_INLINE void block_scores(D d, const float* const* q, const Keys& key, int64_
 }
 
 // s[q][j] for keys j in [0, n_keys) of KV head kvh; each s[q] has room for
-// whole blocks. The keys of an evicted block score -inf (weight 0). D's lane
-// count divides the block size.
+// whole blocks. The keys of an evicted block, and of the blocks before j_lo
+// (a multiple of the block size: outside every query's window), score -inf
+// (weight 0). D's lane count divides the block size.
 template <bool kF16, int Q, class D>
-HWY_INLINE void query_scores(D d, const float* const* q, int64_t n_keys, int kvh, const PagedKvLayer& k,
-                             const int32_t* block_table, float scale, float* const* s) {
+HWY_INLINE void query_scores(D d, const float* const* q, int64_t j_lo, int64_t n_keys, int kvh,
+                             const PagedKvLayer& k, const int32_t* block_table, float scale, float* const* s) {
   const size_t elem = kF16 ? 2 : 4;
   const int64_t bs = k.block_size, hd = k.head_dim;
   const size_t head_offset = static_cast<size_t>(kvh) * static_cast<size_t>(hd * bs) * elem;
   for (int64_t j0 = 0, b = 0; j0 < n_keys; j0 += bs, ++b) {
-    if (block_table[b] < 0) {
+    if (j0 < j_lo || block_table[b] < 0) {
       for (int qi = 0; qi < Q; ++qi) std::fill_n(s[qi] + j0, bs, -INFINITY);
       continue;
     }
@@ -192,18 +193,47 @@ HWY_INLINE void query_scores(D d, const float* const* q, int64_t n_keys, int kvh
 // query_scores with the widest vectors whose lane count divides the block
 // size (the choice depends on the layout alone, never on the batch).
 template <bool kF16, int Q>
-void all_scores(const float* const* q, int64_t n_keys, int kvh, const PagedKvLayer& k, const int32_t* block_table,
-                float scale, float* const* s) {
+void all_scores(const float* const* q, int64_t j_lo, int64_t n_keys, int kvh, const PagedKvLayer& k,
+                const int32_t* block_table, float scale, float* const* s) {
   const DF df;
   const int64_t bs = k.block_size;
   if (bs % static_cast<int64_t>(hn::Lanes(df)) == 0) {
-    query_scores<kF16, Q>(df, q, n_keys, kvh, k, block_table, scale, s);
+    query_scores<kF16, Q>(df, q, j_lo, n_keys, kvh, k, block_table, scale, s);
   } else if (bs % 8 == 0) {
-    query_scores<kF16, Q>(hn::CappedTag<float, 8>(), q, n_keys, kvh, k, block_table, scale, s);
+    query_scores<kF16, Q>(hn::CappedTag<float, 8>(), q, j_lo, n_keys, kvh, k, block_table, scale, s);
   } else if (bs % 4 == 0) {
-    query_scores<kF16, Q>(hn::CappedTag<float, 4>(), q, n_keys, kvh, k, block_table, scale, s);
+    query_scores<kF16, Q>(hn::CappedTag<float, 4>(), q, j_lo, n_keys, kvh, k, block_table, scale, s);
   } else {
-    query_scores<kF16, Q>(hn::CappedTag<float, 1>(), q, n_keys, kvh, k, block_table, scale, s);
+    query_scores<kF16, Q>(hn::CappedTag<float, 1>(), q, j_lo, n_keys, kvh, k, block_table, scale, s);
+  }
+}
+
+// The keys of one query's window and how its scores are shaped: it sees keys
+// [first, n_keys); keys [j_lo, first) were scored for other queries of its
+// tile and become -inf here (keys before j_lo already are). A soft cap maps
+// every other score x to softcap * tanh(x / softcap), a whole vector at a
+// time (the last one through a copy), so a key's capped score is the same
+// whichever keys share its vector. -inf (evicted) stays -inf.
+HWY_INLINE void shape_scores(float* s, int64_t j_lo, int64_t first, int64_t n_keys, float softcap) {
+  std::fill(s + j_lo, s + first, -INFINITY);
+  if (softcap <= 0.0f) return;
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto cap = hn::Set(d, softcap);
+  const auto inv = hn::Set(d, 1.0f / softcap);
+  const auto ninf = hn::Set(d, -INFINITY);
+  auto cap_at = [&](float* p) {
+    const auto x = hn::LoadU(d, p);
+    const auto y = hn::Mul(cap, hn::CallTanh(d, hn::Mul(x, inv)));
+    hn::StoreU(hn::IfThenElse(hn::Eq(x, ninf), x, y), d, p);
+  };
+  int64_t j = first;
+  for (; j + N <= n_keys; j += N) cap_at(s + j);
+  if (j < n_keys) {
+    HWY_ALIGN float tail[hn::MaxLanes(d)] = {};
+    std::copy(s + j, s + n_keys, tail);
+    cap_at(tail);
+    std::copy(tail, tail + (n_keys - j), s + j);
   }
 }
 
@@ -251,29 +281,35 @@ struct TileScratch {
   std::vector<float> v_block;  // a Q4 V block of a shape whose vectors straddle groups
 };
 
-// out[q][head_dim] = softmax(scale * q.K^T) V over positions [0, n_keys[q])
-// for Q queries of one sequence and KV head. Scores come one key per lane
+// out[q][head_dim] = softmax(scale * q.K^T) V over positions [first[q],
+// n_keys[q]) for Q queries of one sequence and KV head. Scores come one key per lane
 // from the dim-major K blocks, keys up to the longest query for all of them
 // (the extra scores of a shorter query are never read); values stream once
 // for the keys every query sees, then per query for the rest, continuing
 // the same chains. Each query's arithmetic is fixed by its key positions.
 template <bool kF16, int Q>
-void attend_tile(const float* const* q, const int64_t* n_keys, int kvh, const PagedKvLayer& k,
-                 const PagedKvLayer& v, const int32_t* block_table, float scale, float* const* out,
-                 TileScratch& scratch) {
+void attend_tile(const float* const* q, const int64_t* first, const int64_t* n_keys, int kvh,
+                 const PagedKvLayer& k, const PagedKvLayer& v, const int32_t* block_table, float scale,
+                 float softcap, float* const* out, TileScratch& scratch) {
   const DF d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t hd = k.head_dim, bs = k.block_size;
   const int64_t n_hi = *std::max_element(n_keys, n_keys + Q);
   const int64_t n_lo = *std::min_element(n_keys, n_keys + Q);
+  // The first block any of the queries sees (a zero weight adds nothing to
+  // a chain, so the tile's queries may start there together).
+  const int64_t j_lo = *std::min_element(first, first + Q) / bs * bs;
   float* s[Q];
   for (int qi = 0; qi < Q; ++qi) {
     scratch.scores[qi].resize(static_cast<size_t>((n_hi + bs - 1) / bs * bs));
     s[qi] = scratch.scores[qi].data();
   }
-  all_scores<kF16, Q>(q, n_hi, kvh, k, block_table, scale, s);
+  all_scores<kF16, Q>(q, j_lo, n_hi, kvh, k, block_table, scale, s);
   float sum[Q];
-  for (int qi = 0; qi < Q; ++qi) sum[qi] = exponentials(s[qi], n_keys[qi]);
+  for (int qi = 0; qi < Q; ++qi) {
+    shape_scores(s[qi], j_lo, first[qi], n_keys[qi], softcap);
+    sum[qi] = exponentials(s[qi], n_keys[qi]);
+  }
 
   constexpr int kMaxNv = std::min(8, kAccRegs / Q);
   const float* const* p = s;
@@ -281,7 +317,7 @@ void attend_tile(const float* const* q, const int64_t* n_keys, int kvh, const Pa
   while (i + N <= hd) {
     int nv = 1;
     while (nv * 2 <= kMaxNv && i + nv * 2 * N <= hd) nv *= 2;
-    weighted_values_n<kF16, Q>(nv, v, block_table, 0, n_lo, kvh, p, i, out, true);
+    weighted_values_n<kF16, Q>(nv, v, block_table, j_lo, n_lo, kvh, p, i, out, true);
     for (int qi = 0; qi < Q; ++qi) {
       if (n_keys[qi] > n_lo) {
         weighted_values_n<kF16, 1>(nv, v, block_table, n_lo, n_keys[qi], kvh, &p[qi], i, &out[qi], false);
@@ -292,7 +328,7 @@ void attend_tile(const float* const* q, const int64_t* n_keys, int kvh, const Pa
   for (int qi = 0; qi < Q; ++qi) {
     for (int64_t e = i; e < hd; ++e) {
       float acc = 0.0f;
-      for_each_key(v, block_table, 0, n_keys[qi], kvh, [&](int64_t j, const uint8_t* vp) {
+      for_each_key(v, block_table, j_lo, n_keys[qi], kvh, [&](int64_t j, const uint8_t* vp) {
         acc += s[qi][j] * kv_scalar<kF16>(vp, e);
       });
       out[qi][e] = acc;
@@ -380,15 +416,17 @@ HWY_INLINE void with_quant_keys(const PagedKvLayer& k, int32_t block_id, int kvh
 // score and weighted-sum chains as the float formats read the codes in
 // place, kQueryTile queries at a time. A Q4 block that holds positions past a query is read from its F16 staging
 // slot instead; queries that see a block only in part take it one at a
-// time. Evicted blocks (table entry < 0) are skipped. Each query's
-// arithmetic is fixed by its key positions alone.
-void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh, const PagedKvLayer& k,
-                  const PagedKvLayer& v, const int32_t* block_table, float scale, float* const* out,
-                  TileScratch& scratch) {
+// time. Evicted blocks (table entry < 0) and blocks before every query's
+// window are skipped. Each query's arithmetic is fixed by its key positions
+// alone.
+void attend_quant(const float* const* q, const int64_t* first, const int64_t* n_keys, int nq, int kvh,
+                  const PagedKvLayer& k, const PagedKvLayer& v, const int32_t* block_table, float scale,
+                  float softcap, float* const* out, TileScratch& scratch) {
   const int64_t hd = k.head_dim, bs = k.block_size;
   const bool staged_format = kv_dtype_staged(k.dtype);
   const int64_t n_hi = *std::max_element(n_keys, n_keys + nq);
   const int64_t n_blocks = (n_hi + bs - 1) / bs;
+  const int64_t b_lo = *std::min_element(first, first + nq) / bs;  // the first block a query sees
   if (scratch.quant_scores.size() < static_cast<size_t>(nq)) {
     scratch.quant_scores.resize(static_cast<size_t>(nq));
   }
@@ -430,7 +468,7 @@ void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh,
   int64_t b_first = -1;  // the first kept block: every query sees it, and its sums start the chains
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t j0 = b * bs;
-    if (block_table[b] < 0) {  // evicted: its keys score -inf (weight 0)
+    if (b < b_lo || block_table[b] < 0) {  // evicted or outside the windows: its keys score -inf (weight 0)
       for (int qi = 0; qi < nq; ++qi) {
         if (n_keys[qi] > j0) std::fill_n(s[qi] + j0, bs, -INFINITY);
       }
@@ -462,8 +500,11 @@ void attend_quant(const float* const* q, const int64_t* n_keys, int nq, int kvh,
     });
   }
   float sum[detail::kQuantTileQueries];
-  for (int qi = 0; qi < nq; ++qi) sum[qi] = exponentials(s[qi], n_keys[qi]);
-  for (int64_t b = 0; b < n_blocks; ++b) {
+  for (int qi = 0; qi < nq; ++qi) {
+    shape_scores(s[qi], b_lo * bs, first[qi], n_keys[qi], softcap);
+    sum[qi] = exponentials(s[qi], n_keys[qi]);
+  }
+  for (int64_t b = b_lo; b < n_blocks; ++b) {
     const int64_t j0 = b * bs;
     if (block_table[b] < 0) continue;
     if (b + 1 < n_blocks && block_table[b + 1] >= 0) prefetch_quant_block(v, block_table[b + 1], kvh);
@@ -505,13 +546,13 @@ int64_t AttentionQueryTile() {
 
 // attend_tile for Q queries of the right dtype.
 template <int Q>
-HWY_INLINE void attend_tile_any(const float* const* q, const int64_t* n_keys, int kvh, const PagedKvLayer& k,
-                                const PagedKvLayer& v, const int32_t* block_table, float scale, float* const* out,
-                                TileScratch& scratch) {
+HWY_INLINE void attend_tile_any(const float* const* q, const int64_t* first, const int64_t* n_keys, int kvh,
+                                const PagedKvLayer& k, const PagedKvLayer& v, const int32_t* block_table,
+                                float scale, float softcap, float* const* out, TileScratch& scratch) {
   if (k.dtype == TensorType::kF16) {
-    attend_tile<true, Q>(q, n_keys, kvh, k, v, block_table, scale, out, scratch);
+    attend_tile<true, Q>(q, first, n_keys, kvh, k, v, block_table, scale, softcap, out, scratch);
   } else {
-    attend_tile<false, Q>(q, n_keys, kvh, k, v, block_table, scale, out, scratch);
+    attend_tile<false, Q>(q, first, n_keys, kvh, k, v, block_table, scale, softcap, out, scratch);
   }
 }
 
@@ -554,6 +595,7 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
     const float* q[detail::kQuantTileQueries];
     float* out[detail::kQuantTileQueries];
     int64_t n_keys[detail::kQuantTileQueries];
+    int64_t first[detail::kQuantTileQueries];  // each query's first visible key
     for (int64_t qi = 0; qi < n_slots; ++qi) {
       const int64_t i = std::min(qi, n_real - 1);
       const int64_t row = tile.row0 + i / tile.n_heads;
@@ -561,6 +603,7 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
       q[qi] = a.q + (row * a.n_heads + h) * hd;
       out[qi] = qi < n_real ? a.out + (row * a.n_heads + h) * hd : dropped.data();
       n_keys[qi] = static_cast<int64_t>(a.q_pos[row]) + 1;
+      first[qi] = a.scoring.window > 0 ? std::max<int64_t>(0, n_keys[qi] - a.scoring.window) : 0;
     }
     const int kvh = static_cast<int>(tile.head0 / group);
     // The kernels leave each real query's exp(score - max) in scratch (0 for
@@ -569,15 +612,17 @@ void AttentionTasks(const detail::AttentionArgs& a, int64_t begin, int64_t end) 
       return quantized ? scratch.quant_scores[static_cast<size_t>(qi)].data()
                        : scratch.scores[static_cast<size_t>(qi)].data();
     };
+    const float cap = a.scoring.softcap;
     if (quantized) {
-      attend_quant(q, n_keys, static_cast<int>(n_real), kvh, *a.k, *a.v, tile.block_table, a.scale, out,
-                   scratch);
+      attend_quant(q, first, n_keys, static_cast<int>(n_real), kvh, *a.k, *a.v, tile.block_table, a.scale, cap,
+                   out, scratch);
     } else if (n_real == 1) {
-      attend_tile_any<1>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
+      attend_tile_any<1>(q, first, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, cap, out, scratch);
     } else if (n_real == 2) {
-      attend_tile_any<2>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
+      attend_tile_any<2>(q, first, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, cap, out, scratch);
     } else {
-      attend_tile_any<kQueryTile>(q, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, out, scratch);
+      attend_tile_any<kQueryTile>(q, first, n_keys, kvh, *a.k, *a.v, tile.block_table, a.scale, cap, out,
+                                  scratch);
     }
     if (tile.mass != nullptr) add_key_mass(weights, n_keys, n_real, a.k->block_size, tile.mass);
   }

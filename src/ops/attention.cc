@@ -69,8 +69,11 @@ void kv_seal(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos)
 }
 
 void attention_batch(const float* q, const int32_t* q_pos, std::span<const AttentionSeq> seqs, int n_heads,
-                     const PagedKvLayer& k, const PagedKvLayer& v, float scale, float* out, ThreadPool& pool) {
+                     const PagedKvLayer& k, const PagedKvLayer& v, float scale, float* out, ThreadPool& pool,
+                     AttentionScoring scoring) {
   check_pair(k, v, n_heads);
+  LADDER_CHECK(scoring.window >= 0 && scoring.softcap >= 0.0f && std::isfinite(scoring.softcap),
+               "attention: negative window or soft cap");
   // Tiles of queries sharing a KV head: a GQA group's heads first (a decode
   // row's heads share K and V), then consecutive rows of a prefill chunk.
   const bool quantized = k.dtype == TensorType::kQ8_0 || k.dtype == TensorType::kQ4_0;
@@ -133,6 +136,7 @@ void attention_batch(const float* q, const int32_t* q_pos, std::span<const Atten
   a.k = &k;
   a.v = &v;
   a.scale = scale;
+  a.scoring = scoring;
   a.out = out;
   const auto fn = HWY_DYNAMIC_DISPATCH(AttentionTasks);
   pool.parallel_for(static_cast<int64_t>(tiles.size()), 1, [&](int64_t b, int64_t e) { fn(a, b, e); });
@@ -144,14 +148,15 @@ void attention_batch(const float* q, const int32_t* q_pos, std::span<const Atten
 }
 
 void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
-               const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, ThreadPool& pool) {
+               const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, ThreadPool& pool,
+               AttentionScoring scoring) {
   const AttentionSeq seq{0, n_q, block_table};
-  attention_batch(q, q_pos, {&seq, 1}, n_heads, k, v, scale, out, pool);
+  attention_batch(q, q_pos, {&seq, 1}, n_heads, k, v, scale, out, pool, scoring);
 }
 
 void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads,
                          const PagedKvLayer& k, const PagedKvLayer& v, const int32_t* block_table,
-                         float scale, float* out) {
+                         float scale, float* out, AttentionScoring scoring) {
   check_pair(k, v, n_heads);
   const int hd = k.head_dim;
   const int group = n_heads / k.n_kv_heads;
@@ -162,7 +167,8 @@ void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int 
       const int kvh = h / group;
       std::vector<double> s(static_cast<size_t>(n_keys));
       double mx = -INFINITY;
-      auto evicted = [&](int64_t j) { return block_table[j / k.block_size] < 0; };
+      const int64_t first = scoring.window > 0 ? std::max<int64_t>(0, n_keys - scoring.window) : 0;
+      auto evicted = [&](int64_t j) { return j < first || block_table[j / k.block_size] < 0; };
       for (int64_t j = 0; j < n_keys; ++j) {
         if (evicted(j)) {
           s[j] = -INFINITY;
@@ -173,6 +179,7 @@ void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int 
           dot += static_cast<double>(qv[i]) * kv_decode_elem(k, block_table, j, kvh, i, n_keys);
         }
         s[j] = dot * scale;
+        if (scoring.softcap > 0.0f) s[j] = scoring.softcap * std::tanh(s[j] / scoring.softcap);
         mx = std::max(mx, s[j]);
       }
       double sum = 0.0;

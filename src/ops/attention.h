@@ -50,6 +50,17 @@ void kv_store(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos
 // Does nothing otherwise. Blocks of different rows may be sealed in parallel.
 void kv_seal(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos);
 
+// How scores are shaped after scale * q.k, before the softmax (every field's
+// zero value leaves them as they are):
+//   window:  sliding-window attention; a query at position p sees the keys
+//            at positions p - window < j <= p only (mistral, gemma2/3's local
+//            layers; llama.cpp's rule).
+//   softcap: gemma2's soft cap, score = softcap * tanh(score / softcap).
+struct AttentionScoring {
+  int64_t window = 0;
+  float softcap = 0.0f;
+};
+
 // For each of n_q queries (q: [n_q][n_heads][head_dim]) at positions q_pos,
 // attends to keys/values at positions [0, q_pos[i]] of one sequence, GQA with
 // n_heads / n_kv_heads query heads per KV head. out: [n_q][n_heads][head_dim].
@@ -57,7 +68,8 @@ void kv_seal(const PagedKvLayer& layer, const int32_t* block_table, int64_t pos)
 // The reduction order over keys is fixed by key position alone, so a query's
 // output does not depend on how many queries share the call.
 void attention(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads, const PagedKvLayer& k,
-               const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, ThreadPool& pool);
+               const PagedKvLayer& v, const int32_t* block_table, float scale, float* out, ThreadPool& pool,
+               AttentionScoring scoring = {});
 
 // One sequence of a batched attention call: its queries are rows
 // [row0, row0 + n_rows) of q, q_pos and out.
@@ -76,11 +88,12 @@ struct AttentionSeq {
 // batch) in one parallel dispatch. seqs must cover rows 0, 1, ... in order.
 // Each row's output is bit-identical to attention() on that sequence alone.
 void attention_batch(const float* q, const int32_t* q_pos, std::span<const AttentionSeq> seqs, int n_heads,
-                     const PagedKvLayer& k, const PagedKvLayer& v, float scale, float* out, ThreadPool& pool);
+                     const PagedKvLayer& k, const PagedKvLayer& v, float scale, float* out, ThreadPool& pool,
+                     AttentionScoring scoring = {});
 
 // Scalar reference of attention(), for tests.
 void attention_reference(const float* q, int64_t n_q, const int32_t* q_pos, int n_heads,
                          const PagedKvLayer& k, const PagedKvLayer& v, const int32_t* block_table,
-                         float scale, float* out);
+                         float scale, float* out, AttentionScoring scoring = {});
 
 }  // namespace ladder::ops

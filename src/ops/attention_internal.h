@@ -39,6 +39,7 @@ struct AttentionArgs {
   const PagedKvLayer* k = nullptr;
   const PagedKvLayer* v = nullptr;
   float scale = 1.0f;
+  AttentionScoring scoring;
   float* out = nullptr;  // [rows][n_heads][head_dim]
 };
 

@@ -63,6 +63,33 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void GeluMul(const float* gate, const float* up, int64_t n, float* out) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  constexpr float kC = 0.7978845608028654f;  // sqrt(2 / pi)
+  const auto half = hn::Set(d, 0.5f), one = hn::Set(d, 1.0f), c = hn::Set(d, kC), a = hn::Set(d, 0.044715f);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto g = hn::LoadU(d, gate + i);
+    const auto inner = hn::Mul(c, hn::MulAdd(hn::Mul(a, g), hn::Mul(g, g), g));
+    const auto gelu = hn::Mul(hn::Mul(half, g), hn::Add(one, hn::CallTanh(d, inner)));
+    hn::StoreU(hn::Mul(gelu, hn::LoadU(d, up + i)), d, out + i);
+  }
+  for (; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = 0.5f * g * (1.0f + std::tanh(kC * (0.044715f * g * g * g + g))) * up[i];
+  }
+}
+
+void SoftCap(float* x, int64_t n, float cap) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto vc = hn::Set(d, cap), inv = hn::Set(d, 1.0f / cap);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(vc, hn::CallTanh(d, hn::Mul(hn::LoadU(d, x + i), inv))), d, x + i);
+  for (; i < n; ++i) x[i] = cap * std::tanh(x[i] * (1.0f / cap));
+}
+
 void Softmax(float* x, int64_t n) {
   if (n <= 0) return;
   const hn::ScalableTag<float> d;

@@ -17,6 +17,8 @@ namespace ladder::ops {
 
 HWY_EXPORT(RmsNorm);
 HWY_EXPORT(SiluMul);
+HWY_EXPORT(GeluMul);
+HWY_EXPORT(SoftCap);
 HWY_EXPORT(Softmax);
 HWY_EXPORT(RopeApply);
 
@@ -49,6 +51,23 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out);
 }
 
+void gelu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(GeluMul)(gate, up, n, out);
+}
+
+void gated_activation(GatedActivation act, const float* gate, const float* up, int64_t n, float* out) {
+  if (act == GatedActivation::kGeluTanh) {
+    gelu_mul(gate, up, n, out);
+  } else {
+    silu_mul(gate, up, n, out);
+  }
+}
+
+void soft_cap(float* x, int64_t n, float cap) {
+  LADDER_CHECK(cap > 0.0f && std::isfinite(cap), "soft_cap: the cap must be positive");
+  HWY_DYNAMIC_DISPATCH(SoftCap)(x, n, cap);
+}
+
 void softmax(float* x, int64_t n) {
   HWY_DYNAMIC_DISPATCH(Softmax)(x, n);
 }
@@ -75,6 +94,18 @@ void silu_mul_reference(const float* gate, const float* up, int64_t n, float* ou
     const double g = gate[i];
     out[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
   }
+}
+
+void gelu_mul_reference(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = gate[i];
+    const double gelu = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
+    out[i] = static_cast<float>(gelu * up[i]);
+  }
+}
+
+void soft_cap_reference(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(cap * std::tanh(static_cast<double>(x[i]) / cap));
 }
 
 void softmax_reference(float* x, int64_t n) {

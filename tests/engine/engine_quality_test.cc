@@ -106,33 +106,49 @@ EngineConfig pressure_config() {
   return cfg;
 }
 
-// Another architecture: a synthetic qwen3 (per-head Q/K norms, NeoX RoPE) of
-// stories260K's vocabulary size and context.
-TEST(EngineQuality, AQwen3ModelUnderPreemptionAndPrefixHitsMatchesItsSoloRuns) {
+// Another architecture of stories260K's vocabulary size and context, run
+// solo and then mixed under preemption and prefix hits: the same tokens.
+void expect_architecture_matches_its_solo_runs(const std::string& arch, int64_t window) {
   model::SynthOptions o;
-  o.arch = "qwen3";
+  o.arch = arch;
+  o.sliding_window = window;
   o.dim = 64, o.n_layers = 2, o.n_heads = 4, o.n_kv_heads = 2, o.ffn_dim = 128, o.n_vocab = 512;
   o.context_length = 128;
   o.init_std = 0.08f;
   o.seed = 21;
-  const std::string path = ladder::testing::temp_dir() + "/qwen3.gguf";
+  const std::string path = ladder::testing::temp_dir() + "/" + arch + ".gguf";
   ASSERT_TRUE(model::write_synthetic_model(o, path).is_ok());
   auto file = gguf::GgufFile::open(path);
   ASSERT_TRUE(file.is_ok());
-  auto qwen = model::LlamaModel::load(*file);
-  ASSERT_TRUE(qwen.is_ok()) << qwen.status().message();
+  auto loaded = model::LlamaModel::load(*file);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
   auto engine_on = [&](EngineConfig cfg) {
     cfg.n_threads = 2;
-    cfg.model_digest = "qwen3";
-    auto e = Engine::create(**qwen, cfg);
+    cfg.model_digest = arch;
+    auto e = Engine::create(**loaded, cfg);
     EXPECT_TRUE(e.is_ok()) << e.status().message();
     return std::move(e).value();
   };
   auto solo_engine = engine_on(solo_config());
   const auto solo = solo_runs_on(*solo_engine);
   EXPECT_NE(solo, solo_runs()) << "a different model, different tokens";
+  size_t generated = 0, asked = 0;
+  for (size_t i = 0; i < solo.size(); ++i) generated += solo[i].size(), asked += mixed_cases()[i].max_tokens;
+  EXPECT_GT(generated, asked / 2) << "most requests run to their length, past the window";
   auto engine = engine_on(pressure_config());
   expect_mixed_batch_matches_solo(*engine, solo);
+}
+
+// qwen3: per-head Q/K norms, NeoX RoPE.
+TEST(EngineQuality, AQwen3ModelUnderPreemptionAndPrefixHitsMatchesItsSoloRuns) {
+  expect_architecture_matches_its_solo_runs("qwen3", 0);
+}
+
+// gemma2 with a 16-position window on every other layer (shorter than the
+// prompts plus their outputs): prefix hits reuse blocks the window has
+// passed, preemption recomputes them, and the tokens stay the solo ones.
+TEST(EngineQuality, AGemma2ModelWithASlidingWindowUnderPreemptionAndPrefixHitsMatchesItsSoloRuns) {
+  expect_architecture_matches_its_solo_runs("gemma2", 16);
 }
 
 TEST(EngineQuality, ThirtyTwoMixedRequestsUnderPreemptionMatchTheirSoloRuns) {

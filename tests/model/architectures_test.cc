@@ -1,11 +1,13 @@
 // Every architecture `ladder synth --arch` writes (llama, mistral, qwen2,
-// qwen3, phi3):
-// a synthetic F32 model of each loads under its own name, and its
-// log-probabilities over the whole vocabulary after each of 10 tokens match
-// the independent float64 reference (llama_reference.py, numpy, sharing no
-// code with the engine), which applies qwen2's Q/K/V biases, qwen3's
-// per-head Q/K norms, phi3's fused projections and their NeoX-style RoPE
-// itself. A sliding window shorter than the context caps the context. A qwen2 model without its biases is refused.
+// qwen3, phi3, gemma2, gemma3), each also with a sliding window of 4
+// positions (shorter than the 10 tokens run): a synthetic F32 model of each
+// loads under its own name, and its log-probabilities over the whole
+// vocabulary after each token match the independent float64 reference
+// (llama_reference.py, numpy, sharing no code with the engine), which applies
+// qwen2's Q/K/V biases, qwen3's per-head Q/K norms, phi3's fused projections,
+// gemma's scaled embedding, post norms, GELU, soft caps and alternating
+// sliding layers (gemma3's with their own RoPE base), the windows and the
+// NeoX-style RoPE itself. A qwen2 model without its biases is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,16 +35,33 @@ model::SynthOptions small(const std::string& arch) {
   return o;
 }
 
-class Architectures : public ::testing::TestWithParam<std::string> {};
+struct ArchCase {
+  std::string arch;
+  int64_t window = 0;  // attention.sliding_window; 0: not written
+  int64_t layers = 2;
+  std::string name() const { return arch + (window ? "_window" + std::to_string(window) : ""); }
+};
+
+void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.name(); }
+
+class Architectures : public ::testing::TestWithParam<ArchCase> {};
 
 TEST_P(Architectures, LoadsUnderItsNameAndMatchesTheFloat64Reference) {
-  const std::string arch = GetParam();
-  const std::string path = temp_dir() + "/arch_" + arch + ".gguf";
-  const Status written = model::write_synthetic_model(small(arch), path);
+  const ArchCase& c = GetParam();
+  const std::string arch = c.arch;
+  const std::string path = temp_dir() + "/arch_" + c.name() + ".gguf";
+  model::SynthOptions o = small(arch);
+  o.sliding_window = c.window;
+  o.n_layers = c.layers;
+  const Status written = model::write_synthetic_model(o, path);
   ASSERT_TRUE(written.is_ok()) << written.message();
   auto m = load_model(path);
   ASSERT_TRUE(m.model);
   EXPECT_EQ(m.model->config().arch, arch);
+  if (c.window) {
+    EXPECT_EQ(m.model->config().sliding_window, c.window);
+    EXPECT_EQ(m.model->config().context_length, 128) << "a window no longer caps the context";
+  }
 
   std::mt19937 rng(5);
   std::uniform_int_distribution<int32_t> dist(3, 511);
@@ -56,13 +75,18 @@ TEST_P(Architectures, LoadsUnderItsNameAndMatchesTheFloat64Reference) {
     for (double r : lp) spread = std::max(spread, std::abs(r + std::log(static_cast<double>(lp.size()))));
   }
   std::printf("%s: max |logprob - float64 reference| %.2e (log-probabilities spread up to %.2f from uniform)\n",
-              arch.c_str(), worst, spread);
+              c.name().c_str(), worst, spread);
   EXPECT_LT(worst, 2e-4);
   EXPECT_GT(spread, 0.05) << "the model is too flat for the comparison to mean anything";
 }
 
-INSTANTIATE_TEST_SUITE_P(Synth, Architectures, ::testing::Values("llama", "mistral", "qwen2", "qwen3", "phi3"),
-                         [](const auto& p) { return p.param; });
+// gemma3's layers slide 5 of 6: 7 layers include a global one (layer 5).
+INSTANTIATE_TEST_SUITE_P(Synth, Architectures,
+                         ::testing::Values(ArchCase{"llama"}, ArchCase{"mistral"}, ArchCase{"qwen2"},
+                                           ArchCase{"qwen3"}, ArchCase{"phi3"}, ArchCase{"gemma2"},
+                                           ArchCase{"gemma3"}, ArchCase{"mistral", 4}, ArchCase{"phi3", 4},
+                                           ArchCase{"gemma2", 4}, ArchCase{"gemma3", 4, 7}),
+                         [](const auto& p) { return p.param.name(); });
 
 TEST(Architectures, AQwen2ModelWithoutItsBiasesIsRefused) {
   // A llama file relabelled qwen2 has no attn_q.bias.
@@ -108,35 +132,76 @@ TEST(Architectures, FusedProjectionsOfAQuantizedFileAreTheRightRows) {
   EXPECT_LT(diff, 0.15);  // unfused llama at these weights: 0.07
 }
 
-TEST(Architectures, ASlidingWindowShorterThanTheContextCapsTheContext) {
-  model::SynthOptions o = small("phi3");
-  o.sliding_window = 48;
-  const std::string path = temp_dir() + "/phi3_window.gguf";
-  ASSERT_TRUE(model::write_synthetic_model(o, path).is_ok());
-  auto m = load_model(path);
-  ASSERT_TRUE(m.model);
-  EXPECT_EQ(m.model->config().sliding_window, 48);
-  EXPECT_EQ(m.model->config().context_length, 48);
-  o.sliding_window = 4096;  // longer than the context: nothing to cap
-  const std::string wide = temp_dir() + "/phi3_wide_window.gguf";
-  ASSERT_TRUE(model::write_synthetic_model(o, wide).is_ok());
-  m = load_model(wide);
-  ASSERT_TRUE(m.model);
-  EXPECT_EQ(m.model->config().sliding_window, 0);
-  EXPECT_EQ(m.model->config().context_length, 128);
+// The window is the model's, not a cap on its context: a query past it sees
+// fewer keys than one without it, so the two files' logits part exactly
+// where the sequence outgrows the window (and not before).
+TEST(Architectures, ASlidingWindowChangesLogitsOnlyPastTheWindow) {
+  model::SynthOptions o = small("mistral");
+  const std::string full = temp_dir() + "/mistral_full.gguf", slid = temp_dir() + "/mistral_window6.gguf";
+  ASSERT_TRUE(model::write_synthetic_model(o, full).is_ok());
+  o.sliding_window = 6;
+  ASSERT_TRUE(model::write_synthetic_model(o, slid).is_ok());
+  auto a = load_model(full);
+  auto b = load_model(slid);
+  ASSERT_TRUE(a.model && b.model);
+  EXPECT_EQ(b.model->config().sliding_window, 6);
+  EXPECT_EQ(b.model->config().context_length, 128);
+  const std::vector<int32_t> seq = {1, 40, 300, 7, 99, 12, 480, 256, 33, 71};
+  ops::ThreadPool pool(2);
+  const auto la = model_logprobs(*a.model, seq, pool), lb = model_logprobs(*b.model, seq, pool);
+  for (size_t t = 0; t < seq.size(); ++t) {
+    const double d = max_abs_difference({la[t]}, {lb[t]});
+    if (t < 6) {
+      EXPECT_EQ(d, 0.0) << "position " << t << " is inside the window";
+    } else {
+      EXPECT_GT(d, 1e-3) << "position " << t << " sees " << t + 1 << " tokens, the window 6";
+    }
+  }
+}
+
+// A copy of the GGUF at `path` with its metadata and tensors in a writer,
+// for a test to change before writing it out.
+void copy_into(const std::string& path, gguf::GgufWriter& w) {
+  auto file = gguf::GgufFile::open(path);
+  ASSERT_TRUE(file.is_ok()) << file.status().message();
+  for (const auto& [key, value] : file->metadata()) w.set(key, value);
+  for (const auto& t : file->tensors()) {
+    ASSERT_TRUE(w.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes)).is_ok());
+  }
+}
+
+// gemma2's caps as written (50, 30) barely bend this small model's scores;
+// caps of 0.3 and 1.5 dominate them, and the model still matches the
+// reference, which reads the caps from the file too. Without the caps the
+// logits move by far more than the tolerance.
+TEST(Architectures, Gemma2SoftCapsFromTheFileAreApplied) {
+  const std::string plain = temp_dir() + "/gemma2_caps_plain.gguf", capped = temp_dir() + "/gemma2_caps.gguf";
+  model::SynthOptions o = small("gemma2");
+  o.init_std = 0.3f;
+  ASSERT_TRUE(model::write_synthetic_model(o, plain).is_ok());
+  gguf::GgufWriter w;
+  copy_into(plain, w);
+  w.set_f32("gemma2.attn_logit_softcapping", 0.3f);
+  w.set_f32("gemma2.final_logit_softcapping", 1.5f);
+  ASSERT_TRUE(w.write(capped).is_ok());
+  auto a = load_model(plain);
+  auto b = load_model(capped);
+  ASSERT_TRUE(a.model && b.model);
+  EXPECT_FLOAT_EQ(b.model->config().attn_softcap, 0.3f);
+  EXPECT_FLOAT_EQ(b.model->config().final_softcap, 1.5f);
+  const std::vector<int32_t> seq = {1, 40, 300, 7, 99, 12, 480, 256};
+  ops::ThreadPool pool(2);
+  const auto got = model_logprobs(*b.model, seq, pool);
+  EXPECT_LT(max_abs_difference(got, reference_logprobs(capped, seq)), 2e-4);
+  EXPECT_GT(max_abs_difference(got, model_logprobs(*a.model, seq, pool)), 0.05);
 }
 
 // The same file with phi3's LongRoPE factors added: refused at load, naming them.
 TEST(Architectures, LongRopeFactorsAreRefusedNamingThem) {
   const std::string path = temp_dir() + "/phi3_plain.gguf";
   ASSERT_TRUE(model::write_synthetic_model(small("phi3"), path).is_ok());
-  auto plain = gguf::GgufFile::open(path);
-  ASSERT_TRUE(plain.is_ok());
   gguf::GgufWriter w;
-  for (const auto& [key, value] : plain->metadata()) w.set(key, value);
-  for (const auto& t : plain->tensors()) {
-    ASSERT_TRUE(w.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes)).is_ok());
-  }
+  copy_into(path, w);
   const std::vector<float> factors(8, 1.0f);  // rope dims 16: 8 pairs
   std::vector<uint8_t> bytes(factors.size() * sizeof(float));
   std::memcpy(bytes.data(), factors.data(), bytes.size());
@@ -151,10 +216,10 @@ TEST(Architectures, LongRopeFactorsAreRefusedNamingThem) {
 }
 
 TEST(Architectures, SynthRefusesWhatItCannotWrite) {
-  model::SynthOptions o = small("gemma3");
+  model::SynthOptions o = small("falcon");
   auto st = model::write_synthetic_model(o, temp_dir() + "/x.gguf");
   ASSERT_FALSE(st.is_ok());
-  EXPECT_NE(st.message().find("gemma3"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("falcon"), std::string::npos) << st.message();
   auto r = model::synth_preset("retrieval");
   ASSERT_TRUE(r.is_ok());
   r->arch = "qwen2";

@@ -68,17 +68,27 @@ TEST(BatchInvariance, Stories260K) {
 }
 
 // Other architectures: qwen2's biases, qwen3's per-head norms, phi3's fused
-// projections (Q8_0 rows bound inside one matrix) and their
-// NeoX-style RoPE keep it.
-class ArchitectureInvariance : public ::testing::TestWithParam<std::string> {};
+// projections (Q8_0 rows bound inside one matrix), their NeoX-style RoPE, and
+// sliding windows (gemma2's on every other layer with its soft caps, mistral's
+// on all) shorter than the prompt, which chunks of 7 and 64 cross, keep it.
+struct InvarianceCase {
+  std::string arch;
+  int64_t window = 0;
+  std::string name() const { return arch + (window ? "_window" + std::to_string(window) : ""); }
+};
+
+void PrintTo(const InvarianceCase& c, std::ostream* os) { *os << c.name(); }
+
+class ArchitectureInvariance : public ::testing::TestWithParam<InvarianceCase> {};
 
 TEST_P(ArchitectureInvariance, Synthetic) {
   model::SynthOptions o;
-  o.arch = GetParam();
+  o.arch = GetParam().arch;
+  o.sliding_window = GetParam().window;
   o.dim = 256, o.n_layers = 2, o.n_heads = 4, o.n_kv_heads = 2, o.ffn_dim = 512, o.n_vocab = 600;
   o.dtype = TensorType::kQ8_0;
   o.seed = 4;
-  const std::string path = temp_dir() + "/inv_" + o.arch + ".gguf";
+  const std::string path = temp_dir() + "/inv_" + GetParam().name() + ".gguf";
   ASSERT_TRUE(model::write_synthetic_model(o, path).is_ok());
   auto m = load_model(path);
   ASSERT_TRUE(m.model);
@@ -86,8 +96,10 @@ TEST_P(ArchitectureInvariance, Synthetic) {
   check_invariance(*m.model);
 }
 
-INSTANTIATE_TEST_SUITE_P(Synth, ArchitectureInvariance, ::testing::Values("qwen2", "qwen3", "phi3"),
-                         [](const auto& p) { return p.param; });
+INSTANTIATE_TEST_SUITE_P(Synth, ArchitectureInvariance,
+                         ::testing::Values(InvarianceCase{"qwen2"}, InvarianceCase{"qwen3"}, InvarianceCase{"phi3"},
+                                           InvarianceCase{"gemma2", 24}, InvarianceCase{"mistral", 40}),
+                         [](const auto& p) { return p.param.name(); });
 
 class SyntheticInvariance : public ::testing::TestWithParam<TensorType> {};
 

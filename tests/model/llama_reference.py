@@ -1,11 +1,16 @@
 #!/usr/bin/python3
 """Independent float64 reference of the Llama forward pass, for tests.
 
-Reads an F32 GGUF of the llama, mistral, qwen2, qwen3 or phi3 architecture
-(qwen2: Q, K and V biases; qwen3: each head's Q and K RMS-normalized with
-their own weights; phi3: Q, K and V in one matrix, gate and up in one; all
-three: RoPE rotating the pairs (i, i + d/2) -- llama.cpp's NeoX style --
-instead of (2i, 2i + 1)) with its own minimal parser (numpy only),
+Reads an F32 GGUF of the llama, mistral, qwen2, qwen3, phi3, gemma2 or gemma3
+architecture (qwen2: Q, K and V biases; qwen3 and gemma3: each head's Q and K
+RMS-normalized with their own weights; phi3: Q, K and V in one matrix, gate
+and up in one; gemma2/3: embedding scaled by sqrt(dim), norms of the attention
+and FFN outputs, GELU (tanh form) FFN, sliding-window attention on every 2nd
+(gemma2) or 5 of 6 (gemma3) layers with base-10000 RoPE on gemma3's sliding
+ones, gemma2's soft caps of scores and logits; all but llama and mistral:
+RoPE rotating the pairs (i, i + d/2) -- llama.cpp's NeoX style -- instead of
+(2i, 2i + 1); a sliding window where the metadata sets one) with its own
+minimal parser (numpy only),
 runs the tokens given on the command line one at a time, and prints, as JSON,
 the natural-log softmax of the logits after each token:
     llama_reference.py MODEL.gguf TOKEN [TOKEN ...]  ->  [[lp_0, ...], ...]
@@ -80,19 +85,28 @@ def main():
     n_layers = meta[arch + '.block_count']
     n_heads = meta[arch + '.attention.head_count']
     n_kv = meta.get(arch + '.attention.head_count_kv', n_heads)
-    hd = dim // n_heads
+    hd = meta.get(arch + '.attention.key_length', dim // n_heads)
+    gemma = arch in ('gemma2', 'gemma3')
     eps = meta.get(arch + '.attention.layer_norm_rms_epsilon', 1e-5)
     base = meta.get(arch + '.rope.freq_base', 10000.0)
     rot = meta.get(arch + '.rope.dimension_count', hd)
-    inv = [base ** (-2.0 * i / rot) for i in range(rot // 2)]
+    inv_global = [base ** (-2.0 * i / rot) for i in range(rot // 2)]
+    inv_local = [10000.0 ** (-2.0 * i / rot) for i in range(rot // 2)] if arch == 'gemma3' else inv_global
+    window = meta.get(arch + '.attention.sliding_window', 4096 if arch == 'gemma2' else 0)
+    period = {'gemma2': 2, 'gemma3': 6}.get(arch, 1)
+    attn_cap = meta.get(arch + '.attn_logit_softcapping', 50.0) if arch == 'gemma2' else 0.0
+    final_cap = meta.get(arch + '.final_logit_softcapping', 30.0) if arch == 'gemma2' else 0.0
+
+    def slides(l):
+        return window > 0 and (period == 1 or l % period < period - 1)
     out_name = 'output.weight' if 'output.weight' in infos else 'token_embd.weight'
 
     def rmsnorm(x, g):
         return x / np.sqrt(np.mean(x * x) + eps) * g
 
-    neox = arch in ('qwen2', 'qwen3', 'phi3')
+    neox = arch in ('qwen2', 'qwen3', 'phi3', 'gemma2', 'gemma3')
 
-    def rope(v, pos):
+    def rope(v, pos, inv):
         v = v.reshape(-1, hd).copy()
         for i in range(rot // 2):
             c, s = np.cos(pos * inv[i]), np.sin(pos * inv[i])
@@ -116,33 +130,53 @@ def main():
     result = []
     for pos, tok in enumerate(tokens):
         x = w('token_embd.weight')[tok].copy()
+        if gemma:
+            x = x * np.sqrt(dim)
         for l in range(n_layers):
+            inv = inv_local if slides(l) else inv_global
+            first = max(0, pos + 1 - window) if slides(l) else 0
             p = 'blk.%d.' % l
             h = rmsnorm(x, w(p + 'attn_norm.weight'))
             q, k = project(p, 'attn_q', h), project(p, 'attn_k', h)
             if p + 'attn_q_norm.weight' in infos:  # qwen3: each head normalized with its own weights
                 q = np.concatenate([rmsnorm(r, w(p + 'attn_q_norm.weight')) for r in q.reshape(-1, hd)])
                 k = np.concatenate([rmsnorm(r, w(p + 'attn_k_norm.weight')) for r in k.reshape(-1, hd)])
-            q = rope(q, pos)
-            keys[l].append(rope(k, pos))
+            q = rope(q, pos, inv)
+            keys[l].append(rope(k, pos, inv))
             vals[l].append(project(p, 'attn_v', h))
             att = np.zeros(n_heads * hd)
             for head in range(n_heads):
                 kvh = head // (n_heads // n_kv)
                 qh = q[head * hd:(head + 1) * hd]
-                scores = np.array([qh @ k[kvh * hd:(kvh + 1) * hd] for k in keys[l]]) / np.sqrt(hd)
+                seen = range(first, pos + 1)
+                scores = np.array([qh @ keys[l][j][kvh * hd:(kvh + 1) * hd] for j in seen]) / np.sqrt(hd)
+                if attn_cap:
+                    scores = attn_cap * np.tanh(scores / attn_cap)
                 probs = np.exp(scores - scores.max())
                 probs /= probs.sum()
-                att[head * hd:(head + 1) * hd] = sum(pj * v[kvh * hd:(kvh + 1) * hd] for pj, v in zip(probs, vals[l]))
-            x = x + w(p + 'attn_output.weight') @ att
+                att[head * hd:(head + 1) * hd] = sum(pj * vals[l][j][kvh * hd:(kvh + 1) * hd]
+                                                     for pj, j in zip(probs, seen))
+            out = w(p + 'attn_output.weight') @ att
+            if gemma:
+                out = rmsnorm(out, w(p + 'post_attention_norm.weight'))
+            x = x + out
             h = rmsnorm(x, w(p + 'ffn_norm.weight'))
             if p + 'ffn_gate.weight' in infos:
                 g, u = w(p + 'ffn_gate.weight') @ h, w(p + 'ffn_up.weight') @ h
             else:  # phi3: gate rows, then up rows, in ffn_up
                 gu = w(p + 'ffn_up.weight') @ h
                 g, u = gu[:len(gu) // 2], gu[len(gu) // 2:]
-            x = x + w(p + 'ffn_down.weight') @ (g / (1.0 + np.exp(-g)) * u)
+            if gemma:
+                act = 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
+            else:
+                act = g / (1.0 + np.exp(-g))
+            out = w(p + 'ffn_down.weight') @ (act * u)
+            if gemma:
+                out = rmsnorm(out, w(p + 'post_ffw_norm.weight'))
+            x = x + out
         logits = w(out_name) @ rmsnorm(x, w('output_norm.weight'))
+        if final_cap:
+            logits = final_cap * np.tanh(logits / final_cap)
         shifted = logits - logits.max()
         result.append((shifted - np.log(np.exp(shifted).sum())).tolist())
     json.dump(result, sys.stdout)

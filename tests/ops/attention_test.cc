@@ -44,6 +44,7 @@ PagedStore make_store(TensorType dtype, int n_blocks, int block_size, int n_kv_h
 struct Case {
   TensorType dtype;
   int n_heads, n_kv_heads, head_dim, block_size, n_tokens;
+  AttentionScoring scoring = {};  // a sliding window, a soft cap
 };
 
 class AttentionTest : public ::testing::TestWithParam<Case> {};
@@ -70,9 +71,9 @@ TEST_P(AttentionTest, MatchesReferenceAndIsBatchInvariant) {
 
   std::vector<float> want(static_cast<size_t>(c.n_tokens * q_dim));
   attention_reference(q.data(), c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(), scale,
-                      want.data());
+                      want.data(), c.scoring);
   expect_attention_matches_and_invariant(q, c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(),
-                                         scale, want);
+                                         scale, want, c.scoring);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
@@ -85,7 +86,17 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                                            Case{TensorType::kF16, 2, 1, 7, 5, 23},
                                            // GQA groups of 3 and 6: head tiles padded, split across tiles.
                                            Case{TensorType::kF32, 6, 2, 16, 16, 21},
-                                           Case{TensorType::kF16, 6, 1, 32, 8, 19}));
+                                           Case{TensorType::kF16, 6, 1, 32, 8, 19},
+                                           // Sliding windows: one key, inside a block, across blocks,
+                                           // longer than the sequence; gemma2's soft cap with and
+                                           // without a window.
+                                           Case{TensorType::kF32, 4, 2, 64, 16, 37, {1, 0.0f}},
+                                           Case{TensorType::kF16, 4, 2, 64, 16, 37, {5, 0.0f}},
+                                           Case{TensorType::kF32, 6, 2, 16, 8, 45, {19, 0.0f}},
+                                           Case{TensorType::kF16, 8, 1, 128, 32, 70, {64, 0.0f}},
+                                           Case{TensorType::kF32, 2, 1, 7, 5, 23, {100, 0.0f}},
+                                           Case{TensorType::kF32, 4, 2, 64, 16, 37, {0, 2.0f}},
+                                           Case{TensorType::kF16, 6, 2, 16, 8, 45, {11, 1.0f}}));
 
 // Three sequences of different lengths, each in its own blocks, batched as
 // a decode row, a prefill chunk and an empty sequence: every row equals the

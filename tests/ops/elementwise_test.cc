@@ -74,6 +74,48 @@ TEST(Elementwise, SiluMulMatchesReference) {
   EXPECT_NEAR(out[1], 60.0f, 1e-4);
 }
 
+TEST(Elementwise, GeluMulMatchesReference) {
+  for (int64_t n : {1, 5, 16, 172, 2048}) {
+    const auto g = random_floats(n, 6, -8.0f, 8.0f);
+    const auto u = random_floats(n, 7);
+    std::vector<float> want(n);
+    gelu_mul_reference(g.data(), u.data(), n, want.data());
+    for_each_target([&] {
+      std::vector<float> got(n);
+      gelu_mul(g.data(), u.data(), n, got.data());
+      // 1 + tanh cancels for negative inputs: absolute error ~ float epsilon x |x u|.
+      expect_close(got, want, 4e-6, 1e-6);
+      std::vector<float> dispatched(n);
+      gated_activation(GatedActivation::kGeluTanh, g.data(), u.data(), n, dispatched.data());
+      EXPECT_EQ(dispatched, got);
+    });
+  }
+  // gelu(0) = 0, gelu(large) = large, gelu(very negative) = 0; gelu(1) by the tanh form.
+  const float g[] = {0.0f, 30.0f, -30.0f, 1.0f}, u[] = {5.0f, 2.0f, 3.0f, 1.0f};
+  float out[4];
+  gelu_mul(g, u, 4, out);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_NEAR(out[1], 60.0f, 1e-4);
+  EXPECT_NEAR(out[2], 0.0f, 1e-6);
+  EXPECT_NEAR(out[3], 0.841192f, 1e-5);
+}
+
+TEST(Elementwise, SoftCapMatchesReference) {
+  for (int64_t n : {1, 7, 16, 100, 32000}) {
+    const auto x = random_floats(n, 8, -200.0f, 200.0f);
+    for (float cap : {0.5f, 30.0f, 50.0f}) {
+      auto want = x;
+      soft_cap_reference(want.data(), n, cap);
+      for_each_target([&] {
+        auto got = x;
+        soft_cap(got.data(), n, cap);
+        expect_close(got, want, 2e-6, 1e-6);
+        for (float v : got) ASSERT_LE(std::fabs(v), cap);
+      });
+    }
+  }
+}
+
 TEST(Elementwise, SoftmaxMatchesReference) {
   for (int64_t n : {1, 3, 16, 33, 1000, 32000}) {
     auto x = random_floats(n, 5, -20.0f, 20.0f);

@@ -168,6 +168,7 @@ TEST(KvCodec, ElementErrorsStayWithinTheStatedBounds) {
 struct Case {
   TensorType dtype;
   int n_heads, n_kv_heads, head_dim, block_size, n_tokens;
+  AttentionScoring scoring = {};  // a sliding window, a soft cap
 };
 
 class QuantAttentionTest : public ::testing::TestWithParam<Case> {};
@@ -198,9 +199,9 @@ TEST_P(QuantAttentionTest, MatchesReferenceIsBatchInvariantAndNearF32) {
 
   std::vector<float> want(static_cast<size_t>(c.n_tokens * q_dim)), exact(want.size());
   attention_reference(q.data(), c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(), scale,
-                      want.data());
+                      want.data(), c.scoring);
   attention_reference(q.data(), c.n_tokens, pos.data(), c.n_heads, kf.layer, vf.layer, table.data(), scale,
-                      exact.data());
+                      exact.data(), c.scoring);
   double max_err = 0;
   for (size_t i = 0; i < want.size(); ++i) max_err = std::max(max_err, std::fabs(double{want[i]} - exact[i]));
   const double bound = c.dtype == TensorType::kQ8_0 ? 0.02 : 0.2;
@@ -208,7 +209,7 @@ TEST_P(QuantAttentionTest, MatchesReferenceIsBatchInvariantAndNearF32) {
   EXPECT_GT(max_err, 0.0) << "the format is lossy: an exact match means F32 was read";
 
   expect_attention_matches_and_invariant(q, c.n_tokens, pos.data(), c.n_heads, k.layer, v.layer, table.data(),
-                                         scale, want);
+                                         scale, want, c.scoring);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -223,7 +224,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // Llama-3-8B's heads (128 dims, GQA of 4) in 16-token blocks.
                       Case{TensorType::kQ8_0, 8, 2, 128, 16, 45}, Case{TensorType::kQ4_0, 8, 2, 128, 16, 45},
                       // 16-token blocks whose key codes do not fill whole vectors.
-                      Case{TensorType::kQ4_0, 4, 1, 20, 16, 40}));
+                      Case{TensorType::kQ4_0, 4, 1, 20, 16, 40},
+                      // Sliding windows (inside one block, across blocks) and a soft cap.
+                      Case{TensorType::kQ8_0, 4, 2, 64, 16, 45, {5, 0.0f}},
+                      Case{TensorType::kQ4_0, 4, 2, 64, 16, 45, {21, 0.0f}},
+                      Case{TensorType::kQ8_0, 6, 2, 24, 6, 29, {7, 1.5f}},
+                      Case{TensorType::kQ4_0, 8, 4, 8, 16, 41, {16, 2.0f}}));
 
 // A partly filled q4 block is read from staging by the queries inside it and
 // sealed by the queries past it: a query's output is the same whether the

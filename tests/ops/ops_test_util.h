@@ -94,25 +94,26 @@ inline void for_each_target(const std::function<void()>& fn) {
 // alone and to chunks of 3 and 7 queries, at 1 and 3 threads.
 inline void expect_attention_matches_and_invariant(const std::vector<float>& q, int n, const int32_t* pos,
                                                    int n_heads, const PagedKvLayer& k, const PagedKvLayer& v,
-                                                   const int32_t* table, float scale, const std::vector<float>& want) {
+                                                   const int32_t* table, float scale, const std::vector<float>& want,
+                                                   AttentionScoring scoring = {}) {
   const int q_dim = n_heads * k.head_dim;
   for_each_target([&] {
     ThreadPool pool(2);
     std::vector<float> all(want.size());
-    attention(q.data(), n, pos, n_heads, k, v, table, scale, all.data(), pool);
+    attention(q.data(), n, pos, n_heads, k, v, table, scale, all.data(), pool, scoring);
     for (size_t i = 0; i < all.size(); ++i) ASSERT_NEAR(all[i], want[i], 2e-5) << "element " << i;
     for (int threads : {1, 3}) {
       ThreadPool other(threads);
       for (int t : {0, n / 2, n - 1}) {
         std::vector<float> one(static_cast<size_t>(q_dim));
-        attention(q.data() + t * q_dim, 1, pos + t, n_heads, k, v, table, scale, one.data(), other);
+        attention(q.data() + t * q_dim, 1, pos + t, n_heads, k, v, table, scale, one.data(), other, scoring);
         ASSERT_EQ(std::memcmp(one.data(), all.data() + t * q_dim, one.size() * sizeof(float)), 0) << "query " << t;
       }
       for (int chunk : {3, 7}) {
         std::vector<float> chunked(all.size());
         for (int t0 = 0; t0 < n; t0 += chunk) {
           attention(q.data() + t0 * q_dim, std::min(chunk, n - t0), pos + t0, n_heads, k, v, table, scale,
-                    chunked.data() + t0 * q_dim, other);
+                    chunked.data() + t0 * q_dim, other, scoring);
         }
         ASSERT_EQ(std::memcmp(chunked.data(), all.data(), all.size() * sizeof(float)), 0) << "chunk " << chunk;
       }
