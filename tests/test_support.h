@@ -2,10 +2,19 @@
 // built `ladder` binary is, and running a command to capture its output.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ladder::testing {
+
+// stories260K: "Once upon a time" with BOS, and the first 64 greedy ids after
+// it from an independent reference (../shared/models/README.md).
+inline const std::vector<int32_t> kStoriesPrompt = {1, 403, 407, 261, 378};
+inline const std::vector<int32_t> kStoriesGolden64 = {
+    432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322,
+    265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267,
+    337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13,  438, 310, 439, 419, 357, 336};
 
 // $LADDER_SHARED_DIR or the repository's ../shared.
 std::string shared_dir();

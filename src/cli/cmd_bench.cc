@@ -29,7 +29,7 @@ int run_roofline(const RooflineCliOptions& o) {
   return 0;
 }
 
-CommandRegistrar reg{
+CommandRegistrar register_bench{
     "bench", 70, [](CLI::App& app) -> CommandRun {
       auto* cmd = app.add_subcommand("bench", "Measure this machine and Ladder's kernels on it");
       cmd->require_subcommand(1);

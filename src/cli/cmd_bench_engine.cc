@@ -51,7 +51,7 @@ int run_bench_engine(const BenchEngineArgs& a) {
   return r->outputs_match ? 0 : 1;
 }
 
-CommandRegistrar reg{"bench/engine", 72, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_bench_engine{"bench/engine", 72, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<BenchEngineArgs>();
   auto* cmd = app.get_subcommand("bench")->add_subcommand(
       "engine", "Offline throughput: N requests through the engine together against the same N one by one");

@@ -59,7 +59,7 @@ int run_bench_kv_offload(BenchKvOffloadArgs& a) {
   return r->outputs_match ? 0 : 1;
 }
 
-CommandRegistrar reg{"bench/kv-offload", 74, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_bench_kv_offload{"bench/kv-offload", 74, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<BenchKvOffloadArgs>();
   auto* cmd = app.get_subcommand("bench")->add_subcommand(
       "kv-offload", "A prefix-heavy workload on a small KV pool, without and with the host KV tier (--kv-host-mib)");

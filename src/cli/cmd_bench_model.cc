@@ -177,7 +177,7 @@ int run_bench_model(const BenchModelArgs& a) {
   return 0;
 }
 
-CommandRegistrar reg{"bench/model", 71, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_bench_model{"bench/model", 71, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<BenchModelArgs>();
   auto* cmd = app.get_subcommand("bench")->add_subcommand(
       "model", "Decode and prefill speed of a model as fractions of this machine's measured roofline");

@@ -99,7 +99,7 @@ int run_bench_spec(const BenchSpecArgs& a) {
   return rc;
 }
 
-CommandRegistrar reg{"bench/spec", 73, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_bench_spec{"bench/spec", 73, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<BenchSpecArgs>();
   auto* cmd = app.get_subcommand("bench")->add_subcommand(
       "spec", "Speculative decoding against plain decoding on the same requests, paired, at several batch sizes");

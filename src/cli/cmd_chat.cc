@@ -129,7 +129,7 @@ int run_chat(const ChatArgs& a) {
   return 0;
 }
 
-CommandRegistrar reg{"chat", 46, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_chat{"chat", 46, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<ChatArgs>();
   auto* cmd = app.add_subcommand(
       "chat", "Chat with a model in the terminal through its chat template, replies streamed (/reset, /exit)");

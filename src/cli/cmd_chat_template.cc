@@ -82,7 +82,7 @@ Status run(const ChatTemplateOptions& opts) {
   return Status::ok();
 }
 
-CommandRegistrar reg{"chat-template", 31, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_chat_template{"chat-template", 31, [](CLI::App& app) -> CommandRun {
                        auto* cmd = app.add_subcommand("chat-template",
                                                       "Render a conversation with a model's chat template and print the prompt");
                        auto opts = std::make_shared<ChatTemplateOptions>();

@@ -64,7 +64,7 @@ constexpr const char* kClimbHelp =
     "failed calibration on record, or a replay that could not run; 2 no model; 3 a calibration\n"
     "that failed.";
 
-CommandRegistrar reg{
+CommandRegistrar register_climb{
     "climb", 42, [](CLI::App& app) -> CommandRun {
       auto* cmd = app.add_subcommand("climb", kClimbHelp);
       auto o = std::make_shared<climb::ClimbOptions>();

@@ -233,7 +233,7 @@ int run_generate(const GenerateArgs& a) {
   return exit_code;
 }
 
-CommandRegistrar reg{"generate", 45, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_generate{"generate", 45, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text from a prompt, streamed as it is produced");
   cmd->add_option("-m,--model", a->model, "GGUF model (default: $LADDER_MODEL, then ../shared/models/stories260K.gguf)");

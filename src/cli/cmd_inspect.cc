@@ -242,7 +242,7 @@ int run_inspect(const InspectOptions& opts) {
   return opts.json ? print_json(*file) : print_text(*file);
 }
 
-CommandRegistrar reg{"inspect", 20, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_inspect{"inspect", 20, [](CLI::App& app) -> CommandRun {
                        auto* cmd =
                            app.add_subcommand(
                                "inspect",

@@ -88,7 +88,7 @@ int run_quantize(const QuantizeArgs& a) {
   return 0;
 }
 
-CommandRegistrar reg{
+CommandRegistrar register_quantize{
     "quantize", 52, [](CLI::App& app) -> CommandRun {
       auto a = std::make_shared<QuantizeArgs>();
       auto* cmd = app.add_subcommand(

@@ -21,7 +21,7 @@ struct ReplayFlags {
   bool no_deadlines = false;
 };
 
-CommandRegistrar reg{"replay", 40, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_replay{"replay", 40, [](CLI::App& app) -> CommandRun {
   auto* cmd = app.add_subcommand(
       "replay",
       "Replay a workload against an OpenAI-compatible endpoint and report goodput.\n"

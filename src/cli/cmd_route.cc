@@ -50,7 +50,7 @@ int run_route(RouteOptions& o) {
   return 0;
 }
 
-CommandRegistrar reg{
+CommandRegistrar register_route{
     "route", 11, [](CLI::App& app) -> CommandRun {
       auto* cmd = app.add_subcommand("route",
                                      "Serve the OpenAI API in front of prefill and decode workers (rung 2: "

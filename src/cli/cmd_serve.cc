@@ -442,7 +442,7 @@ Status apply_ledger(ServeOptions& o, const ServeOptions& original, bool* shadow_
   return Status::ok();
 }
 
-CommandRegistrar reg{"serve", 10, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_serve{"serve", 10, [](CLI::App& app) -> CommandRun {
   auto* cmd = app.add_subcommand("serve", "Serve a GGUF model over an OpenAI-compatible HTTP API");
   auto o = std::make_shared<ServeOptions>();
   add_serve_options(cmd, *o);

@@ -97,7 +97,7 @@ int run_synth(const SynthArgs& a) {
   return 0;
 }
 
-CommandRegistrar reg{"synth", 50, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_synth{"synth", 50, [](CLI::App& app) -> CommandRun {
   auto a = std::make_shared<SynthArgs>();
   auto* cmd = app.add_subcommand("synth",
                                  "Write a GGUF of a real Llama-family architecture: random weights (benchmarks) or, with "

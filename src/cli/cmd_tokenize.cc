@@ -64,7 +64,7 @@ int run_tokenize(const TokenizeOptions& opts) {
   return 0;
 }
 
-CommandRegistrar reg{"tokenize", 30, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_tokenize{"tokenize", 30, [](CLI::App& app) -> CommandRun {
                        auto* cmd = app.add_subcommand("tokenize", "Print the token ids of a text (stdin when no TEXT)");
                        auto opts = std::make_shared<TokenizeOptions>();
                        cmd->add_option("-m,--model", opts->model,

@@ -54,7 +54,7 @@ int run_info() {
   return 0;
 }
 
-CommandRegistrar reg{"info", 900, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_version{"info", 900, [](CLI::App& app) -> CommandRun {
                        app.add_subcommand("info", "Print the build configuration and what Ladder sees of this machine");
                        return [] { return run_info(); };
                      }};

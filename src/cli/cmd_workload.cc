@@ -57,7 +57,7 @@ Status check_applicable(const CLI::App& cmd, const std::string& kind) {
   return Status::ok();
 }
 
-CommandRegistrar reg{"workload", 41, [](CLI::App& app) -> CommandRun {
+CommandRegistrar register_workload{"workload", 41, [](CLI::App& app) -> CommandRun {
   auto* cmd = app.add_subcommand("workload", "Generate a synthetic workload (native JSONL) for `ladder replay`");
   auto f = std::make_shared<WorkloadFlags>();
   auto& g = f->g;

@@ -1,8 +1,9 @@
 // Subcommand registry of the `ladder` binary. Each cmd_*.cc defines one
-// subcommand and registers it with a file-scope CommandRegistrar:
+// subcommand and registers it with a file-scope CommandRegistrar, named
+// after the file (the unity build compiles several cmd_*.cc as one unit):
 //
 //   namespace {
-//   CommandRegistrar reg{"inspect", 20, [](CLI::App& app) {
+//   CommandRegistrar register_inspect{"inspect", 20, [](CLI::App& app) {
 //     auto* cmd = app.add_subcommand("inspect", "Show a GGUF file's metadata and tensors");
 //     auto opts = std::make_shared<InspectOptions>();
 //     cmd->add_option(...);

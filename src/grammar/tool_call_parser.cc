@@ -17,7 +17,7 @@ bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-bool is_name_char(char c) {
+bool is_tool_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
          c == '.';
 }
@@ -154,7 +154,7 @@ bool ToolCallParser::step(bool at_end) {
       } else if (c == '[') {
         ++pos_;
         mode_ = Mode::kBeforeObject;
-      } else if (is_name_char(c)) {
+      } else if (is_tool_name_char(c)) {
         begin_call(false);
         mode_ = Mode::kName;
       } else {
@@ -236,7 +236,7 @@ bool ToolCallParser::step(bool at_end) {
         return true;
       }
       if (partial) return false;
-      if (!is_name_char(c)) {
+      if (!is_tool_name_char(c)) {
         abandon_call();
         return true;
       }

@@ -43,13 +43,13 @@ double mass(const std::map<std::string, double>& p) {
 }
 
 // The sequences compared, as strings (ids and bytes alike), and what they are.
-struct Units {
+struct ComparedUnits {
   std::vector<std::string> values;
   std::string name;
 };
 
-Units units_of(const OutputView& v, const std::string& by) {
-  Units u;
+ComparedUnits units_of(const OutputView& v, const std::string& by) {
+  ComparedUnits u;
   u.name = by;
   if (by == "token ids") {
     for (int64_t id : *v.token_ids) u.values.push_back(std::to_string(id));
@@ -98,8 +98,8 @@ QualityCheck compare_outputs(VerifyMode mode, const OutputView& ref, const Outpu
   } else if (has_logprobs(ref) && has_logprobs(cand)) {
     by = "token texts";
   }
-  const Units a = units_of(ref, by);
-  const Units b = units_of(cand, by);
+  const ComparedUnits a = units_of(ref, by);
+  const ComparedUnits b = units_of(cand, by);
   q.compared_by = by;
   q.reference_units = static_cast<int64_t>(a.values.size());
   q.candidate_units = static_cast<int64_t>(b.values.size());

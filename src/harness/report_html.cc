@@ -92,28 +92,28 @@ std::string cell(const std::string& text) { return "<td>" + html_escape(text) + 
 
 std::string num(double v, const char* spec = "{:.1f}") { return fmt::format(fmt::runtime(spec), v); }
 
-std::string opt_num(const std::optional<double>& v, const char* spec = "{:.3g}") {
+std::string html_opt_num(const std::optional<double>& v, const char* spec = "{:.3g}") {
   return v ? num(*v, spec) : std::string("&ndash;");
 }
 
 template <typename Row>
-std::string group_rows(const RunSummary& s, Row row) {
+std::string html_group_rows(const RunSummary& s, Row row) {
   std::string h = row("overall", s.overall);
   for (const auto& [k, g] : s.by_tenant) h += row("tenant " + k, g);
   for (const auto& [k, g] : s.by_slice) h += row("slice " + k, g);
   return h;
 }
 
-std::string outcome_row(const std::string& name, const GroupSummary& g) {
+std::string html_outcome_row(const std::string& name, const GroupSummary& g) {
   return fmt::format("<tr>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                      "<td>{:.1f}</td><td>{:.3f}</td></tr>\n",
                      cell(name), g.requests, g.verified, g.good, g.late, g.unverified, g.rejected_early, g.expired,
                      g.errors, 100.0 * g.goodput_fraction, g.goodput_rps);
 }
 
-std::string latency_row(const std::string& name, const GroupSummary& g) {
+std::string html_latency_row(const std::string& name, const GroupSummary& g) {
   std::string h = "<tr>" + cell(name);
-  for (const auto& c : latency_columns(g)) h += "<td>" + opt_num(c.value, "{:.1f}") + "</td>";
+  for (const auto& c : latency_columns(g)) h += "<td>" + html_opt_num(c.value, "{:.1f}") + "</td>";
   return h + "</tr>\n";
 }
 
@@ -125,8 +125,8 @@ std::string quality_rows(const std::vector<QualityGroup>& groups) {
                      cell(g.kind + " " + g.name), g.requests, g.compared, g.passed, 100.0 * g.pass_fraction(), g.exact,
                      g.by_token_ids, g.task_checked ? fmt::format("{}/{}", g.task_passed, g.task_checked) : "&ndash;",
                      g.mean_match, g.compared ? num(g.min_match, "{:.3f}") : "&ndash;",
-                     g.earliest_divergence ? std::to_string(*g.earliest_divergence) : "&ndash;", opt_num(g.mean_kl),
-                     opt_num(g.max_kl));
+                     g.earliest_divergence ? std::to_string(*g.earliest_divergence) : "&ndash;", html_opt_num(g.mean_kl),
+                     html_opt_num(g.max_kl));
   }
   return h;
 }
@@ -136,11 +136,11 @@ std::string run_tables(const RunReport& rr) {
   std::string h;
   h += "<table><tr><th>group</th><th>requests</th><th>verified</th><th>good</th><th>late</th><th>unverified</th>"
        "<th>rejected early</th><th>expired in queue</th><th>errors</th><th>good (%)</th><th>goodput (req/s)</th></tr>\n";
-  h += group_rows(rr.summary, outcome_row) + "</table>\n";
+  h += html_group_rows(rr.summary, html_outcome_row) + "</table>\n";
   h += "<table><tr><th>group (latencies in ms)</th>";
   for (const auto& c : latency_columns(rr.summary.overall)) h += std::string("<th>") + c.long_name + "</th>";
   h += "</tr>\n";
-  h += group_rows(rr.summary, latency_row) + "</table>\n";
+  h += html_group_rows(rr.summary, html_latency_row) + "</table>\n";
   if (!rr.quality.empty()) {
     h += "<h3>Quality against the reference, worst first (KL in nats)</h3>\n<table class=\"quality\"><tr><th>group</th>"
          "<th>requests</th><th>compared</th><th>passed</th><th>passed (%)</th><th>exact</th><th>by token ids</th>"
@@ -156,8 +156,8 @@ std::string run_tables(const RunReport& rr) {
   if (sp.requests > 0) {
     h += fmt::format("<p>speculative decoding: {} requests, {} of {} draft tokens accepted (rate {}), {} tokens per "
                      "verify cycle</p>\n",
-                     sp.requests, sp.accepted, sp.proposed, opt_num(sp.accepted_rate, "{:.3f}"),
-                     opt_num(sp.tokens_per_cycle, "{:.3f}"));
+                     sp.requests, sp.accepted, sp.proposed, html_opt_num(sp.accepted_rate, "{:.3f}"),
+                     html_opt_num(sp.tokens_per_cycle, "{:.3f}"));
   }
   h += "<p>" + html_escape(cost_line(rr.cost)) + "</p>\n";
   const auto failures = failure_groups(rr.run.results);

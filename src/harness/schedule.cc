@@ -70,12 +70,12 @@ std::vector<double> arrival_times(size_t n, double rate, const ArrivalProcess& p
 namespace {
 
 // Groups requests into arrival units: unit key -> indices (turn order).
-struct Units {
+struct ArrivalUnits {
   std::vector<std::vector<size_t>> members;  // [unit][turn order] request index
 };
 
-Units group_units(const std::vector<WorkloadRequest>& reqs) {
-  Units u;
+ArrivalUnits group_units(const std::vector<WorkloadRequest>& reqs) {
+  ArrivalUnits u;
   std::map<std::pair<std::string, std::string>, size_t> by_session;  // (tenant, session) -> unit
   for (size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].session.empty()) {
@@ -105,7 +105,7 @@ Status apply_schedule(Workload& w, const ScheduleOptions& opts) {
   if (!(opts.time_scale > 0)) return invalid_argument("time scale must be > 0");
   if (opts.rate && !(*opts.rate > 0)) return invalid_argument("rate must be > 0");
   auto& reqs = w.requests;
-  Units units = group_units(reqs);
+  ArrivalUnits units = group_units(reqs);
   // Order units by their first turn's timestamp.
   std::stable_sort(units.members.begin(), units.members.end(),
                    [&](const auto& a, const auto& b) { return reqs[a.front()].t < reqs[b.front()].t; });

@@ -17,8 +17,6 @@ using FilterTable = std::map<std::string, FilterFn, std::less<>>;
 // The filters over sequences and mappings (sequence_filters.cc).
 void add_sequence_filters(FilterTable& table);
 
-inline std::string type_name(const Value& v) { return kind_type_name(v.kind()); }
-
 inline bool arg_bool(const CallArgs& args, size_t index, const char* name, bool fallback) {
   const Value* v = args.get(index, name);
   return v ? v->truthy() : fallback;

@@ -9,8 +9,6 @@
 namespace ladder::jinja {
 namespace {
 
-std::string type_name(const Value& v) { return kind_type_name(v.kind()); }
-
 Status unsupported(std::string_view op, const Value& a, const Value& b) {
   return invalid_argument("unsupported operand type(s) for " + std::string(op) + ": '" + type_name(a) + "' and '" +
                           type_name(b) + "'");

@@ -161,6 +161,9 @@ class Value {
   std::shared_ptr<void> obj_;
 };
 
+// Python's type name of a value ("str", "list", ...), for error messages.
+inline std::string type_name(const Value& v) { return kind_type_name(v.kind()); }
+
 // Python's repr() of a float ("1.0", "0.1", "1e+16", "inf").
 std::string python_float_repr(double f);
 // Python's repr() of a str: quotes chosen like CPython, escapes for control chars.

@@ -52,10 +52,6 @@ Result<std::vector<std::pair<int, json>>> lines_of_kind(const std::string& path,
   return out;
 }
 
-std::string short_hash(const std::string& h) {
-  return h.substr(0, 12);
-}
-
 }  // namespace
 
 json to_json(const ServedIdentity& id) {

@@ -35,6 +35,9 @@ struct ServedIdentity {
   std::string engine_revision;
 };
 
+// A digest as people read it: its first 12 characters.
+inline std::string short_hash(const std::string& digest) { return digest.substr(0, 12); }
+
 struct LedgerEntry {
   int line = 0;  // in the ledger file
   std::string climb_id;

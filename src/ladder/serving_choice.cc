@@ -10,13 +10,6 @@
 
 namespace ladder::climb {
 
-namespace {
-
-std::string short_hash(const std::string& h) {
-  return h.size() > 12 ? h.substr(0, 12) : h;
-}
-
-}  // namespace
 
 double nearest_load(const std::vector<double>& measured, double wanted) {
   double best = measured.front();

@@ -8,27 +8,10 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "perf/synthetic_requests.h"
 
 namespace ladder::perf {
 namespace {
-
-std::vector<int32_t> token_run(int64_t len, uint64_t seed, int64_t n_vocab) {
-  std::vector<int32_t> t;
-  uint64_t x = 0x9e3779b97f4a7c15ULL * (seed + 1);
-  while (static_cast<int64_t>(t.size()) < len) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    t.push_back(static_cast<int32_t>(3 + (x >> 33) % static_cast<uint64_t>(n_vocab - 3)));
-  }
-  return t;
-}
-
-std::vector<int32_t> drain(engine::TokenStream& s) {
-  std::vector<int32_t> out;
-  while (auto e = s.next()) {
-    if (e->kind == engine::StreamEvent::Kind::kToken) out.push_back(e->token.token);
-  }
-  return out;
-}
 
 // One pass over the workload on a fresh engine: outputs in request order.
 Result<std::vector<std::vector<int32_t>>> run_once(const model::LlamaModel& model, const engine::EngineConfig& cfg,
@@ -43,7 +26,7 @@ Result<std::vector<std::vector<int32_t>>> run_once(const model::LlamaModel& mode
       LADDER_ASSIGN_OR_RETURN(engine::Submission s, eng->submit(requests[j]));
       streams.push_back(s.stream);
     }
-    for (auto& s : streams) out.push_back(drain(*s));
+    for (auto& s : streams) out.push_back(drain_tokens(*s));
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const engine::EngineMetrics m = eng->metrics();
@@ -81,8 +64,8 @@ Result<KvOffloadReport> measure_kv_offload(const model::LlamaModel& model, const
   for (int64_t r = 0; r < o.rounds; ++r) {
     for (int64_t f = 0; f < o.families; ++f) {
       engine::Request q;
-      q.prompt = token_run(o.prefix_tokens, static_cast<uint64_t>(f), mc.n_vocab);
-      const auto suffix = token_run(o.suffix_tokens, static_cast<uint64_t>(1000 + r * o.families + f), mc.n_vocab);
+      q.prompt = synthetic_tokens(static_cast<uint64_t>(f), o.prefix_tokens, mc.n_vocab);
+      const auto suffix = synthetic_tokens(static_cast<uint64_t>(1000 + r * o.families + f), o.suffix_tokens, mc.n_vocab);
       q.prompt.insert(q.prompt.end(), suffix.begin(), suffix.end());
       q.sampling.temperature = 0.0f;
       q.stop.max_tokens = o.output_tokens;

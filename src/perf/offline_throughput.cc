@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "perf/synthetic_requests.h"
 
 namespace ladder::perf {
 
@@ -16,28 +17,6 @@ using engine::Submission;
 using engine::TokenStream;
 using engine::EngineMetrics;
 
-namespace {
-
-// Distinct, reproducible prompts (no shared prefixes: this measures compute).
-std::vector<int32_t> prompt_for(int64_t i, int64_t len, int64_t n_vocab) {
-  std::vector<int32_t> t;
-  uint64_t x = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(i + 1);
-  while (static_cast<int64_t>(t.size()) < len) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    t.push_back(static_cast<int32_t>(3 + (x >> 33) % static_cast<uint64_t>(n_vocab - 3)));
-  }
-  return t;
-}
-
-std::vector<int32_t> drain(TokenStream& s) {
-  std::vector<int32_t> out;
-  while (auto e = s.next()) {
-    if (e->kind == StreamEvent::Kind::kToken) out.push_back(e->token.token);
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<OfflineThroughput> measure_offline_throughput(const model::LlamaModel& model, const OfflineOptions& o) {
   const model::ModelConfig& mc = model.config();
@@ -62,7 +41,7 @@ Result<OfflineThroughput> measure_offline_throughput(const model::LlamaModel& mo
   std::vector<Request> requests;
   for (int64_t i = 0; i < o.requests; ++i) {
     Request r;
-    r.prompt = prompt_for(i, o.prompt_tokens, mc.n_vocab);
+    r.prompt = synthetic_tokens(static_cast<uint64_t>(i), o.prompt_tokens, mc.n_vocab);
     r.sampling.temperature = o.sampled ? 0.8f : 0.0f;
     r.sampling.top_p = o.sampled ? 0.95f : 1.0f;
     r.sampling.seed = static_cast<uint64_t>(i);
@@ -75,7 +54,7 @@ Result<OfflineThroughput> measure_offline_throughput(const model::LlamaModel& mo
   const auto t0 = std::chrono::steady_clock::now();
   for (const Request& r : requests) {
     LADDER_ASSIGN_OR_RETURN(Submission s, engine->submit(r));
-    solo.push_back(drain(*s.stream));
+    solo.push_back(drain_tokens(*s.stream));
   }
   const auto t1 = std::chrono::steady_clock::now();
   const EngineMetrics before = engine->metrics();
@@ -85,7 +64,7 @@ Result<OfflineThroughput> measure_offline_throughput(const model::LlamaModel& mo
     subs.push_back(std::move(s));
   }
   std::vector<std::vector<int32_t>> together;
-  for (Submission& s : subs) together.push_back(drain(*s.stream));
+  for (Submission& s : subs) together.push_back(drain_tokens(*s.stream));
   const auto t2 = std::chrono::steady_clock::now();
   const EngineMetrics after = engine->metrics();
 

@@ -144,9 +144,9 @@ struct KvReceiver::Impl {
 
 namespace {
 
-class Session : public std::enable_shared_from_this<Session> {
+class LinkSession : public std::enable_shared_from_this<LinkSession> {
  public:
-  Session(tcp::socket socket, KvReceiver::Impl& owner)
+  LinkSession(tcp::socket socket, KvReceiver::Impl& owner)
       : socket_(std::move(socket)),
         owner_(owner),
         timer_(socket_.get_executor()),
@@ -162,7 +162,7 @@ class Session : public std::enable_shared_from_this<Session> {
     });
     read_head();
   }
-  ~Session() { owner_.connections.fetch_sub(1); }
+  ~LinkSession() { owner_.connections.fetch_sub(1); }
 
  private:
   void read_head() {
@@ -242,7 +242,7 @@ void KvReceiver::Impl::accept() {
       boost::system::error_code ignored;
       socket.close(ignored);
     } else {
-      std::make_shared<Session>(std::move(socket), *this)->start();
+      std::make_shared<LinkSession>(std::move(socket), *this)->start();
     }
     accept();
   });

@@ -11,12 +11,12 @@
 
 namespace ladder::server {
 
+using ojson = nlohmann::ordered_json;
+
 namespace {
 
-using json = nlohmann::ordered_json;
-
 // A list of token ids, each in [0, 2^31).
-std::optional<ApiError> token_ids(const json& v, const std::string& param, std::vector<int32_t>* out) {
+std::optional<ApiError> token_ids(const ojson& v, const std::string& param, std::vector<int32_t>* out) {
   if (!v.is_array()) return invalid_field(param, "'" + param + "' must be a list of token ids");
   for (const auto& e : v) {
     if (!e.is_number_integer() || (!e.is_number_unsigned() && e.get<int64_t>() < 0) ||
@@ -31,7 +31,7 @@ std::optional<ApiError> token_ids(const json& v, const std::string& param, std::
 // vLLM's sampling extensions.
 std::optional<ApiError> parse_vllm_extras(Fields& f, GenerationOptions* o) {
   LADDER_API_TRY(f.integer("min_tokens", 0, 1 << 30, &o->min_tokens));
-  if (const json* ids = f.find("stop_token_ids")) {
+  if (const ojson* ids = f.find("stop_token_ids")) {
     LADDER_API_TRY(token_ids(*ids, "stop_token_ids", &o->stop_token_ids));
     if (o->stop_token_ids.size() > kMaxLogitBiasEntries) {
       return invalid_field("stop_token_ids", "at most " + std::to_string(kMaxLogitBiasEntries) + " stop token ids");
@@ -64,7 +64,7 @@ std::optional<ApiError> parse_llama_cpp_extras(Fields& f, bool chat, GenerationO
   if (o->sampling.typical_p <= 0.0f) return invalid_field("typical_p", "'typical_p' must be in (0, 1]");
   // Accepted: the prefix cache is always on (per tenant), which is what
   // cache_prompt: true asks for; false cannot turn it off for one request.
-  if (const json* cache = f.find("cache_prompt"); cache != nullptr && !cache->is_boolean()) {
+  if (const ojson* cache = f.find("cache_prompt"); cache != nullptr && !cache->is_boolean()) {
     return invalid_field("cache_prompt", "'cache_prompt' must be a boolean");
   }
   int64_t n_probs = 0;
@@ -94,12 +94,12 @@ std::optional<ApiError> parse_guided(Fields& f, GenerationOptions* o) {
     rf.param = param;
     return std::nullopt;
   };
-  auto schema_of = [&](const json& v, const std::string& param) -> std::optional<ApiError> {
-    json schema = v;
+  auto schema_of = [&](const ojson& v, const std::string& param) -> std::optional<ApiError> {
+    ojson schema = v;
     if (v.is_string()) {
       try {
-        schema = json::parse(v.get<std::string>());
-      } catch (const json::exception&) {
+        schema = ojson::parse(v.get<std::string>());
+      } catch (const ojson::exception&) {
         return invalid_field(param, "'" + param + "' is a string that is not JSON");
       }
     }
@@ -111,7 +111,7 @@ std::optional<ApiError> parse_guided(Fields& f, GenerationOptions* o) {
     rf.schema = std::move(schema);
     return std::nullopt;
   };
-  auto text_of = [&](const json& v, const std::string& param, ResponseFormat::Kind kind) -> std::optional<ApiError> {
+  auto text_of = [&](const ojson& v, const std::string& param, ResponseFormat::Kind kind) -> std::optional<ApiError> {
     if (!v.is_string() || v.get<std::string>().empty()) {
       return invalid_field(param, "'" + param + "' must be a non-empty string");
     }
@@ -120,7 +120,7 @@ std::optional<ApiError> parse_guided(Fields& f, GenerationOptions* o) {
     rf.text = v.get<std::string>();
     return std::nullopt;
   };
-  auto choice_of = [&](const json& v, const std::string& param) -> std::optional<ApiError> {
+  auto choice_of = [&](const ojson& v, const std::string& param) -> std::optional<ApiError> {
     if (!v.is_array() || v.empty() || v.size() > 1024) {
       return invalid_field(param, "'" + param + "' must be a list of 1 to 1024 strings");
     }
@@ -136,23 +136,23 @@ std::optional<ApiError> parse_guided(Fields& f, GenerationOptions* o) {
     rf.choices = std::move(choices);
     return std::nullopt;
   };
-  if (const json* v = f.find("guided_json")) LADDER_API_TRY(schema_of(*v, "guided_json"));
-  if (const json* v = f.find("json_schema")) LADDER_API_TRY(schema_of(*v, "json_schema"));
-  if (const json* v = f.find("guided_regex")) LADDER_API_TRY(text_of(*v, "guided_regex", ResponseFormat::Kind::kRegex));
-  if (const json* v = f.find("guided_choice")) LADDER_API_TRY(choice_of(*v, "guided_choice"));
-  if (const json* v = f.find("guided_grammar")) {
+  if (const ojson* v = f.find("guided_json")) LADDER_API_TRY(schema_of(*v, "guided_json"));
+  if (const ojson* v = f.find("json_schema")) LADDER_API_TRY(schema_of(*v, "json_schema"));
+  if (const ojson* v = f.find("guided_regex")) LADDER_API_TRY(text_of(*v, "guided_regex", ResponseFormat::Kind::kRegex));
+  if (const ojson* v = f.find("guided_choice")) LADDER_API_TRY(choice_of(*v, "guided_choice"));
+  if (const ojson* v = f.find("guided_grammar")) {
     LADDER_API_TRY(text_of(*v, "guided_grammar", ResponseFormat::Kind::kGrammar));
   }
-  if (const json* v = f.find("grammar")) LADDER_API_TRY(text_of(*v, "grammar", ResponseFormat::Kind::kGrammar));
-  if (const json* so = f.find("structured_outputs")) {
+  if (const ojson* v = f.find("grammar")) LADDER_API_TRY(text_of(*v, "grammar", ResponseFormat::Kind::kGrammar));
+  if (const ojson* so = f.find("structured_outputs")) {
     if (!so->is_object()) return invalid_field("structured_outputs", "'structured_outputs' must be an object");
     Fields sf(*so);
-    if (const json* v = sf.find("json")) LADDER_API_TRY(schema_of(*v, "structured_outputs.json"));
-    if (const json* v = sf.find("regex")) {
+    if (const ojson* v = sf.find("json")) LADDER_API_TRY(schema_of(*v, "structured_outputs.json"));
+    if (const ojson* v = sf.find("regex")) {
       LADDER_API_TRY(text_of(*v, "structured_outputs.regex", ResponseFormat::Kind::kRegex));
     }
-    if (const json* v = sf.find("choice")) LADDER_API_TRY(choice_of(*v, "structured_outputs.choice"));
-    if (const json* v = sf.find("grammar")) {
+    if (const ojson* v = sf.find("choice")) LADDER_API_TRY(choice_of(*v, "structured_outputs.choice"));
+    if (const ojson* v = sf.find("grammar")) {
       LADDER_API_TRY(text_of(*v, "structured_outputs.grammar", ResponseFormat::Kind::kGrammar));
     }
     bool json_object = false;
@@ -193,7 +193,7 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
   LADDER_API_TRY(f.number("presence_penalty", -2.0, 2.0, &s.presence_penalty));
   LADDER_API_TRY(f.number("frequency_penalty", -2.0, 2.0, &s.frequency_penalty));
   LADDER_API_TRY(f.number("repetition_penalty", 0.01, 100.0, &s.repetition_penalty));
-  if (const json* bias = f.find("logit_bias")) {
+  if (const ojson* bias = f.find("logit_bias")) {
     if (!bias->is_object()) return invalid_field("logit_bias", "'logit_bias' must be an object of token id -> bias");
     if (bias->size() > kMaxLogitBiasEntries) {
       return invalid_field("logit_bias", "'logit_bias' may name at most " + std::to_string(kMaxLogitBiasEntries) +
@@ -214,7 +214,7 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
       s.logit_bias.emplace_back(static_cast<int32_t>(id), it->get<float>());
     }
   }
-  if (const json* rf = f.find("response_format")) {
+  if (const ojson* rf = f.find("response_format")) {
     if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
       return invalid_field("response_format", "'response_format' must be an object with a 'type'");
     }
@@ -226,7 +226,7 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
     } else if (type == "json_object") {
       o->response_format.kind = ResponseFormat::Kind::kJsonObject;
     } else if (type == "json_schema") {
-      const json* js = rff.find("json_schema");
+      const ojson* js = rff.find("json_schema");
       if (js == nullptr || !js->is_object()) {
         return invalid_field("response_format.json_schema", "'json_schema' must be an object with a 'schema'");
       }
@@ -237,7 +237,7 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
       LADDER_API_TRY(jf.string("description", &description));
       bool strict = false;  // the output is always held to the schema
       LADDER_API_TRY(jf.boolean("strict", &strict));
-      const json* schema = jf.find("schema");
+      const ojson* schema = jf.find("schema");
       if (schema == nullptr) {
         return invalid_field("response_format.json_schema.schema", "'json_schema.schema' is required");
       }
@@ -254,7 +254,7 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
     }
     if (auto e = rff.leftovers("response_format")) return e;
   }
-  if (const json* seed = f.find("seed")) {
+  if (const ojson* seed = f.find("seed")) {
     if (!seed->is_number_integer()) return invalid_field("seed", "'seed' must be an integer");
     s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
   }
@@ -274,7 +274,7 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
     }
   }
 
-  if (const json* stop = f.find("stop")) {
+  if (const ojson* stop = f.find("stop")) {
     if (stop->is_string()) {
       o->stop.push_back(stop->get<std::string>());
     } else if (stop->is_array()) {
@@ -300,7 +300,7 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
   LADDER_API_TRY(f.boolean("ignore_eos", &o->ignore_eos));
   LADDER_API_TRY(f.boolean("return_token_ids", &o->return_token_ids));
   LADDER_API_TRY(f.boolean("stream", &o->stream));
-  if (const json* so = f.find("stream_options")) {
+  if (const ojson* so = f.find("stream_options")) {
     if (!so->is_object()) return invalid_field("stream_options", "'stream_options' must be an object");
     if (!o->stream) return invalid_field("stream_options", "'stream_options' is only allowed with 'stream': true");
     Fields sf(*so);
@@ -314,12 +314,12 @@ std::optional<ApiError> parse_options(Fields& f, bool chat, GenerationOptions* o
   // prefixes are cached per tenant automatically, and one tier serves all.
   LADDER_API_TRY(f.only_false("store", "Ladder does not store completions; 'store' must be false or absent"));
   LADDER_API_TRY(f.refused("metadata", "'metadata' is only used with stored completions, which Ladder does not keep"));
-  if (const json* tier = f.find("service_tier")) {
+  if (const ojson* tier = f.find("service_tier")) {
     if (!tier->is_string() || (*tier != "auto" && *tier != "default")) {
       return invalid_field("service_tier", "Ladder serves one tier: 'service_tier' must be 'auto' or 'default'");
     }
   }
-  if (const json* key = f.find("prompt_cache_key"); key != nullptr && !key->is_string()) {
+  if (const ojson* key = f.find("prompt_cache_key"); key != nullptr && !key->is_string()) {
     return invalid_field("prompt_cache_key", "'prompt_cache_key' must be a string");
   }
   LADDER_API_TRY(parse_vllm_extras(f, o));
@@ -336,7 +336,7 @@ std::optional<ApiError> refuse_unsupported(Fields& f, bool chat) {
     LADDER_API_TRY(f.refused("functions", "'functions' is deprecated and not supported; use 'tools'"));
     LADDER_API_TRY(f.refused("function_call", "'function_call' is deprecated and not supported; use 'tool_choice'"));
     LADDER_API_TRY(f.refused("audio", "audio output is not supported"));
-    if (const json* m = f.find("modalities")) {
+    if (const ojson* m = f.find("modalities")) {
       if (!(m->is_array() && m->size() == 1 && (*m)[0] == "text")) {
         return invalid_field("modalities", "Ladder produces text only: 'modalities' must be [\"text\"]");
       }
@@ -357,7 +357,7 @@ std::optional<ApiError> refuse_unsupported(Fields& f, bool chat) {
 
 // A message's content: a string, a list of text parts (the template decides
 // how they are joined), or null (an assistant message that only calls tools).
-std::optional<ApiError> check_content(const json& m, const std::string& where, bool required) {
+std::optional<ApiError> check_content(const ojson& m, const std::string& where, bool required) {
   auto content = m.find("content");
   if (content == m.end() || content->is_null()) {
     if (required) return invalid_field(where + ".content", where + ".content is required");
@@ -379,12 +379,12 @@ std::optional<ApiError> check_content(const json& m, const std::string& where, b
 // they are compiled (grammar::parse_openai_tools); here only what the
 // request's other fields need.
 std::optional<ApiError> parse_tools(Fields& f, ChatRequest* out) {
-  const json* tools = f.find("tools");
+  const ojson* tools = f.find("tools");
   if (tools != nullptr) {
     if (!tools->is_array()) return invalid_field("tools", "'tools' must be a list");
     if (!tools->empty()) out->tools = *tools;
   }
-  if (const json* choice = f.find("tool_choice")) {
+  if (const ojson* choice = f.find("tool_choice")) {
     ToolChoice& c = out->tool_choice;
     if (choice->is_string()) {
       const std::string v = choice->get<std::string>();
@@ -418,14 +418,14 @@ std::optional<ApiError> parse_tools(Fields& f, ChatRequest* out) {
 }  // namespace
 
 std::optional<ApiError> parse_completion_request(std::string_view body, CompletionRequest* out) {
-  json doc;
+  ojson doc;
   LADDER_API_TRY(parse_body(body, &doc));
   Fields f(doc);
-  const json* prompt = f.find("prompt");
+  const ojson* prompt = f.find("prompt");
   if (prompt == nullptr) return invalid_field("prompt", "'prompt' is required");
   // One prompt (a string, or a list of token ids), or several (a list of
   // strings, or a list of token-id lists): OpenAI's shapes.
-  auto one = [&](const json& p) -> std::optional<ApiError> {
+  auto one = [&](const ojson& p) -> std::optional<ApiError> {
     CompletionRequest::Prompt q;
     if (p.is_string()) {
       q.text = p.get<std::string>();
@@ -455,15 +455,15 @@ std::optional<ApiError> parse_completion_request(std::string_view body, Completi
 }
 
 std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest* out) {
-  json doc;
+  ojson doc;
   LADDER_API_TRY(parse_body(body, &doc));
   Fields f(doc);
-  const json* messages = f.find("messages");
+  const ojson* messages = f.find("messages");
   if (messages == nullptr || !messages->is_array() || messages->empty()) {
     return invalid_field("messages", "'messages' must be a non-empty list");
   }
   for (size_t i = 0; i < messages->size(); ++i) {
-    const json& m = (*messages)[i];
+    const ojson& m = (*messages)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return invalid_field(where, where + " must be an object");
     auto role = m.find("role");
@@ -489,13 +489,13 @@ std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest* o
       return invalid_field("continue_final_message",
                            "'continue_final_message' and 'add_generation_prompt' cannot both be true");
     }
-    const json& last = messages->back();
+    const ojson& last = messages->back();
     if (last.value("role", "") != "assistant" || !last.contains("content") || last["content"].is_null()) {
       return invalid_field("continue_final_message",
                            "'continue_final_message' needs a last message from the assistant with content");
     }
   }
-  if (const json* kw = f.find("chat_template_kwargs")) {
+  if (const ojson* kw = f.find("chat_template_kwargs")) {
     if (!kw->is_object()) return invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     out->template_kwargs = *kw;
   }
@@ -513,12 +513,12 @@ std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest* o
 
 
 std::optional<ApiError> parse_embeddings_request(std::string_view body, EmbeddingsRequest* out) {
-  json doc;
+  ojson doc;
   LADDER_API_TRY(parse_body(body, &doc));
   Fields f(doc);
   LADDER_API_TRY(f.string("model", &out->model));
   LADDER_API_TRY(f.string("user", &out->user));
-  const json* input = f.find("input");
+  const ojson* input = f.find("input");
   if (input == nullptr) return invalid_field("input", "'input' is required");
   using Input = EmbeddingsRequest::Input;
   if (input->is_string()) {
@@ -563,17 +563,17 @@ std::optional<ApiError> parse_embeddings_request(std::string_view body, Embeddin
 }
 
 std::optional<ApiError> parse_tokenize_request(std::string_view body, TokenizeRequest* out) {
-  json doc;
+  ojson doc;
   LADDER_API_TRY(parse_body(body, &doc));
   Fields f(doc);
   LADDER_API_TRY(f.string("model", &out->model));
   if (doc.contains("messages")) {
     // vLLM's chat form: the chat fields go to the chat parser (which refuses
     // what it does not know), the rest is read here.
-    json chat = json::object();
+    ojson chat = ojson::object();
     for (const char* key : {"messages", "add_generation_prompt", "continue_final_message", "chat_template_kwargs",
                             "tools", "model"}) {
-      if (const json* v = f.find(key)) chat[key] = *v;
+      if (const ojson* v = f.find(key)) chat[key] = *v;
     }
     LADDER_API_TRY(f.optional_boolean("add_special_tokens", &out->add_special));
     LADDER_API_TRY(f.boolean("return_token_strs", &out->token_strs));
@@ -591,7 +591,7 @@ std::optional<ApiError> parse_tokenize_request(std::string_view body, TokenizeRe
     LADDER_API_TRY(f.boolean("with_pieces", &out->with_pieces));
     return f.leftovers("");
   }
-  const json* prompt = f.find("prompt");
+  const ojson* prompt = f.find("prompt");
   if (prompt == nullptr || !prompt->is_string()) {
     return invalid_field("prompt", "'prompt' (a string), 'messages' or llama.cpp's 'content' is required");
   }
@@ -602,11 +602,11 @@ std::optional<ApiError> parse_tokenize_request(std::string_view body, TokenizeRe
 }
 
 std::optional<ApiError> parse_detokenize_request(std::string_view body, DetokenizeRequest* out) {
-  json doc;
+  ojson doc;
   LADDER_API_TRY(parse_body(body, &doc));
   Fields f(doc);
   LADDER_API_TRY(f.string("model", &out->model));
-  const json* tokens = f.find("tokens");
+  const ojson* tokens = f.find("tokens");
   if (tokens == nullptr) return invalid_field("tokens", "'tokens' (a list of token ids) is required");
   LADDER_API_TRY(token_ids(*tokens, "tokens", &out->tokens));
   return f.leftovers("");

@@ -4,7 +4,7 @@
 
 namespace ladder::server {
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 // ------------------------------------------------------------------ store
 
@@ -56,13 +56,13 @@ size_t ResponseStore::bytes() const {
 namespace {
 
 // A content list's text: input_text / output_text / text parts joined.
-std::optional<ApiError> text_of(const json& content, const std::string& where, std::string* out) {
+std::optional<ApiError> text_of(const ojson& content, const std::string& where, std::string* out) {
   if (content.is_string()) {
     *out = content.get<std::string>();
     return std::nullopt;
   }
   if (!content.is_array()) return invalid_field(where, where + " must be a string or a list of text parts");
-  for (const json& part : content) {
+  for (const ojson& part : content) {
     const std::string type = part.is_object() ? part.value("type", "") : "";
     if ((type != "input_text" && type != "output_text" && type != "text") || !part.contains("text") ||
         !part["text"].is_string()) {
@@ -75,9 +75,9 @@ std::optional<ApiError> text_of(const json& content, const std::string& where, s
 }
 
 // Input items (Responses form) -> chat messages.
-std::optional<ApiError> messages_of(const json& items, json* messages) {
+std::optional<ApiError> messages_of(const ojson& items, ojson* messages) {
   for (size_t i = 0; i < items.size(); ++i) {
-    const json& item = items[i];
+    const ojson& item = items[i];
     const std::string where = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) return invalid_field(where, where + " must be an object");
     const std::string type = item.value("type", "message");
@@ -96,16 +96,16 @@ std::optional<ApiError> messages_of(const json& items, json* messages) {
           return invalid_field(where + "." + key, where + "." + key + " must be a string");
         }
       }
-      json call = {{"id", item["call_id"]},
+      ojson call = {{"id", item["call_id"]},
                    {"type", "function"},
                    {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}};
       // Calls made in one turn are one assistant message.
       if (!messages->empty() && messages->back().value("role", "") == "assistant") {
-        json& last = messages->back();
-        if (!last.contains("tool_calls")) last["tool_calls"] = json::array();
+        ojson& last = messages->back();
+        if (!last.contains("tool_calls")) last["tool_calls"] = ojson::array();
         last["tool_calls"].push_back(std::move(call));
       } else {
-        messages->push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}});
+        messages->push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", ojson::array({call})}});
       }
     } else if (type == "function_call_output") {
       if (!item.contains("call_id") || !item["call_id"].is_string()) {
@@ -126,13 +126,13 @@ std::optional<ApiError> messages_of(const json& items, json* messages) {
 }
 
 // tools: function tools, flat as the Responses API writes them -> chat's.
-std::optional<ApiError> tools_of(const json& tools, json* chat_tools) {
+std::optional<ApiError> tools_of(const ojson& tools, ojson* chat_tools) {
   if (!tools.is_array()) return invalid_field("tools", "'tools' must be a list");
-  for (const json& t : tools) {
+  for (const ojson& t : tools) {
     if (!t.is_object() || t.value("type", "") != "function") {
       return invalid_field("tools", "only function tools are supported");
     }
-    json fn = {{"name", t.value("name", "")}};
+    ojson fn = {{"name", t.value("name", "")}};
     for (const char* key : {"description", "parameters", "strict"}) {
       if (t.contains(key) && !t[key].is_null()) fn[key] = t[key];
     }
@@ -145,20 +145,20 @@ std::optional<ApiError> tools_of(const json& tools, json* chat_tools) {
 
 std::optional<ApiError> parse_responses_request(std::string_view body, int tenant, ResponseStore& store,
                                                 ResponsesRequest* out) {
-  json doc;
+  ojson doc;
   LADDER_API_TRY(parse_body(body, &doc));
   Fields f(doc);
-  json& chat = out->chat;
-  chat = json::object();
-  json& sk = out->skeleton;
-  sk = json::object();
+  ojson& chat = out->chat;
+  chat = ojson::object();
+  ojson& sk = out->skeleton;
+  sk = ojson::object();
 
   std::string model;
   LADDER_API_TRY(f.string("model", &model));
   if (!model.empty()) chat["model"] = model;
 
   // The conversation: a stored response's, then this request's input.
-  json items = json::array();
+  ojson items = ojson::array();
   std::string previous;
   LADDER_API_TRY(f.string("previous_response_id", &previous));
   if (!previous.empty()) {
@@ -172,16 +172,16 @@ std::optional<ApiError> parse_responses_request(std::string_view body, int tenan
     }
     items = stored->conversation;
   }
-  const json* input = f.find("input");
+  const ojson* input = f.find("input");
   if (input == nullptr) return invalid_field("input", "'input' is required");
   if (input->is_string()) {
     items.push_back({{"type", "message"}, {"role", "user"}, {"content", input->get<std::string>()}});
   } else if (input->is_array() && !input->empty()) {
-    for (const json& item : *input) items.push_back(item);
+    for (const ojson& item : *input) items.push_back(item);
   } else {
     return invalid_field("input", "'input' must be a string or a non-empty list of items");
   }
-  json messages = json::array();
+  ojson messages = ojson::array();
   std::string instructions;
   LADDER_API_TRY(f.string("instructions", &instructions));
   // Instructions belong to this response only: a continuation does not
@@ -195,20 +195,20 @@ std::optional<ApiError> parse_responses_request(std::string_view body, int tenan
   LADDER_API_TRY(f.integer("max_output_tokens", 1, 1 << 30, &max_output));
   if (max_output > 0) chat["max_tokens"] = max_output;
   for (const char* key : {"temperature", "top_p", "seed", "parallel_tool_calls"}) {
-    if (const json* v = f.find(key)) chat[key] = *v;
+    if (const ojson* v = f.find(key)) chat[key] = *v;
   }
   LADDER_API_TRY(f.boolean("stream", &out->stream));
   chat["stream"] = out->stream;
   LADDER_API_TRY(f.boolean("store", &out->store));
-  json tools = json::array();
-  if (const json* t = f.find("tools")) {
-    json chat_tools = json::array();
+  ojson tools = ojson::array();
+  if (const ojson* t = f.find("tools")) {
+    ojson chat_tools = ojson::array();
     LADDER_API_TRY(tools_of(*t, &chat_tools));
     if (!chat_tools.empty()) chat["tools"] = std::move(chat_tools);
     tools = *t;
   }
-  json tool_choice = "auto";
-  if (const json* c = f.find("tool_choice")) {
+  ojson tool_choice = "auto";
+  if (const ojson* c = f.find("tool_choice")) {
     tool_choice = *c;
     if (c->is_object() && c->value("type", "") == "function" && c->contains("name")) {
       chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", (*c)["name"]}}}};
@@ -219,17 +219,17 @@ std::optional<ApiError> parse_responses_request(std::string_view body, int tenan
                                           "{\"type\": \"function\", \"name\": ...}");
     }
   }
-  json text = {{"format", {{"type", "text"}}}};
-  if (const json* t = f.find("text")) {
+  ojson text = {{"format", {{"type", "text"}}}};
+  if (const ojson* t = f.find("text")) {
     if (!t->is_object()) return invalid_field("text", "'text' must be an object");
     Fields tf(*t);
-    if (const json* format = tf.find("format")) {
+    if (const ojson* format = tf.find("format")) {
       if (!format->is_object() || !format->contains("type")) {
         return invalid_field("text.format", "'text.format' must be an object with a 'type'");
       }
       const std::string type = format->value("type", "");
       if (type == "json_schema") {
-        json js = {{"name", format->value("name", "response")}, {"schema", format->value("schema", json::object())}};
+        ojson js = {{"name", format->value("name", "response")}, {"schema", format->value("schema", ojson::object())}};
         if (format->contains("strict")) js["strict"] = (*format)["strict"];
         chat["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(js)}};
       } else if (type == "json_object" || type == "text") {
@@ -245,22 +245,22 @@ std::optional<ApiError> parse_responses_request(std::string_view body, int tenan
   LADDER_API_TRY(f.string("user", &user));
   LADDER_API_TRY(f.string("safety_identifier", &user));
   if (!user.empty()) chat["user"] = user;
-  json metadata = nullptr;
-  if (const json* m = f.find("metadata")) {
+  ojson metadata = nullptr;
+  if (const ojson* m = f.find("metadata")) {
     if (!m->is_object() || m->size() > 16) return invalid_field("metadata", "'metadata' must be an object of at most 16 keys");
     metadata = *m;
   }
   // Accepted: they ask for what Ladder does.
-  if (const json* t = f.find("truncation"); t != nullptr && *t != "disabled") {
+  if (const ojson* t = f.find("truncation"); t != nullptr && *t != "disabled") {
     return invalid_field("truncation", "'truncation' must be 'disabled': a prompt over the context is refused");
   }
-  if (const json* tier = f.find("service_tier"); tier != nullptr && *tier != "auto" && *tier != "default") {
+  if (const ojson* tier = f.find("service_tier"); tier != nullptr && *tier != "auto" && *tier != "default") {
     return invalid_field("service_tier", "Ladder serves one tier: 'service_tier' must be 'auto' or 'default'");
   }
-  if (const json* key = f.find("prompt_cache_key"); key != nullptr && !key->is_string()) {
+  if (const ojson* key = f.find("prompt_cache_key"); key != nullptr && !key->is_string()) {
     return invalid_field("prompt_cache_key", "'prompt_cache_key' must be a string");
   }
-  if (const json* inc = f.find("include"); inc != nullptr && !(inc->is_array() && inc->empty())) {
+  if (const ojson* inc = f.find("include"); inc != nullptr && !(inc->is_array() && inc->empty())) {
     return invalid_field("include", "'include' asks for output Ladder does not produce (logprobs, sources, "
                                     "encrypted reasoning); send it empty");
   }
@@ -274,19 +274,19 @@ std::optional<ApiError> parse_responses_request(std::string_view body, int tenan
   LADDER_API_TRY(f.leftovers(""));
 
   // What the response object says of the request.
-  sk["instructions"] = instructions.empty() ? json(nullptr) : json(instructions);
-  sk["max_output_tokens"] = max_output > 0 ? json(max_output) : json(nullptr);
-  sk["metadata"] = metadata.is_null() ? json::object() : metadata;
+  sk["instructions"] = instructions.empty() ? ojson(nullptr) : ojson(instructions);
+  sk["max_output_tokens"] = max_output > 0 ? ojson(max_output) : ojson(nullptr);
+  sk["metadata"] = metadata.is_null() ? ojson::object() : metadata;
   sk["parallel_tool_calls"] = chat.value("parallel_tool_calls", true);
-  sk["previous_response_id"] = previous.empty() ? json(nullptr) : json(previous);
+  sk["previous_response_id"] = previous.empty() ? ojson(nullptr) : ojson(previous);
   sk["store"] = out->store;
-  sk["temperature"] = chat.contains("temperature") ? chat["temperature"] : json(1.0);
+  sk["temperature"] = chat.contains("temperature") ? chat["temperature"] : ojson(1.0);
   sk["text"] = std::move(text);
   sk["tool_choice"] = std::move(tool_choice);
   sk["tools"] = std::move(tools);
-  sk["top_p"] = chat.contains("top_p") ? chat["top_p"] : json(1.0);
+  sk["top_p"] = chat.contains("top_p") ? chat["top_p"] : ojson(1.0);
   sk["truncation"] = "disabled";
-  sk["user"] = user.empty() ? json(nullptr) : json(user);
+  sk["user"] = user.empty() ? ojson(nullptr) : ojson(user);
 
   out->expanded = doc;
   out->expanded["input"] = items;

@@ -9,18 +9,13 @@
 namespace ladder::testing {
 namespace {
 
-const std::vector<int> kGolden = {
-    432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322,
-    265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267,
-    337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13,  438, 310, 439, 419, 357, 336};
-
 TEST(GenerateCli, GoldenIdsAndText) {
   auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
                         "Once upon a time", "-n", "64", "--temp", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["prompt_tokens"].get<std::vector<int>>(), (std::vector<int>{1, 403, 407, 261, 378}));
-  EXPECT_EQ(j["tokens"].get<std::vector<int>>(), kGolden);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), kStoriesGolden64);
   EXPECT_EQ(j["text"].get<std::string>(),
             ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, "
             "red ball. She wanted to play with it, but it was too high.\nLily's mom said");
@@ -34,13 +29,13 @@ TEST(GenerateCli, KvDtypeOption) {
     auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
                           "Once upon a time", "-n", "64", "--temp", "0", "--kv-dtype", dtype});
     ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
-    EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].get<std::vector<int>>(), kGolden) << dtype;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].get<std::vector<int32_t>>(), kStoriesGolden64) << dtype;
   }
   for (const char* dtype : {"q8", "q4"}) {
     auto r = run_command({ladder_bin(), "generate", "--json", "-m", shared_path("models/stories260K.gguf"), "-p",
                           "Once upon a time", "-n", "64", "--temp", "0", "--kv-dtype", dtype});
     ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
-    EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), kGolden.size()) << dtype;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), kStoriesGolden64.size()) << dtype;
   }
   // A model draft plans its KV pool as the engine does: q4's staging slots
   // included (it used to fail with "needs at least one staging slot").
@@ -49,7 +44,7 @@ TEST(GenerateCli, KvDtypeOption) {
                           "Once upon a time", "-n", "64", "--temp", "0", "--kv-dtype", dtype, "--spec",
                           "early-exit:2"});
     ASSERT_EQ(r.exit_code, 0) << dtype << " + early-exit draft: " << r.err;
-    EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), kGolden.size()) << dtype;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), kStoriesGolden64.size()) << dtype;
   }
   auto bad = run_command({ladder_bin(), "generate", "-m", shared_path("models/stories260K.gguf"), "-p", "hi",
                           "--kv-dtype", "q5"});
@@ -63,7 +58,7 @@ TEST(GenerateCli, ParallelGreedyCopiesAgreeWithGolden) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.size(), 5u);
-  for (const auto& seq : j) EXPECT_EQ(seq["tokens"].get<std::vector<int>>(), kGolden);
+  for (const auto& seq : j) EXPECT_EQ(seq["tokens"].get<std::vector<int32_t>>(), kStoriesGolden64);
 }
 
 TEST(GenerateCli, SeededSamplingIsReproducible) {

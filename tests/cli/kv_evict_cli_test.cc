@@ -10,12 +10,6 @@
 namespace ladder::testing {
 namespace {
 
-const std::vector<int> kGolden = {432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401,
-                                  396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433,
-                                  426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388,
-                                  426, 338, 391, 266, 267, 337, 335, 312, 432, 398, 312, 286, 267,
-                                  414, 270, 333, 415, 426, 13,  438, 310, 439, 419, 357, 336};
-
 CommandResult generate(std::vector<std::string> extra, const std::string& n = "64") {
   std::vector<std::string> args = {
       ladder_bin(), "generate",         "--json", "-m", shared_path("models/stories260K.gguf"),
@@ -28,7 +22,7 @@ CommandResult generate(std::vector<std::string> extra, const std::string& n = "6
 TEST(KvEvictCli, WindowBudgetsOnGenerate) {
   auto whole = generate({"--kv-evict", "window", "--kv-budget", "80"});
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  EXPECT_EQ(nlohmann::json::parse(whole.out)["tokens"].get<std::vector<int>>(), kGolden);
+  EXPECT_EQ(nlohmann::json::parse(whole.out)["tokens"].get<std::vector<int32_t>>(), kStoriesGolden64);
   for (const char* policy : {"window", "snap"}) {
     auto small = generate({"--kv-evict", policy, "--kv-budget", "48", "--kv-sinks", "0"}, "120");
     ASSERT_EQ(small.exit_code, 0) << small.err;

@@ -15,12 +15,8 @@ namespace ladder::engine::testing {
 
 // BOS + "Once upon a time" and its first 64 greedy ids (shared/models/README.md,
 // from an independent reference implementation).
-inline const std::vector<int32_t> kOnceUponATime = {1, 403, 407, 261, 378};
-inline const std::vector<int32_t> kGolden64 = {
-    432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337,
-    410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394,
-    261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432,
-    398, 312, 286, 267, 414, 270, 333, 415, 426, 13,  438, 310, 439, 419, 357, 336};
+inline const std::vector<int32_t>& kOnceUponATime = ladder::testing::kStoriesPrompt;
+inline const std::vector<int32_t>& kGolden64 = ladder::testing::kStoriesGolden64;
 
 // The model, loaded once per test binary.
 struct Stories {

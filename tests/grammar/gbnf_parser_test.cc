@@ -11,7 +11,7 @@
 namespace ladder::grammar {
 namespace {
 
-std::string error_of(std::string_view text) {
+std::string gbnf_error_of(std::string_view text) {
   auto r = parse_gbnf(text);
   EXPECT_FALSE(r.is_ok()) << "parsed: " << text;
   return r.is_ok() ? std::string() : r.status().message();
@@ -61,34 +61,34 @@ TEST(GbnfParser, EscapesAndTokens) {
 }
 
 TEST(GbnfParser, ErrorsNameTheLineAndColumn) {
-  EXPECT_EQ(error_of("root ::= \"abc"), "gbnf line 1, column 10: unterminated string");
-  EXPECT_EQ(error_of("root ::= foo"), "gbnf line 1, column 10: rule 'foo' is not defined");
-  EXPECT_EQ(error_of("a ::= \"x\""), "gbnf: no rule named 'root' (the start rule)");
-  EXPECT_EQ(error_of("root ::= \"a\"\nroot ::= \"b\""),
+  EXPECT_EQ(gbnf_error_of("root ::= \"abc"), "gbnf line 1, column 10: unterminated string");
+  EXPECT_EQ(gbnf_error_of("root ::= foo"), "gbnf line 1, column 10: rule 'foo' is not defined");
+  EXPECT_EQ(gbnf_error_of("a ::= \"x\""), "gbnf: no rule named 'root' (the start rule)");
+  EXPECT_EQ(gbnf_error_of("root ::= \"a\"\nroot ::= \"b\""),
             "gbnf line 2, column 1: rule 'root' is defined twice");
-  EXPECT_EQ(error_of("root ::= (\"a\""),
+  EXPECT_EQ(gbnf_error_of("root ::= (\"a\""),
             "gbnf line 1, column 14: expected ')' to close the group, found end of input");
-  EXPECT_EQ(error_of("root ::= \"a\")"), "gbnf line 1, column 13: unmatched ')'");
-  EXPECT_EQ(error_of("root ::= \"\\q\""), "gbnf line 1, column 11: unknown escape '\\q'");
-  EXPECT_EQ(error_of("root ::= [z-a]"),
+  EXPECT_EQ(gbnf_error_of("root ::= \"a\")"), "gbnf line 1, column 13: unmatched ')'");
+  EXPECT_EQ(gbnf_error_of("root ::= \"\\q\""), "gbnf line 1, column 11: unknown escape '\\q'");
+  EXPECT_EQ(gbnf_error_of("root ::= [z-a]"),
             "gbnf line 1, column 11: character range is reversed (its end comes before its start)");
-  EXPECT_EQ(error_of("root ::= [abc"), "gbnf line 1, column 10: unterminated character class");
-  EXPECT_EQ(error_of("root ::= \"a\"{3,2}"), "gbnf line 1, column 13: repetition {3,2} has max < min");
-  EXPECT_EQ(error_of("root ::= \"a\"{1,x}"),
+  EXPECT_EQ(gbnf_error_of("root ::= [abc"), "gbnf line 1, column 10: unterminated character class");
+  EXPECT_EQ(gbnf_error_of("root ::= \"a\"{3,2}"), "gbnf line 1, column 13: repetition {3,2} has max < min");
+  EXPECT_EQ(gbnf_error_of("root ::= \"a\"{1,x}"),
             "gbnf line 1, column 16: expected a number in '{m,n}', found 'x'");
-  EXPECT_EQ(error_of("root ::= \"a\"{99999}"),
+  EXPECT_EQ(gbnf_error_of("root ::= \"a\"{99999}"),
             "gbnf line 1, column 14: repetition count above the limit of 10000");
-  EXPECT_EQ(error_of("root ::= \"a\" b ::= \"c\""),
+  EXPECT_EQ(gbnf_error_of("root ::= \"a\" b ::= \"c\""),
             "gbnf line 1, column 14: rule 'b' starts before the previous rule ended (missing newline?)");
-  EXPECT_EQ(error_of("root := \"a\""), "gbnf line 1, column 6: expected '::=' after rule name 'root'");
-  EXPECT_EQ(error_of("root ::= \"a\" @"), "gbnf line 1, column 14: unexpected '@'");
-  EXPECT_EQ(error_of("root ::= <abc>"),
+  EXPECT_EQ(gbnf_error_of("root := \"a\""), "gbnf line 1, column 6: expected '::=' after rule name 'root'");
+  EXPECT_EQ(gbnf_error_of("root ::= \"a\" @"), "gbnf line 1, column 14: unexpected '@'");
+  EXPECT_EQ(gbnf_error_of("root ::= <abc>"),
             "gbnf line 1, column 11: expected '\"' after '<' (a token is written <\"text\">)");
-  EXPECT_EQ(error_of("root ::= \"\\uD800\""),
+  EXPECT_EQ(gbnf_error_of("root ::= \"\\uD800\""),
             "gbnf line 1, column 11: escape names U+D800, which is not a Unicode scalar value");
-  EXPECT_EQ(error_of("root ::= \"a\"\n\n  x ::= y"), "gbnf line 3, column 9: rule 'y' is not defined");
-  EXPECT_EQ(error_of("::= \"a\""), "gbnf line 1, column 1: expected a rule name, found ':'");
-  EXPECT_EQ(error_of("root ::= \"\xFF\""), "gbnf line 1, column 11: invalid UTF-8 in the grammar text");
+  EXPECT_EQ(gbnf_error_of("root ::= \"a\"\n\n  x ::= y"), "gbnf line 3, column 9: rule 'y' is not defined");
+  EXPECT_EQ(gbnf_error_of("::= \"a\""), "gbnf line 1, column 1: expected a rule name, found ':'");
+  EXPECT_EQ(gbnf_error_of("root ::= \"\xFF\""), "gbnf line 1, column 11: invalid UTF-8 in the grammar text");
 }
 
 // Random edits of good grammars: every result parses or fails with a

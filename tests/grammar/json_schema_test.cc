@@ -211,7 +211,7 @@ TEST(JsonSchemaGrammar, EverythingTheMatcherAcceptsValidates) {
   EXPECT_GT(invalid, rejected.size() / 2);
 }
 
-std::string error_of(const char* schema) {
+std::string schema_error_of(const char* schema) {
   auto r = json_schema_to_gbnf(nlohmann::ordered_json::parse(schema));
   EXPECT_FALSE(r.is_ok()) << schema;
   return r.is_ok() ? std::string() : r.status().message();
@@ -223,59 +223,59 @@ StatusCode code_of(const char* schema) {
 }
 
 TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
-  EXPECT_EQ(error_of(R"({"type":"object","properties":{"x":{"not":{"type":"null"}}}})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"object","properties":{"x":{"not":{"type":"null"}}}})"),
             "json_schema: keyword 'not' at /properties/x is not supported");
   EXPECT_EQ(code_of(R"({"not":{}})"), StatusCode::kUnimplemented);
-  EXPECT_EQ(error_of(R"({"type":"array","prefixItems":[{"type":"string"}]})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"array","prefixItems":[{"type":"string"}]})"),
             "json_schema: keyword 'prefixItems' at the schema root is not supported");
-  EXPECT_EQ(error_of(R"({"type":"array","uniqueItems":true})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"array","uniqueItems":true})"),
             "json_schema: keyword 'uniqueItems' at the schema root is not supported");
-  EXPECT_EQ(error_of(R"({"type":"number","minimum":0})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"number","minimum":0})"),
             "json_schema: 'minimum' on type number (only on integer) at the schema root is not supported");
   EXPECT_EQ(
-      error_of(R"({"type":"string","format":"uri"})"),
+      schema_error_of(R"({"type":"string","format":"uri"})"),
       "json_schema: format 'uri' is not supported (supported: date, time, date-time, uuid, email, ipv4) "
       "(at the schema root)");
   EXPECT_EQ(
-      error_of(R"({"type":"string","pattern":"^(a)\\1$"})"),
+      schema_error_of(R"({"type":"string","pattern":"^(a)\\1$"})"),
       "json_schema: pattern '^(a)\\1$', offset 4: backreferences are not supported (at the schema root)");
   EXPECT_EQ(
-      error_of(R"({"type":"string","pattern":"(?=a)b"})"),
+      schema_error_of(R"({"type":"string","pattern":"(?=a)b"})"),
       "json_schema: pattern '(?=a)b', offset 0: lookaround ((?=, (?!, (?<=, (?<!) is not supported (at the "
       "schema root)");
-  EXPECT_EQ(error_of(R"({"type":"string","pattern":"a\\bb"})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"string","pattern":"a\\bb"})"),
             "json_schema: pattern 'a\\bb', offset 1: word boundaries (\\b, \\B) are not supported (at the "
             "schema root)");
   EXPECT_EQ(
-      error_of(R"({"type":"string","pattern":"a^b"})"),
+      schema_error_of(R"({"type":"string","pattern":"a^b"})"),
       "json_schema: pattern 'a^b', offset 1: '^' other than at the start of the pattern (or of a top-level "
       "alternative) is not supported (at the schema root)");
   EXPECT_EQ(
-      error_of(R"({"$ref":"https://example.com/s.json"})"),
+      schema_error_of(R"({"$ref":"https://example.com/s.json"})"),
       "json_schema: '$ref' to 'https://example.com/s.json' (only references inside this schema, starting "
       "with #) at the schema root is not supported");
   EXPECT_EQ(
-      error_of(R"({"type":"string","pattern":"a+","minLength":3})"),
+      schema_error_of(R"({"type":"string","pattern":"a+","minLength":3})"),
       "json_schema: 'pattern' together with 'minLength'/'maxLength' at the schema root is not supported");
-  EXPECT_EQ(error_of(R"({"allOf":[{"type":"string"},{"maxLength":3}]})"),
+  EXPECT_EQ(schema_error_of(R"({"allOf":[{"type":"string"},{"maxLength":3}]})"),
             "json_schema: 'allOf' with more than one schema at the schema root is not supported");
   EXPECT_EQ(code_of(R"({"type":"object","minProperties":1})"), StatusCode::kUnimplemented);
   EXPECT_EQ(code_of(R"({"if":{},"then":{}})"), StatusCode::kUnimplemented);
 }
 
 TEST(JsonSchemaGrammar, MalformedSchemasAreInvalid) {
-  EXPECT_EQ(error_of(R"({"type":"strng"})"), "json_schema: unknown type 'strng' at the schema root");
-  EXPECT_EQ(error_of(R"({"$ref":"#/$defs/missing"})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"strng"})"), "json_schema: unknown type 'strng' at the schema root");
+  EXPECT_EQ(schema_error_of(R"({"$ref":"#/$defs/missing"})"),
             "json_schema: '$ref' '#/$defs/missing' points to nothing in the schema at the schema root");
-  EXPECT_EQ(error_of(R"({"type":"string","minLength":-1})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"string","minLength":-1})"),
             "json_schema: 'minLength' must be a non-negative integer at the schema root");
-  EXPECT_EQ(error_of(R"({"type":"integer","minimum":5,"maximum":4})"),
+  EXPECT_EQ(schema_error_of(R"({"type":"integer","minimum":5,"maximum":4})"),
             "json_schema: no integer of at most 16 digits lies within minimum/maximum at the schema root");
   EXPECT_EQ(
-      error_of(R"({"type":"object","properties":{"a":{}},"required":["b"],"additionalProperties":false})"),
+      schema_error_of(R"({"type":"object","properties":{"a":{}},"required":["b"],"additionalProperties":false})"),
       "json_schema: required property 'b' is not in 'properties' at the schema root");
-  EXPECT_EQ(error_of(R"({"enum":[]})"), "json_schema: 'enum' must be a non-empty array at the schema root");
-  EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":false}})"),
+  EXPECT_EQ(schema_error_of(R"({"enum":[]})"), "json_schema: 'enum' must be a non-empty array at the schema root");
+  EXPECT_EQ(schema_error_of(R"({"type":"object","properties":{"a":false}})"),
             "json_schema: schema false (no value validates) at /properties/a");
   EXPECT_EQ(code_of(R"({"type":"string","pattern":"a{"})"),
             StatusCode::kOk);  // a literal '{', as ECMAScript reads it

@@ -222,12 +222,12 @@ TEST(ToolCallParser, StreamingSplitAtEveryByteMatchesTheWhole) {
 }
 
 TEST(ToolCallFormat, DetectedFromRealChatTemplates) {
-  struct Case {
+  struct TemplateCase {
     const char* file;
     ToolCallFormat format;
     bool detected;
   };
-  const Case cases[] = {
+  const TemplateCase cases[] = {
       {"Qwen-Qwen2.5-7B-Instruct.jinja", ToolCallFormat::kHermes, true},
       {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", ToolCallFormat::kHermes, true},
       {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja", ToolCallFormat::kHermes, true},
@@ -241,7 +241,7 @@ TEST(ToolCallFormat, DetectedFromRealChatTemplates) {
       {"Qwen3-Coder.jinja", ToolCallFormat::kHermes, false},  // XML inside the block: not this format
       {"google-gemma-2-2b-it.jinja", ToolCallFormat::kHermes, false},
   };
-  for (const Case& c : cases) {
+  for (const TemplateCase& c : cases) {
     const std::string path = testing::shared_path(std::string("chat-templates/") + c.file);
     ASSERT_FALSE(path.empty());
     DetectedToolCallFormat d = detect_tool_call_format(testing::read_file(path), nullptr);

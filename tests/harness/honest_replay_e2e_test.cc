@@ -19,8 +19,7 @@ namespace {
 
 using nlohmann::json;
 using testing::LadderServer;
-
-json read_json(const std::string& path) { return json::parse(ladder::testing::read_file(path)); }
+using testing::read_json;
 
 std::string burst_workload(const std::string& name, int n, int max_tokens) {
   std::vector<WorkloadRequest> reqs;

@@ -35,6 +35,8 @@ double proc_cpu_seconds(pid_t pid) {
   return (std::stod(f.at(11)) + std::stod(f.at(12))) / ticks;
 }
 
+json read_json(const std::string& path) { return json::parse(ladder::testing::read_file(path)); }
+
 std::vector<json> read_jsonl(const std::string& path) {
   std::vector<json> out;
   std::istringstream in(ladder::testing::read_file(path));

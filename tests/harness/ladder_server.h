@@ -38,6 +38,7 @@ class LadderServer {
 double proc_cpu_seconds(pid_t pid);
 
 std::vector<nlohmann::json> read_jsonl(const std::string& path);
+nlohmann::json read_json(const std::string& path);
 std::string write_workload(const std::string& name, const std::vector<WorkloadRequest>& reqs);
 WorkloadRequest completion(double t, const std::string& tenant, const std::string& prompt, int max_tokens,
                            const std::string& slice);

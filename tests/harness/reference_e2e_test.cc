@@ -23,10 +23,9 @@ namespace {
 
 using nlohmann::json;
 using testing::LadderServer;
+using testing::read_json;
 using testing::read_jsonl;
 using testing::write_workload;
-
-json read_json(const std::string& path) { return json::parse(ladder::testing::read_file(path)); }
 
 std::map<int, json> by_line(const std::vector<json>& rows) {
   std::map<int, json> out;

@@ -21,7 +21,7 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 // The context is data, so every program also runs the provenance paths.
-Result<std::string> render(const std::string& source, const ojson& context) {
+Result<std::string> render_context(const std::string& source, const ojson& context) {
   LADDER_ASSIGN_OR_RETURN(Template t, Template::parse(source));
   Value ctx = Value::from_json(context, Origin::kData);
   RenderOptions options;
@@ -40,7 +40,7 @@ void run_seed(int seed, int count) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const ojson& c = cases[i];
     const std::string source = c["template"].get<std::string>();
-    Result<std::string> ours = render(source, c["context"]);
+    Result<std::string> ours = render_context(source, c["context"]);
     if (!c["ok"].get<bool>()) {
       EXPECT_FALSE(ours.is_ok()) << "seed " << seed << " case " << i << ": jinja2 rejects it ("
                                  << c["error"].get<std::string>() << ") but we rendered it\ntemplate: "

@@ -300,12 +300,12 @@ TEST(ClimbE2E, BadPoliciesAndSyntheticOnlyWorkloadsAreErrors) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/l.jsonl"));
 }
 
-// --calibrate: 20 self-vs-self comparisons of rung 1 on stories260K with
+// --calibrate: 10 self-vs-self comparisons of rung 1 on stories260K with
 // two real traces, through the climb's own blocks and looks (8 repeats per
 // workload, one look): none is promoted. At the default confidence 0.95 a
-// gate that kept its promise exactly would still promote at least one of 20
-// by chance 40% of the time (2.5% each), so this test asks for 0.9999: 0.005%
-// each, at least one of 20 by chance 0.1% of the time; what it checks is the
+// gate that kept its promise exactly would still promote at least one of 10
+// by chance 22% of the time (2.5% each), so this test asks for 0.9999: 0.005%
+// each, at least one of 10 by chance 0.05% of the time; what it checks is the
 // real path end to end, not the rate, which thousands of simulated noisy
 // climbs check (gate_test.cc). 0.9999 needs 15 paired runs to decide at all
 // (2 workloads x 8 repeats = 16). A failed calibration on record then stops
@@ -326,19 +326,19 @@ TEST(ClimbE2E, CalibrationComparesRungOneWithItselfAndGuardsLaterClimbs) {
                         << "[[rung]]\nname = \"dense\"\n[[rung]]\nname = \"again\"\n";  // only rung 1 is calibrated
   const std::string ledger = dir + "/ledger.jsonl";
   auto r = run_command({ladder::testing::ladder_bin(), "climb", "--policy", policy, "--model", stories(), "--out",
-                        dir + "/out", "--ledger", ledger, "--calibrate", "20"});
+                        dir + "/out", "--ledger", ledger, "--calibrate", "10"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_EQ(r.out.rfind("calibration passed: ", 0), 0u) << r.out;
-  EXPECT_NE(r.err.find("calibration 20/20: "), std::string::npos) << r.err;
-  // Two references, then 20 comparisons x 2 workloads x 8 repeats x 2 sides.
-  EXPECT_NE(r.err.find("[642/642]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("calibration 10/10: "), std::string::npos) << r.err;
+  // Two references, then 10 comparisons x 2 workloads x 8 repeats x 2 sides.
+  EXPECT_NE(r.err.find("[322/322]"), std::string::npos) << r.err;
   std::vector<json> lines = read_jsonl(ledger);
   ASSERT_EQ(lines.size(), 1u);
   const json& c = lines[0];
   EXPECT_EQ(c["kind"], "ladder.calibration");
-  EXPECT_EQ(c["summary"]["comparisons"], 20);
+  EXPECT_EQ(c["summary"]["comparisons"], 10);
   EXPECT_EQ(c["summary"]["promoted"], 0) << c["summary"];
-  EXPECT_EQ(c["comparisons"].size(), 20u);
+  EXPECT_EQ(c["comparisons"].size(), 10u);
   for (const auto& g : c["comparisons"]) EXPECT_EQ(g["runs"], 16) << g;
   EXPECT_EQ(c["summary"]["max_runs"], 16);
   auto shown = run_command({ladder::testing::ladder_bin(), "ledger", "show", ledger});
@@ -348,12 +348,12 @@ TEST(ClimbE2E, CalibrationComparesRungOneWithItselfAndGuardsLaterClimbs) {
   // reference names the model.
   json failed = c;
   failed["summary"]["passed"] = false;
-  failed["line"] = "calibration FAILED: 5 of 20 self-vs-self comparisons promoted";
+  failed["line"] = "calibration FAILED: 5 of 10 self-vs-self comparisons promoted";
   std::ofstream(ledger, std::ios::app) << failed.dump() << "\n";
   r = climb(policy, dir + "/out2", ledger, stories());
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("the last calibration of this machine and model"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("5 of 20"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("5 of 10"), std::string::npos) << r.err;
   EXPECT_EQ(read_jsonl(ledger).size(), 2u) << "nothing decided";
 }
 

@@ -81,7 +81,7 @@ TEST(AmxDeathTest, EnvironmentSwitchesTilesOff) {
   EXPECT_EXIT(exit_with_amx_use("1"), ::testing::ExitedWithCode(1), "");
 }
 
-struct Case {
+struct AmxCase {
   TensorType type;
   int64_t n_in, n_out;
 };
@@ -95,7 +95,7 @@ struct Packed {
   PackedWeights packed;
   std::vector<float> x, alone;
 
-  Packed(const Case& c, int64_t rows, uint32_t seed, float range) {
+  Packed(const AmxCase& c, int64_t rows, uint32_t seed, float range) {
     bytes = random_weights(c.type, c.n_in, c.n_out, seed);
     wm = {c.type, bytes.data(), c.n_in, c.n_out};
     ThreadPool pool(2);
@@ -110,13 +110,13 @@ struct Packed {
   }
 };
 
-std::string case_name(const Case& c) {
+std::string case_name(const AmxCase& c) {
   return std::string(tensor_type_name(c.type)) + " " + std::to_string(c.n_in) + "x" + std::to_string(c.n_out);
 }
 
 // Odd block counts (96: 3 blocks, a partial run; 288: 9), a short last
 // column group (40, 33) and every packed format.
-const Case kCases[] = {{TensorType::kQ8_0, 96, 40},  {TensorType::kQ8_0, 768, 48},
+const AmxCase kCases[] = {{TensorType::kQ8_0, 96, 40},  {TensorType::kQ8_0, 768, 48},
                        {TensorType::kQ4_0, 288, 33}, {TensorType::kQ4_0, 256, 32},
                        {TensorType::kQ4_K, 512, 40}, {TensorType::kQ5_K, 256, 33},
                        {TensorType::kQ6_K, 768, 24}, {TensorType::kQ6_K, 256, 17}};
@@ -128,7 +128,7 @@ const Case kCases[] = {{TensorType::kQ8_0, 96, 40},  {TensorType::kQ8_0, 768, 48
 TEST(Amx, PackedMatmulBitIdenticalToVectorsAndBatchInvariant) {
   if (!amx_support().int8()) GTEST_SKIP() << "AMX-INT8 is not usable here: " << amx_support().why_not;
   if (active_target_name() != "AVX3_DL") GTEST_SKIP() << "the AMX kernels come with the AVX3_DL target";
-  for (const Case& c : kCases) {
+  for (const AmxCase& c : kCases) {
     SCOPED_TRACE(case_name(c));
     // Every row alone runs on vectors (one row never takes the tiles).
     const Packed p(c, 49, 91, 2.0f);
@@ -161,7 +161,7 @@ TEST(Amx, PackedMatmulBitIdenticalToVectorsAndBatchInvariant) {
 TEST(Amx, PackedMatmulMatchesScalarReference) {
   if (!amx_support().int8()) GTEST_SKIP() << "AMX-INT8 is not usable here: " << amx_support().why_not;
   if (active_target_name() != "AVX3_DL") GTEST_SKIP() << "the AMX kernels come with the AVX3_DL target";
-  for (const Case& c : kCases) {
+  for (const AmxCase& c : kCases) {
     SCOPED_TRACE(tensor_type_name(c.type));
     const auto w = random_weights(c.type, c.n_in, c.n_out, 93);
     const WeightMatrix wm{c.type, w.data(), c.n_in, c.n_out};
@@ -227,7 +227,7 @@ TEST(Amx, Q8_0ExtremesBitIdentical) {
 
 // n_in 8 and 40: padded to whole 32-element steps; 33 and 17 columns: short
 // last groups.
-const Case kFloatCases[] = {{TensorType::kF16, 8, 33},
+const AmxCase kFloatCases[] = {{TensorType::kF16, 8, 33},
                             {TensorType::kF16, 40, 16},
                             {TensorType::kF16, 768, 48},
                             {TensorType::kBF16, 256, 17},
@@ -257,7 +257,7 @@ TEST_F(AmxBf16, FloatWeightsMatchReferenceAndAreBatchInvariant) {
     GTEST_SKIP() << "AMX-BF16 is not in use here (" << why
                  << "); F16/BF16 weights run on FMA, tested in matmul_test.cc";
   }
-  for (const Case& c : kFloatCases) {
+  for (const AmxCase& c : kFloatCases) {
     SCOPED_TRACE(case_name(c));
     const int64_t max_rows = 33;
     const Packed p(c, max_rows, 95, 3.0f);

@@ -22,41 +22,15 @@ namespace ladder::ops {
 namespace {
 
 using testing::expect_attention_matches_and_invariant;
+using testing::PagedStore;
 using testing::random_floats;
 
 // 100 positions: 7 blocks of 16, the last partly filled.
 constexpr int kHeads = 4, kKvHeads = 2, kHeadDim = 64, kBlock = 16, kTokens = 100;
 constexpr int kKvDim = kKvHeads * kHeadDim, kQDim = kHeads * kHeadDim;
 
-struct Store {
-  std::vector<uint8_t> bytes;
-  std::vector<uint8_t> staging;
-  std::vector<int32_t> slots;
-  PagedKvLayer layer;
-};
-
-Store make_store(TensorType dtype, int n_blocks, KvLayout layout) {
-  Store s;
-  s.layer.layout = layout;
-  s.layer.block_size = kBlock;
-  s.layer.n_kv_heads = kKvHeads;
-  s.layer.head_dim = kHeadDim;
-  s.layer.dtype = dtype;
-  s.layer.block_stride_bytes = kv_layer_block_bytes(dtype, layout, kBlock, kKvHeads, kHeadDim);
-  // NaN bytes wherever nothing is written: an evicted block read by mistake
-  // poisons the output.
-  s.bytes.assign(s.layer.block_stride_bytes * static_cast<size_t>(n_blocks), 0xFF);
-  s.layer.base = s.bytes.data();
-  const size_t slot = kv_layer_staging_bytes(dtype, kBlock, kKvHeads, kHeadDim);
-  if (slot > 0) {
-    s.staging.assign(slot * static_cast<size_t>(n_blocks), 0xFF);
-    s.slots.resize(static_cast<size_t>(n_blocks));
-    std::iota(s.slots.begin(), s.slots.end(), 0);
-    s.layer.staging = s.staging.data();
-    s.layer.staging_stride_bytes = slot;
-    s.layer.staging_slot = s.slots.data();
-  }
-  return s;
+PagedStore make_store(TensorType dtype, int n_blocks, KvLayout layout) {
+  return testing::make_store(dtype, n_blocks, kBlock, kKvHeads, kHeadDim, layout);
 }
 
 std::vector<float> inv_freq() {
@@ -90,7 +64,7 @@ Data make_data() {
 struct GappedKv {
   std::vector<int32_t> table;
   std::vector<bool> kept;  // per table entry
-  Store k, v;
+  PagedStore k, v;
 };
 
 GappedKv make_gapped(TensorType dtype, const std::vector<int>& evicted, uint32_t seed, const Data& d) {
@@ -165,16 +139,16 @@ std::vector<float> reference(const Data& d, const std::vector<int32_t>& pos,
   return out;
 }
 
-struct Case {
+struct EvictionCase {
   TensorType dtype;
   std::vector<int> evicted;  // table entries that are gaps
   double tolerance;          // against the reference on the raw vectors
 };
 
-class GappedAttention : public ::testing::TestWithParam<Case> {};
+class GappedAttention : public ::testing::TestWithParam<EvictionCase> {};
 
 TEST_P(GappedAttention, AttendsOnlyOverKeptPositionsAtTheirOriginalPlaces) {
-  const Case c = GetParam();
+  const EvictionCase c = GetParam();
   const Data d = make_data();
   const GappedKv g = make_gapped(c.dtype, c.evicted, 5, d);
   const std::vector<int32_t>& table = g.table;
@@ -285,10 +259,10 @@ TEST(GappedAttentionKeyMass, IsEachBlocksShareOfTheSoftmax) {
 // first kept block is not block 0).
 INSTANTIATE_TEST_SUITE_P(
     Formats, GappedAttention,
-    ::testing::Values(Case{TensorType::kF32, {1, 2, 3}, 2e-5}, Case{TensorType::kF16, {1, 2, 3}, 2e-5},
-                      Case{TensorType::kQ8_0, {1, 2, 3}, 0.02}, Case{TensorType::kQ4_0, {1, 2, 3}, 0.2},
-                      Case{TensorType::kF32, {0, 1, 3}, 2e-5}, Case{TensorType::kF16, {0, 2}, 2e-5},
-                      Case{TensorType::kQ8_0, {0, 1, 3}, 0.02}, Case{TensorType::kQ4_0, {0, 2}, 0.2}));
+    ::testing::Values(EvictionCase{TensorType::kF32, {1, 2, 3}, 2e-5}, EvictionCase{TensorType::kF16, {1, 2, 3}, 2e-5},
+                      EvictionCase{TensorType::kQ8_0, {1, 2, 3}, 0.02}, EvictionCase{TensorType::kQ4_0, {1, 2, 3}, 0.2},
+                      EvictionCase{TensorType::kF32, {0, 1, 3}, 2e-5}, EvictionCase{TensorType::kF16, {0, 2}, 2e-5},
+                      EvictionCase{TensorType::kQ8_0, {0, 1, 3}, 0.02}, EvictionCase{TensorType::kQ4_0, {0, 2}, 0.2}));
 
 }  // namespace
 }  // namespace ladder::ops

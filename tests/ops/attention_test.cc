@@ -17,40 +17,20 @@ namespace {
 
 using testing::expect_attention_matches_and_invariant;
 using testing::for_each_target;
+using testing::make_store;
+using testing::PagedStore;
 using testing::random_floats;
 
-// A paged K or V store of n_blocks blocks; the sequence uses a shuffled
-// block table so that logical order differs from physical order.
-struct PagedStore {
-  std::vector<uint8_t> bytes;
-  PagedKvLayer layer;
-};
-
-PagedStore make_store(TensorType dtype, int n_blocks, int block_size, int n_kv_heads, int head_dim,
-                      KvLayout layout) {
-  PagedStore s;
-  s.layer.layout = layout;
-  const size_t elem = dtype == TensorType::kF16 ? 2 : 4;
-  s.layer.block_size = block_size;
-  s.layer.n_kv_heads = n_kv_heads;
-  s.layer.head_dim = head_dim;
-  s.layer.dtype = dtype;
-  s.layer.block_stride_bytes = static_cast<size_t>(block_size) * n_kv_heads * head_dim * elem;
-  s.bytes.assign(s.layer.block_stride_bytes * n_blocks, 0xFF);  // NaN-ish garbage where unwritten
-  s.layer.base = s.bytes.data();
-  return s;
-}
-
-struct Case {
+struct AttentionCase {
   TensorType dtype;
   int n_heads, n_kv_heads, head_dim, block_size, n_tokens;
   AttentionScoring scoring = {};  // a sliding window, a soft cap
 };
 
-class AttentionTest : public ::testing::TestWithParam<Case> {};
+class AttentionTest : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(AttentionTest, MatchesReferenceAndIsBatchInvariant) {
-  const Case c = GetParam();
+  const AttentionCase c = GetParam();
   const int n_blocks = (c.n_tokens + c.block_size - 1) / c.block_size + 2;
   PagedStore k = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kDimMajor);
   PagedStore v = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kTokenMajor);
@@ -77,26 +57,26 @@ TEST_P(AttentionTest, MatchesReferenceAndIsBatchInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
-                         ::testing::Values(Case{TensorType::kF32, 4, 2, 64, 16, 37},
-                                           Case{TensorType::kF16, 4, 2, 64, 16, 37},
-                                           Case{TensorType::kF32, 6, 6, 20, 8, 19},
-                                           Case{TensorType::kF16, 8, 1, 128, 32, 70},
+                         ::testing::Values(AttentionCase{TensorType::kF32, 4, 2, 64, 16, 37},
+                                           AttentionCase{TensorType::kF16, 4, 2, 64, 16, 37},
+                                           AttentionCase{TensorType::kF32, 6, 6, 20, 8, 19},
+                                           AttentionCase{TensorType::kF16, 8, 1, 128, 32, 70},
                                            // Blocks narrower than a vector, head_dim not a multiple of 4.
-                                           Case{TensorType::kF32, 4, 4, 22, 12, 29},
-                                           Case{TensorType::kF16, 2, 1, 7, 5, 23},
+                                           AttentionCase{TensorType::kF32, 4, 4, 22, 12, 29},
+                                           AttentionCase{TensorType::kF16, 2, 1, 7, 5, 23},
                                            // GQA groups of 3 and 6: head tiles padded, split across tiles.
-                                           Case{TensorType::kF32, 6, 2, 16, 16, 21},
-                                           Case{TensorType::kF16, 6, 1, 32, 8, 19},
+                                           AttentionCase{TensorType::kF32, 6, 2, 16, 16, 21},
+                                           AttentionCase{TensorType::kF16, 6, 1, 32, 8, 19},
                                            // Sliding windows: one key, inside a block, across blocks,
                                            // longer than the sequence; gemma2's soft cap with and
                                            // without a window.
-                                           Case{TensorType::kF32, 4, 2, 64, 16, 37, {1, 0.0f}},
-                                           Case{TensorType::kF16, 4, 2, 64, 16, 37, {5, 0.0f}},
-                                           Case{TensorType::kF32, 6, 2, 16, 8, 45, {19, 0.0f}},
-                                           Case{TensorType::kF16, 8, 1, 128, 32, 70, {64, 0.0f}},
-                                           Case{TensorType::kF32, 2, 1, 7, 5, 23, {100, 0.0f}},
-                                           Case{TensorType::kF32, 4, 2, 64, 16, 37, {0, 2.0f}},
-                                           Case{TensorType::kF16, 6, 2, 16, 8, 45, {11, 1.0f}}));
+                                           AttentionCase{TensorType::kF32, 4, 2, 64, 16, 37, {1, 0.0f}},
+                                           AttentionCase{TensorType::kF16, 4, 2, 64, 16, 37, {5, 0.0f}},
+                                           AttentionCase{TensorType::kF32, 6, 2, 16, 8, 45, {19, 0.0f}},
+                                           AttentionCase{TensorType::kF16, 8, 1, 128, 32, 70, {64, 0.0f}},
+                                           AttentionCase{TensorType::kF32, 2, 1, 7, 5, 23, {100, 0.0f}},
+                                           AttentionCase{TensorType::kF32, 4, 2, 64, 16, 37, {0, 2.0f}},
+                                           AttentionCase{TensorType::kF16, 6, 2, 16, 8, 45, {11, 1.0f}}));
 
 // Three sequences of different lengths, each in its own blocks, batched as
 // a decode row, a prefill chunk and an empty sequence: every row equals the

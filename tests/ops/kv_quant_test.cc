@@ -29,39 +29,12 @@ namespace {
 
 using testing::expect_attention_matches_and_invariant;
 using testing::for_each_target;
+using testing::make_store;
+using testing::PagedStore;
 using testing::random_floats;
 
 // One layer's K or V in any format; staged formats give each block its own
 // staging slot (as DenseKv does).
-struct Store {
-  std::vector<uint8_t> bytes;
-  std::vector<uint8_t> staging;
-  std::vector<int32_t> slots;
-  PagedKvLayer layer;
-};
-
-Store make_store(TensorType dtype, int n_blocks, int bs, int n_kv_heads, int hd, KvLayout layout) {
-  Store s;
-  s.layer.layout = layout;
-  s.layer.block_size = bs;
-  s.layer.n_kv_heads = n_kv_heads;
-  s.layer.head_dim = hd;
-  s.layer.dtype = dtype;
-  s.layer.block_stride_bytes = kv_layer_block_bytes(dtype, layout, bs, n_kv_heads, hd);
-  s.bytes.assign(s.layer.block_stride_bytes * n_blocks, 0xA5);
-  s.layer.base = s.bytes.data();
-  const size_t slot = kv_layer_staging_bytes(dtype, bs, n_kv_heads, hd);
-  if (slot > 0) {
-    s.staging.assign(slot * n_blocks, 0);
-    s.slots.resize(n_blocks);
-    std::iota(s.slots.begin(), s.slots.end(), 0);
-    s.layer.staging = s.staging.data();
-    s.layer.staging_stride_bytes = slot;
-    s.layer.staging_slot = s.slots.data();
-  }
-  return s;
-}
-
 // Stores n tokens of [kvh][hd] values, then seals (as a forward pass does).
 void store_all(const PagedKvLayer& l, const int32_t* table, int n, const float* vals) {
   const int dim = l.n_kv_heads * l.head_dim;
@@ -116,7 +89,7 @@ TEST(KvCodec, ElementErrorsStayWithinTheStatedBounds) {
   std::vector<int32_t> table = {2, 0, 1};
   for (KvLayout layout : {KvLayout::kDimMajor, KvLayout::kTokenMajor}) {
     for (TensorType dtype : {TensorType::kQ8_0, TensorType::kQ4_0}) {
-      Store s = make_store(dtype, 3, bs, nkv, hd, layout);
+      PagedStore s = make_store(dtype, 3, bs, nkv, hd, layout, 0xA5);
       store_all(s.layer, table.data(), n, vals.data());
       double worst = 0;  // error / bound
       for (int p = 0; p < n; ++p) {
@@ -165,23 +138,23 @@ TEST(KvCodec, ElementErrorsStayWithinTheStatedBounds) {
   }
 }
 
-struct Case {
+struct QuantCase {
   TensorType dtype;
   int n_heads, n_kv_heads, head_dim, block_size, n_tokens;
   AttentionScoring scoring = {};  // a sliding window, a soft cap
 };
 
-class QuantAttentionTest : public ::testing::TestWithParam<Case> {};
+class QuantAttentionTest : public ::testing::TestWithParam<QuantCase> {};
 
 TEST_P(QuantAttentionTest, MatchesReferenceIsBatchInvariantAndNearF32) {
-  const Case c = GetParam();
+  const QuantCase c = GetParam();
   const int n_blocks = (c.n_tokens + c.block_size - 1) / c.block_size + 2;
-  Store k = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kDimMajor);
-  Store v = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kTokenMajor);
-  Store kf =
-      make_store(TensorType::kF32, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kDimMajor);
-  Store vf =
-      make_store(TensorType::kF32, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kTokenMajor);
+  PagedStore k = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kDimMajor, 0xA5);
+  PagedStore v = make_store(c.dtype, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kTokenMajor, 0xA5);
+  PagedStore kf =
+      make_store(TensorType::kF32, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kDimMajor, 0xA5);
+  PagedStore vf =
+      make_store(TensorType::kF32, n_blocks, c.block_size, c.n_kv_heads, c.head_dim, KvLayout::kTokenMajor, 0xA5);
   std::vector<int32_t> table(n_blocks);
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), std::mt19937(3));
@@ -214,22 +187,22 @@ TEST_P(QuantAttentionTest, MatchesReferenceIsBatchInvariantAndNearF32) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, QuantAttentionTest,
-    ::testing::Values(Case{TensorType::kQ8_0, 4, 2, 64, 16, 37}, Case{TensorType::kQ4_0, 4, 2, 64, 16, 37},
-                      Case{TensorType::kQ8_0, 8, 1, 128, 32, 70}, Case{TensorType::kQ4_0, 8, 1, 128, 32, 70},
+    ::testing::Values(QuantCase{TensorType::kQ8_0, 4, 2, 64, 16, 37}, QuantCase{TensorType::kQ4_0, 4, 2, 64, 16, 37},
+                      QuantCase{TensorType::kQ8_0, 8, 1, 128, 32, 70}, QuantCase{TensorType::kQ4_0, 8, 1, 128, 32, 70},
                       // stories260K's heads: 8 dims, 2 queries per KV head.
-                      Case{TensorType::kQ8_0, 8, 4, 8, 16, 41}, Case{TensorType::kQ4_0, 8, 4, 8, 16, 41},
+                      QuantCase{TensorType::kQ8_0, 8, 4, 8, 16, 41}, QuantCase{TensorType::kQ4_0, 8, 4, 8, 16, 41},
                       // Narrow blocks, head dims off the vector width, GQA of 3.
-                      Case{TensorType::kQ8_0, 6, 2, 24, 6, 29}, Case{TensorType::kQ4_0, 6, 2, 24, 6, 29},
-                      Case{TensorType::kQ4_0, 6, 1, 20, 8, 19}, Case{TensorType::kQ8_0, 2, 1, 7, 4, 23},
+                      QuantCase{TensorType::kQ8_0, 6, 2, 24, 6, 29}, QuantCase{TensorType::kQ4_0, 6, 2, 24, 6, 29},
+                      QuantCase{TensorType::kQ4_0, 6, 1, 20, 8, 19}, QuantCase{TensorType::kQ8_0, 2, 1, 7, 4, 23},
                       // Llama-3-8B's heads (128 dims, GQA of 4) in 16-token blocks.
-                      Case{TensorType::kQ8_0, 8, 2, 128, 16, 45}, Case{TensorType::kQ4_0, 8, 2, 128, 16, 45},
+                      QuantCase{TensorType::kQ8_0, 8, 2, 128, 16, 45}, QuantCase{TensorType::kQ4_0, 8, 2, 128, 16, 45},
                       // 16-token blocks whose key codes do not fill whole vectors.
-                      Case{TensorType::kQ4_0, 4, 1, 20, 16, 40},
+                      QuantCase{TensorType::kQ4_0, 4, 1, 20, 16, 40},
                       // Sliding windows (inside one block, across blocks) and a soft cap.
-                      Case{TensorType::kQ8_0, 4, 2, 64, 16, 45, {5, 0.0f}},
-                      Case{TensorType::kQ4_0, 4, 2, 64, 16, 45, {21, 0.0f}},
-                      Case{TensorType::kQ8_0, 6, 2, 24, 6, 29, {7, 1.5f}},
-                      Case{TensorType::kQ4_0, 8, 4, 8, 16, 41, {16, 2.0f}}));
+                      QuantCase{TensorType::kQ8_0, 4, 2, 64, 16, 45, {5, 0.0f}},
+                      QuantCase{TensorType::kQ4_0, 4, 2, 64, 16, 45, {21, 0.0f}},
+                      QuantCase{TensorType::kQ8_0, 6, 2, 24, 6, 29, {7, 1.5f}},
+                      QuantCase{TensorType::kQ4_0, 8, 4, 8, 16, 41, {16, 2.0f}}));
 
 // A partly filled q4 block is read from staging by the queries inside it and
 // sealed by the queries past it: a query's output is the same whether the
@@ -237,8 +210,8 @@ INSTANTIATE_TEST_SUITE_P(
 // against decode), because the rule depends on positions only.
 TEST(QuantAttention, Q4ReadsStagingForQueriesInsideTheBlock) {
   const int bs = 8, hd = 16, n = 13;
-  Store k = make_store(TensorType::kQ4_0, 2, bs, 1, hd, KvLayout::kDimMajor);
-  Store v = make_store(TensorType::kQ4_0, 2, bs, 1, hd, KvLayout::kTokenMajor);
+  PagedStore k = make_store(TensorType::kQ4_0, 2, bs, 1, hd, KvLayout::kDimMajor, 0xA5);
+  PagedStore v = make_store(TensorType::kQ4_0, 2, bs, 1, hd, KvLayout::kTokenMajor, 0xA5);
   const int32_t table[] = {1, 0};
   const auto vals = random_floats(static_cast<size_t>(2 * n * hd), 9, -2.0f, 2.0f);
   const auto q = random_floats(static_cast<size_t>(hd), 10, -1.0f, 1.0f);

@@ -17,9 +17,43 @@
 #include "common/tensor_type.h"
 #include "ops/attention.h"
 #include "gguf/quant.h"
+#include "ops/kv_codec.h"
 #include "ops/simd_targets.h"
 
 namespace ladder::ops::testing {
+
+// A paged K or V store of n_blocks blocks in any KV format, with staging
+// slots (one per block) for the staged ones. Unwritten bytes hold `fill`
+// (0xFF: NaN in the float formats, so a stray read poisons the output).
+struct PagedStore {
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> staging;
+  std::vector<int32_t> slots;
+  PagedKvLayer layer;
+};
+
+inline PagedStore make_store(TensorType dtype, int n_blocks, int block_size, int n_kv_heads, int head_dim,
+                             KvLayout layout, uint8_t fill = 0xFF) {
+  PagedStore s;
+  s.layer.layout = layout;
+  s.layer.block_size = block_size;
+  s.layer.n_kv_heads = n_kv_heads;
+  s.layer.head_dim = head_dim;
+  s.layer.dtype = dtype;
+  s.layer.block_stride_bytes = kv_layer_block_bytes(dtype, layout, block_size, n_kv_heads, head_dim);
+  s.bytes.assign(s.layer.block_stride_bytes * static_cast<size_t>(n_blocks), fill);
+  s.layer.base = s.bytes.data();
+  const size_t slot = kv_layer_staging_bytes(dtype, block_size, n_kv_heads, head_dim);
+  if (slot > 0) {
+    s.staging.assign(slot * static_cast<size_t>(n_blocks), fill);
+    s.slots.resize(static_cast<size_t>(n_blocks));
+    for (int i = 0; i < n_blocks; ++i) s.slots[static_cast<size_t>(i)] = i;
+    s.layer.staging = s.staging.data();
+    s.layer.staging_stride_bytes = slot;
+    s.layer.staging_slot = s.slots.data();
+  }
+  return s;
+}
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);

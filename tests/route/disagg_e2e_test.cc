@@ -314,15 +314,16 @@ bool read_until(int fd, const std::string& needle, std::string& buf, Ms timeout)
 }
 
 TEST(Disagg, KilledDecodeWorkerFailsItsRequestsAndTheRouterServesOn) {
-  // 20 ms after each step: a 600-token stream lasts at least 12 s on any
-  // machine, so both are running when the worker is killed.
+  // 20 ms after each step: a 300-token stream lasts at least 6 s on any
+  // machine, so both are running when the worker is killed (right after
+  // both have streamed their first token); the survivor then runs to its end.
   Cluster c(slow_test_model(), {}, /*n_decode=*/2, {"--test-step-delay-ms", "20"});
   ASSERT_TRUE(c.ok());
   const int router = c.router->port();
   // Two long streams: the router spreads them over both decode workers.
   const std::string long_req = json{
       {"prompt", story(3)},
-      {"max_tokens", 600},
+      {"max_tokens", 300},
       {"stream", true},
       {"ignore_eos", true},
       {"temperature", 0}}.dump();

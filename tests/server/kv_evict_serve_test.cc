@@ -9,15 +9,12 @@
 
 #include "http_test_client.h"
 #include "test_support.h"
+#include "serve_test_util.h"
 
 namespace ladder::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string stories() {
-  return shared_path("models/stories260K.gguf");
-}
 
 TEST(ServeKvEvict, PolicyIsPublishedAndLongCompletionsRun) {
   {

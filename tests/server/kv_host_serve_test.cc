@@ -12,13 +12,12 @@
 
 #include "http_test_client.h"
 #include "test_support.h"
+#include "serve_test_util.h"
 
 namespace ladder::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string stories() { return shared_path("models/stories260K.gguf"); }
 
 // BOS and n - 1 pseudo-random ids in [3, 512).
 std::vector<int32_t> ids(size_t n, uint64_t seed) {

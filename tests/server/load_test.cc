@@ -15,14 +15,13 @@
 
 #include "http_test_client.h"
 #include "test_support.h"
+#include "serve_test_util.h"
 
 namespace ladder::testing {
 namespace {
 
 using nlohmann::json;
 using Ms = std::chrono::milliseconds;
-
-std::string stories() { return shared_path("models/stories260K.gguf"); }
 
 void raise_fd_limit() {
   rlimit lim{};

@@ -7,13 +7,12 @@
 
 #include "http_test_client.h"
 #include "test_support.h"
+#include "serve_test_util.h"
 
 namespace ladder::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string stories() { return shared_path("models/stories260K.gguf"); }
 
 json served_config(const ServerProcess& srv) {
   const json models = json::parse(http_request(srv.port(), "GET", "/v1/models").body);

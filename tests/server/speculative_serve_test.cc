@@ -10,6 +10,7 @@
 
 #include "http_test_client.h"
 #include "test_support.h"
+#include "serve_test_util.h"
 
 namespace ladder::testing {
 namespace {
@@ -19,8 +20,6 @@ using nlohmann::json;
 const char* kGoldenText =
     ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red "
     "ball. She wanted to play with it, but it was too high.\nLily's mom said";
-
-std::string stories() { return shared_path("models/stories260K.gguf"); }
 
 json complete(int port, const std::string& prompt, int max_tokens) {
   json req = {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};

@@ -14,12 +14,13 @@
 #include "gguf/gguf_writer.h"
 #include "test_support.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer_test_util.h"
 
 namespace ladder::tokenizer {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-constexpr std::time_t kFixedNow = 1767225600;  // 2026-01-01T00:00:00Z
+using testing::kFixedNow;
 
 Result<std::string> render_bytes(const ChatTemplate& t, const ChatRenderInput& in) {
   LADDER_ASSIGN_OR_RETURN(jinja::Text out, t.render(in));

@@ -21,6 +21,7 @@
 
 #include "test_support.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer_test_util.h"
 
 namespace ladder::tokenizer {
 namespace {
@@ -28,7 +29,7 @@ namespace {
 using ojson = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-constexpr std::time_t kFixedNow = 1767225600;  // 2026-01-01T00:00:00Z
+using testing::kFixedNow;
 const char* kBos = "<|begin_of_text|>";
 const char* kEos = "<|end_of_text|>";
 

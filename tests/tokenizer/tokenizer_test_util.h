@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -15,6 +16,9 @@
 #include "tokenizer/tokenizer.h"
 
 namespace ladder::tokenizer::testing {
+
+// The `now` chat templates render dates from, fixed so that outputs compare.
+inline constexpr std::time_t kFixedNow = 1767225600;  // 2026-01-01T00:00:00Z
 
 // Loads a fresh tokenizer from ../shared/REL.
 inline std::unique_ptr<Tokenizer> load_tokenizer_uncached(const std::string& rel) {
