@@ -1,5 +1,6 @@
 #include "jinja/interpreter.h"
 
+#include <cstdint>
 #include <unordered_map>
 
 #include "jinja/builtins.h"
@@ -41,7 +42,8 @@ enum class Flow { kNormal, kBreak, kContinue };
 
 class Interpreter {
  public:
-  Interpreter(const Dict& context, const RenderOptions& options) : options_(options) {
+  Interpreter(const Dict& context, const RenderOptions& options)
+      : options_(options), stack_top_(reinterpret_cast<uintptr_t>(__builtin_frame_address(0))) {
     globals_ = make_globals(options.now);
     for (const auto& [k, v] : context.entries) {
       if (k.is_string()) context_[k.as_string()] = v;
@@ -309,6 +311,14 @@ class Interpreter {
       return out_of_range(kLinePrefix + std::to_string(n.line) + ": macro '" + name + "' nested deeper than " +
                           std::to_string(options_.max_call_depth) + " calls");
     }
+    // The native stack is bounded too: where frames are large (a sanitizer
+    // build), max_call_depth calls may not fit in a thread's stack.
+    const uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    if (stack_top_ > here && stack_top_ - here > kMaxStackBytes) {
+      return out_of_range(kLinePrefix + std::to_string(n.line) + ": macro '" + name + "' nested deeper than " +
+                          std::to_string(depth_) + " calls, the most " + std::to_string(kMaxStackBytes >> 20) +
+                          " MiB of stack holds");
+    }
     if (args.positional.size() > params.size() && !n.uses_varargs) {
       return invalid_argument(kLinePrefix + std::to_string(n.line) + ": macro '" + name + "' takes not more than " +
                               std::to_string(params.size()) + " argument(s)");
@@ -528,6 +538,10 @@ class Interpreter {
   std::shared_ptr<Frame> frame_;
   Value block_value_;
   int depth_ = 0;
+  // Where the render began on the native stack (it grows down), and how much
+  // of it nested macro calls may use: threads get 8 MiB by default.
+  uintptr_t stack_top_ = 0;
+  static constexpr uintptr_t kMaxStackBytes = uintptr_t{2} << 20;
 };
 
 }  // namespace
