@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: climb the ladder where a rung wins and where it does not:
-# n-gram speculative decoding on copy requests, on a synthetic model of
-# realistic per-token cost (110m parameters, Q8_0), at a low and a high
+# n-gram speculative decoding on copy requests, on a copying model of
+# realistic per-token cost (the retrieval construction at the 110m model's
+# shapes, Q8_0), at a low and a high
 # offered load under a TPOT SLO set from this machine's own speed
 # (bench/climb_spec_copy.sh; the verdict and the ledger are printed); then
 # serve what the ledger promoted at the low load, replay a mixed workload
@@ -35,12 +36,12 @@ SHARED=${LADDER_SHARED_DIR:-../shared}
 SHARED=$(cd "$SHARED" 2>/dev/null && pwd || echo "$SHARED")
 
 # The climb (a few minutes on two cores; progress in $OUT/spec/climb.log).
-echo "demo: climbing n-gram speculative decoding on a 110m-parameter synthetic model, at a low and a high load"
+echo "demo: climbing n-gram speculative decoding on a copying model of the 110m model's shapes, at a low and a high load"
 if ! LADDER_BIN="$LADDER" bash "$(dirname "$0")/../bench/climb_spec_copy.sh" unused "$OUT/spec"; then
   echo "demo: the climb failed (its log: $OUT/spec/climb.log)" >&2
   exit 1
 fi
-MODEL="$OUT/spec/m110-q8.gguf"
+MODEL="$OUT/spec/copy110-q8.gguf"
 echo "demo: the climb's side-by-side report is $OUT/spec/climb/climb.html"
 echo
 

@@ -106,7 +106,9 @@ CommandRegistrar register_synth{"synth", 50, [](CLI::App& app) -> CommandRun {
   cmd->add_option("--preset", a->preset,
                   "Shapes: tiny (dim 128), 110m (dim 768, 12 layers, FFN 2048, vocab 32000), 1b (Llama-3.2-1B-like), "
                   "retrieval (constructed induction model: the next token is the one that followed the current "
-                  "token's earlier occurrences; fixed shapes, ctx 4096 by default, up to 16384; vocabulary of "
+                  "token's earlier occurrences; dim 256, 2 layers, 2 heads, 1 KV head by default: --dim, --layers, "
+                  "--heads (dim / heads = 128), --kv-heads and --ffn add inert capacity, so it copies at a trained "
+                  "model's per-token cost; ctx 4096 by default, up to 16384; vocabulary of "
                   "../shared/models/stories260K.gguf by default)")
       ->check(CLI::IsMember({"tiny", "110m", "1b", "retrieval"}));
   cmd->add_option("--arch", a->arch,

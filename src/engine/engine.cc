@@ -763,10 +763,14 @@ void Engine::observe_speculation(const SchedulerOutput& out, bool verified_any, 
   int64_t attention_work = 0;  // each row attends its position and those before
   for (const ScheduledChunk& c : out.chunks) attention_work += c.n_tokens * (c.start_pos + (c.n_tokens + 1) / 2);
   const int64_t step_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - step_start).count();
-  spec_->observe_step(out.n_tokens, attention_work, step_us);
   bool pure_decode = true;  // every chunk samples one token, or verifies a draft
   for (const ScheduledChunk& c : out.chunks) pure_decode = pure_decode && c.sample && c.n_tokens == c.n_draft + 1;
   if (pure_decode) {
+    // Only decode steps, plain or verifying, teach the step cost: those are
+    // the sizes the controller predicts. A prompt chunk's rows cost what a
+    // compute-bound pass costs per row, and a line fitted through them
+    // overstates what a few more rows cost a memory-bound decode step.
+    spec_->observe_step(out.n_tokens, attention_work, step_us);
     spec_->observe_outcome(verified_any, static_cast<int64_t>(out.chunks.size()), n_updates, step_us + draft_us);
   }
 }

@@ -15,8 +15,28 @@ namespace {
 struct Run {
   double seconds = 0;
   int64_t tokens = 0;
+  // The decode phase: from the moment every request has its first token to
+  // the last token, and the tokens emitted in it.
+  double decode_seconds = 0;
+  int64_t decode_tokens = 0;
   std::vector<std::vector<int32_t>> outputs;
 };
+
+// Fills run.decode_* from each request's token times.
+void measure_decode_phase(const std::vector<RequestTimings>& timings, Run& run) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point all_started = Clock::time_point::min(), last = Clock::time_point::min();
+  for (const RequestTimings& t : timings) {
+    if (t.token_times.empty()) return;
+    all_started = std::max(all_started, t.token_times.front());
+    last = std::max(last, t.token_times.back());
+  }
+  for (const RequestTimings& t : timings) {
+    run.decode_tokens += std::count_if(t.token_times.begin(), t.token_times.end(),
+                                       [&](Clock::time_point x) { return x > all_started; });
+  }
+  run.decode_seconds = std::chrono::duration<double>(last - all_started).count();
+}
 
 Result<Run> run_batch(Engine& engine, const std::vector<Request>& requests) {
   Run run;
@@ -26,16 +46,19 @@ Result<Run> run_batch(Engine& engine, const std::vector<Request>& requests) {
     LADDER_ASSIGN_OR_RETURN(Submission s, engine.submit(r));
     subs.push_back(std::move(s));
   }
+  std::vector<RequestTimings> timings;
   for (Submission& s : subs) {
     std::vector<int32_t> out;
     while (auto e = s.stream->next()) {
       if (e->kind == StreamEvent::Kind::kToken) out.push_back(e->token.token);
       if (e->kind == StreamEvent::Kind::kFinished && e->finish == FinishReason::kError) return e->status;
+      if (e->kind == StreamEvent::Kind::kFinished) timings.push_back(e->timings);
     }
     run.tokens += static_cast<int64_t>(out.size());
     run.outputs.push_back(std::move(out));
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  measure_decode_phase(timings, run);
   return run;
 }
 
@@ -95,10 +118,16 @@ Result<std::vector<SpecBenchRow>> measure_speculation(const model::LlamaModel& m
     const EngineMetrics before = spec->metrics();
     Run p, s;
     double spec_seconds = 0;  // all repeats
+    double plain_decode = 0, spec_decode = 0;  // the fastest decode phases, tokens per second
+    auto decode_rate = [](const Run& r) {
+      return r.decode_seconds > 0 ? static_cast<double>(r.decode_tokens) / r.decode_seconds : 0.0;
+    };
     for (int rep = 0; rep < std::max(1, o.repeats); ++rep) {
       LADDER_ASSIGN_OR_RETURN(Run pr, run_batch(*plain, requests));
       LADDER_ASSIGN_OR_RETURN(Run sr, run_batch(*spec, requests));
       spec_seconds += sr.seconds;
+      plain_decode = std::max(plain_decode, decode_rate(pr));
+      spec_decode = std::max(spec_decode, decode_rate(sr));
       if (rep == 0 || pr.seconds < p.seconds) p = std::move(pr);
       if (rep == 0 || sr.seconds < s.seconds) s = std::move(sr);
     }
@@ -108,6 +137,9 @@ Result<std::vector<SpecBenchRow>> measure_speculation(const model::LlamaModel& m
     row.plain_tok_per_s = static_cast<double>(p.tokens) / p.seconds;
     row.spec_tok_per_s = static_cast<double>(s.tokens) / s.seconds;
     row.speedup = row.spec_tok_per_s / row.plain_tok_per_s;
+    row.plain_decode_tok_per_s = plain_decode;
+    row.spec_decode_tok_per_s = spec_decode;
+    row.decode_speedup = plain_decode > 0 ? spec_decode / plain_decode : 0;
     const auto proposed = static_cast<double>(after.spec.proposed - before.spec.proposed);
     const auto accepted = static_cast<double>(after.spec.accepted - before.spec.accepted);
     const auto cycles = static_cast<double>(after.spec.cycles - before.spec.cycles);

@@ -34,6 +34,12 @@ struct SpecBenchRow {
   double plain_tok_per_s = 0;  // output tokens per second
   double spec_tok_per_s = 0;
   double speedup = 0;            // spec / plain
+  // The same over the decode phase alone (from the moment every request has
+  // its first token): what speculation changes, and what the engine's
+  // prediction is about. 0 when a side emitted at most one token a request.
+  double plain_decode_tok_per_s = 0;
+  double spec_decode_tok_per_s = 0;
+  double decode_speedup = 0;
   double acceptance = 0;         // accepted / proposed draft tokens
   double tokens_per_cycle = 0;
   double draft_share = 0;        // of the speculative run's time, drafting

@@ -5,7 +5,8 @@
 // It keeps two measured costs (LinearCost), each linear in a size and in
 // the attention work (the context the step's rows attend to):
 //   forward(T, A)  a step's time without drafting (scheduling, the forward
-//                  pass, sampling, streaming) for T batch tokens, fed by every step;
+//                  pass, sampling, streaming) for T batch tokens, fed by every decode
+//                  step, plain or verifying (a prompt chunk is a different cost);
 //   draft(m, A)    drafting time per proposed position for m drafting
 //                  sequences (a cycle of k costs k * draft(m, A)).
 // and each request's acceptance a (the chance that a draft token is

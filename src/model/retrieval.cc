@@ -10,7 +10,8 @@
 namespace ladder::model {
 namespace {
 
-constexpr int64_t kDim = 256, kHeads = 2, kKvHeads = 1, kHeadDim = kDim / kHeads, kFfn = 256;
+// The default shapes; every head is kHeadDim wide at any width.
+constexpr int64_t kDim = 256, kHeads = 2, kKvHeads = 1, kHeadDim = 128, kFfn = 256;
 constexpr int64_t kCode = 64;  // code length; codes are bits of one uint64_t
 // Residual subspaces (retrieval.h).
 constexpr int64_t kA = 0, kB = 64, kC = 128, kOne = 192;
@@ -48,9 +49,10 @@ double min_gap_fraction(int64_t context_length) {
   return best;
 }
 
-// RMS of a residual vector with this sum of squares, as rms_norm divides by it.
-double rms_of(double sum_sq) {
-  return std::sqrt(sum_sq / static_cast<double>(kDim) + kRmsEps);
+// RMS of a residual vector of `dim` with this sum of squares, as rms_norm
+// divides by it.
+double rms_of(double sum_sq, int64_t dim) {
+  return std::sqrt(sum_sq / static_cast<double>(dim) + kRmsEps);
 }
 
 float code_value(uint64_t code, int64_t j) {
@@ -68,15 +70,18 @@ struct Dense {
   }
 };
 
+// One block's attention; only query head 0 and KV head 0 are ever nonzero.
 struct Layer {
-  Dense wq{kDim, kDim}, wk{kDim, kKvHeads*kHeadDim}, wv{kDim, kKvHeads*kHeadDim}, wo{kDim, kDim};
+  Dense wq, wk, wv, wo;
+  explicit Layer(const SynthOptions& o)
+      : wq(o.dim, o.dim), wk(o.dim, o.n_kv_heads * kHeadDim), wv(o.dim, o.n_kv_heads * kHeadDim), wo(o.dim, o.dim) {}
 };
 
 // Layer 0: the previous-token head (head 0). Its input is a token embedding:
 // a code in A and 1 in kOne.
-Layer previous_token_layer() {
-  Layer L;
-  const double rms = rms_of(kCode + 1);
+Layer previous_token_layer(const SynthOptions& o) {
+  Layer L(o);
+  const double rms = rms_of(kCode + 1, o.dim);
   const double peak = kPrevTokenGap / min_gap_fraction(kRetrievalMaxContext);
   for (int i = 0; i < kPositionPairs; ++i) {
     // q . k / sqrt(head_dim) = peak * share_i * cos(w_i (offset - 1)).
@@ -93,9 +98,9 @@ Layer previous_token_layer() {
 }
 
 // Layer 1: the induction head (head 0). Its input holds codes in A and B.
-Layer induction_layer() {
-  Layer L;
-  const double rms = rms_of(2 * kCode + 1);
+Layer induction_layer(const SynthOptions& o) {
+  Layer L(o);
+  const double rms = rms_of(2 * kCode + 1, o.dim);
   // q . k / sqrt(head_dim) = lambda^2 (code . code) / sqrt(head_dim) = kMatchLogit on a match.
   const double lambda = std::sqrt(kMatchLogit / kCode * std::sqrt(static_cast<double>(kHeadDim)));
   for (int64_t j = 0; j < kCode; ++j) {
@@ -108,12 +113,12 @@ Layer induction_layer() {
 }
 
 Status check_options(const SynthOptions& o) {
-  const SynthOptions fixed = retrieval_options();
-  if (o.dim != fixed.dim || o.n_layers != fixed.n_layers || o.n_heads != fixed.n_heads ||
-      o.n_kv_heads != fixed.n_kv_heads || o.ffn_dim != fixed.ffn_dim || o.tied_output) {
+  if (o.n_heads < 2 || o.dim != o.n_heads * kHeadDim || o.n_layers < 2 || o.n_kv_heads < 1 ||
+      o.n_heads % o.n_kv_heads != 0 || o.ffn_dim < 1 || o.tied_output) {
     return invalid_argument(
-        "the retrieval model's shapes are fixed (dim 256, 2 layers, 2 heads, 1 KV head, FFN 256, "
-        "separate output head); only the context, dtype, seed and vocabulary can change");
+        "the retrieval model needs heads of dim 128 (dim = 128 x heads, at least 2 heads), at least 2 layers, "
+        "KV heads dividing the heads and a separate output head; its default is dim 256, 2 layers, 2 heads, "
+        "1 KV head, FFN 256");
   }
   if (o.context_length < 16 || o.context_length > kRetrievalMaxContext) {
     return invalid_argument("the retrieval model's context must be 16.." +
@@ -150,30 +155,33 @@ Status write_retrieval_model(const SynthOptions& o, const std::string& path, con
   for (uint64_t& c : codes) c = rng();
   const auto code = [&codes](int64_t t) { return codes[static_cast<size_t>(t)]; };
 
-  const int total = 3 + 9 * 2;
+  const int total = 3 + 9 * static_cast<int>(o.n_layers);
   int done = 0;
   auto step = [&](const std::string& name, Status st) {
     if (st.is_ok() && progress) progress(++done, total, name);
     return st;
   };
-  const std::vector<float> ones(static_cast<size_t>(kDim), 1.0f);
+  const int64_t dim = o.dim;
+  const std::vector<float> ones(static_cast<size_t>(dim), 1.0f);
   auto embedding_row = [&](int64_t t, float* row) {  // the code in A, 1 in kOne
-    std::fill_n(row, kDim, 0.0f);
+    std::fill_n(row, dim, 0.0f);
     for (int64_t j = 0; j < kCode; ++j) row[kA + j] = code_value(code(t), j);
     row[kOne] = 1.0f;
   };
-  const double mu = kOutputLogitPerUnit * rms_of(3 * kCode + 1);
+  const double mu = kOutputLogitPerUnit * rms_of(3 * kCode + 1, dim);
   auto output_row = [&](int64_t t, float* row) {  // the code, read from C
-    std::fill_n(row, kDim, 0.0f);
+    std::fill_n(row, dim, 0.0f);
     for (int64_t j = 0; j < kCode; ++j) row[kC + j] = static_cast<float>(mu * code_value(code(t), j));
   };
   LADDER_RETURN_IF_ERROR(step("token_embd.weight", synth_gguf::add_matrix(w, "token_embd.weight", o.dtype,
-                                                                          kDim, n_vocab, embedding_row)));
-  const Dense zero_up(kDim, kFfn), zero_down(kFfn, kDim);
-  const Layer layers[2] = {previous_token_layer(), induction_layer()};
-  for (int l = 0; l < 2; ++l) {
+                                                                          dim, n_vocab, embedding_row)));
+  // Blocks past the second, every FFN and every head but 0 are zero: inert
+  // capacity that costs what a trained model of these shapes costs to run.
+  const Dense zero_up(dim, o.ffn_dim), zero_down(o.ffn_dim, dim);
+  const Layer layers[3] = {previous_token_layer(o), induction_layer(o), Layer(o)};
+  for (int64_t l = 0; l < o.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    const Layer& L = layers[l];
+    const Layer& L = layers[std::min<int64_t>(l, 2)];
     auto matrix = [&](const std::string& name, const Dense& m) {
       return step(p + name, synth_gguf::add_matrix(w, p + name, o.dtype, m.n_in, m.n_out, m.rows()));
     };
@@ -191,7 +199,7 @@ Status write_retrieval_model(const SynthOptions& o, const std::string& path, con
   }
   LADDER_RETURN_IF_ERROR(step("output_norm.weight", synth_gguf::add_vector(w, "output_norm.weight", ones)));
   LADDER_RETURN_IF_ERROR(
-      step("output.weight", synth_gguf::add_matrix(w, "output.weight", o.dtype, kDim, n_vocab, output_row)));
+      step("output.weight", synth_gguf::add_matrix(w, "output.weight", o.dtype, dim, n_vocab, output_row)));
   return w.write(path);
 }
 

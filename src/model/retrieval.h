@@ -7,7 +7,7 @@
 // distance up to the context (4096 by default, up to 16384). A KV
 // approximation that drops or blurs early evidence therefore fails visibly.
 //
-// Residual stream (dim 256), in subspaces:
+// Residual stream (dim 256 by default; wider ones leave the rest zero), in subspaces:
 //   A [0, 64)    the current token's code: a random +-1 vector per token
 //   B [64, 128)  the previous token's code (written by layer 0)
 //   C [128, 192) the retrieved token's code (written by layer 1)
@@ -47,9 +47,14 @@ SynthOptions retrieval_options();
 // 0..context-1 of the previous-token head, as built.
 double retrieval_previous_token_gap(int64_t context_length);
 
-// Writes the model. Only context_length, dtype, seed (the codes), the
-// vocabulary and the name may differ from retrieval_options(); anything else
-// is kInvalidArgument.
+// Writes the model. The shapes may grow past retrieval_options()'s, the
+// extra capacity inert (zero): more heads of dim 128 (dim = 128 x heads),
+// KV heads dividing them, more layers (blocks past the second add nothing to
+// the residual), any FFN width (every FFN is zero). The construction lives
+// in query head 0, KV head 0 and the first 193 residual dimensions, so a
+// widened model retrieves exactly as the default one does, at the per-token
+// cost of a trained model of its shapes (dense kernels do not skip zeros).
+// Anything else is kInvalidArgument.
 Status write_retrieval_model(const SynthOptions& options, const std::string& path,
                              const SynthProgress& progress = {});
 

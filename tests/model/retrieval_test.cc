@@ -175,10 +175,21 @@ TEST(Retrieval, PreviousTokenHeadPeaksAtOffsetOneAcrossTheContext) {
 TEST(Retrieval, RejectsWhatTheConstructionCannotHonour) {
   model::SynthOptions o = model::retrieval_options();
   o.vocab_from = stories_vocab();
-  o.dim = 512;
+  o.dim = 512;  // two heads of 256
   Status st = model::write_synthetic_model(o, temp_dir() + "/bad.gguf");
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("fixed"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("heads of dim 128"), std::string::npos) << st.message();
+  o = model::retrieval_options();
+  o.vocab_from = stories_vocab();
+  o.tied_output = true;
+  st = model::write_synthetic_model(o, temp_dir() + "/bad.gguf");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("separate output head"), std::string::npos) << st.message();
+  o = model::retrieval_options();
+  o.vocab_from = stories_vocab();
+  o.n_layers = 1;
+  st = model::write_synthetic_model(o, temp_dir() + "/bad.gguf");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   o = model::retrieval_options();
   o.context_length = model::kRetrievalMaxContext + 1;
   st = model::write_synthetic_model(o, temp_dir() + "/bad.gguf");
@@ -224,6 +235,46 @@ TEST(RetrievalSlow, FollowsTheRuleWithTheLlama2Vocabulary) {
   ASSERT_TRUE(m.model);
   EXPECT_EQ(m.model->config().n_vocab, 32000);
   expect_follows_rule(*m.model, phrase_walk_prompt(32000, 600, 30, 2048, 13), TensorType::kF16, 1000);
+}
+
+// Wider and deeper (6 heads of 128 with their own KV heads, 4 layers, FFN
+// 1024), the extra capacity zero: in F32 the default shapes' log-probabilities
+// at every position, and in F32 and Q8_0 weights the rule's prediction
+// wherever it is defined (elsewhere near-ties decide). Its cost per token is
+// that of a dense model of its shapes.
+TEST(Retrieval, WidenedModelPredictsAsTheDefaultOne) {
+  model::SynthOptions o = model::retrieval_options();
+  o.vocab_from = stories_vocab();
+  o.dim = 768, o.n_heads = 6, o.n_kv_heads = 6, o.n_layers = 4, o.ffn_dim = 1024;
+  const auto seq = phrase_walk_prompt(512, 120, 8, 512, 19);
+  ops::ThreadPool pool(2);
+  auto base = load_model(write_retrieval(stories_vocab()));
+  ASSERT_TRUE(base.model);
+  const auto base_lp = model_logprobs(*base.model, seq, pool);
+  for (TensorType dtype : {TensorType::kF32, TensorType::kQ8_0}) {
+    o.dtype = dtype;
+    const std::string path = temp_dir() + "/retrieval_wide_" + std::string(tensor_type_name(dtype)) + ".gguf";
+    Status st = model::write_synthetic_model(o, path);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    auto wide = load_model(path);
+    ASSERT_TRUE(wide.model);
+    EXPECT_EQ(wide.model->config().dim, 768);
+    EXPECT_EQ(wide.model->config().n_layers, 4);
+    const auto lp = model_logprobs(*wide.model, seq, pool);
+    ASSERT_EQ(lp.size(), base_lp.size());
+    int same_argmax = 0;
+    for (size_t t = 0; t < lp.size(); ++t) {
+      same_argmax += std::max_element(lp[t].begin(), lp[t].end()) - lp[t].begin() ==
+                     std::max_element(base_lp[t].begin(), base_lp[t].end()) - base_lp[t].begin();
+    }
+    const double worst = max_abs_difference(lp, base_lp);
+    std::printf("%s: %d of %zu argmaxes as the default shapes', max |logprob difference| %.2e\n",
+                std::string(tensor_type_name(dtype)).c_str(), same_argmax, lp.size(), worst);
+    if (dtype == TensorType::kF32) {
+      EXPECT_LT(worst, 1e-3);
+    }
+    expect_follows_rule(*wide.model, seq, TensorType::kF16, 200);
+  }
 }
 
 // Quantized weights keep the construction: its weights are sparse rows that
