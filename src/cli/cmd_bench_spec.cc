@@ -80,14 +80,17 @@ int run_bench_spec(const BenchSpecArgs& a) {
               "predicted", "measured", "outputs");
   int rc = 0;
   for (const auto& r : *rows) {
-    // "measured": the engine's own in-turn comparison of speculative and
-    // plain decode steps (adaptive runs; "-" until it has both).
+    // "predicted": the mean of the controller's recent predictions at this
+    // batch size; "measured": the engine's own in-turn comparison of
+    // speculative and plain decode steps at this batch size (adaptive runs;
+    // "-" until it has both).
     const std::string measured = r.measured_gain > 0 ? fmt::format("{:.2f}x", r.measured_gain) : "-";
+    const std::string predicted = r.predicted_gain > 0 ? fmt::format("{:.2f}x", r.predicted_gain) : "-";
     const std::string decode = r.decode_speedup > 0 ? fmt::format("{:.2f}x", r.decode_speedup) : "-";
-    std::printf("%5d %12.1f %12.1f %7.2fx %13.1f %12.1f %8s %9.1f%% %11.2f %6.0f%% %8s %8.2fx %9s %s\n", r.batch,
+    std::printf("%5d %12.1f %12.1f %7.2fx %13.1f %12.1f %8s %9.1f%% %11.2f %6.0f%% %8s %9s %9s %s\n", r.batch,
                 r.plain_tok_per_s, r.spec_tok_per_s, r.speedup, r.plain_decode_tok_per_s, r.spec_decode_tok_per_s,
                 decode.c_str(), 100 * r.acceptance, r.tokens_per_cycle, 100 * r.draft_share,
-                r.enabled_at_end ? "yes" : "no", r.predicted_gain, measured.c_str(),
+                r.enabled_at_end ? "yes" : "no", predicted.c_str(), measured.c_str(),
                 r.outputs_match ? "identical" : "DIFFER");
     if (!r.outputs_match) rc = 1;
   }

@@ -2,15 +2,25 @@
 // every step (the server's /metrics and the harness read it).
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace ladder::engine {
+
+// Batch sizes (decoding sequences) in powers of two: 1, 2-3, 4-7, ...; the
+// last bucket holds 2048 and more. Speculation's gain is kept per bucket.
+inline constexpr int kSpecBatchBuckets = 12;
+inline int spec_batch_bucket(int64_t n_sequences) {
+  int b = 0;
+  while (b + 1 < kSpecBatchBuckets && (int64_t{2} << b) <= n_sequences) ++b;
+  return b;
+}
 
 // Speculative decoding, engine-wide (zero without a draft): draft tokens
 // verified and accepted, verify cycles, time spent drafting and in forward
 // passes that verified drafts; the last step's decision (on for any request,
 // its k) and the controller's predicted and measured speed-up over plain
-// decoding.
+// decoding, at the last step and per batch size.
 struct SpecMetrics {
   int64_t proposed = 0;
   int64_t accepted = 0;
@@ -21,6 +31,11 @@ struct SpecMetrics {
   int32_t k = 0;
   double predicted_gain = 1.0;
   double measured_gain = 0;  // speculative over plain decode steps, measured in turn; 0 until known
+  // Per spec_batch_bucket: the recent predictions' mean and the measured
+  // gain (0: none yet). The last step's figures describe whatever batch the
+  // engine ended on (a run's tail: fewer sequences, k capped by max_tokens).
+  std::array<double, kSpecBatchBuckets> predicted_by_batch{};
+  std::array<double, kSpecBatchBuckets> measured_by_batch{};
 };
 
 // The host KV tier (kv/host_tier.h; zero without one): blocks copied out of

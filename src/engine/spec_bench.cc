@@ -147,8 +147,9 @@ Result<std::vector<SpecBenchRow>> measure_speculation(const model::LlamaModel& m
     row.tokens_per_cycle = cycles > 0 ? (accepted + cycles) / cycles : 0;
     row.draft_share = static_cast<double>(after.spec.draft_us - before.spec.draft_us) / 1e6 / spec_seconds;
     row.enabled_at_end = after.spec.enabled;
-    row.predicted_gain = after.spec.predicted_gain;
-    row.measured_gain = after.spec.measured_gain;
+    const auto bucket = static_cast<size_t>(spec_batch_bucket(b));
+    row.predicted_gain = after.spec.predicted_by_batch[bucket];
+    row.measured_gain = after.spec.measured_by_batch[bucket];
     row.outputs_match = p.outputs == s.outputs;
     rows.push_back(row);
   }

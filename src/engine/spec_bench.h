@@ -44,8 +44,10 @@ struct SpecBenchRow {
   double tokens_per_cycle = 0;
   double draft_share = 0;        // of the speculative run's time, drafting
   bool enabled_at_end = false;   // the engine's last decision (adaptive runs)
-  double predicted_gain = 1.0;   // the engine's last prediction
-  double measured_gain = 0;      // the engine's measured spec/plain step speed (0: not known)
+  // The engine's recent predictions and its measured spec/plain step speed
+  // at this batch size (spec_batch_bucket; 0: none yet).
+  double predicted_gain = 0;
+  double measured_gain = 0;
   bool outputs_match = false;    // spec == plain, token for token
 };
 

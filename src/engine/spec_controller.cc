@@ -98,19 +98,36 @@ double AcceptanceEstimate::rate(double prior, double prior_weight) const {
   return (accepted + pa) / (accepted + rejections + pa + prior_weight);
 }
 
+void MeasuredGain::Side::add(double rate) {
+  sum = sum * kDecay + rate;
+  w = w * kDecay + 1;
+  n += 1;
+}
+
 void MeasuredGain::add(bool speculative, int64_t n_sequences, int64_t n_emitted, double us) {
   if (n_sequences < 1 || n_emitted < 1 || !(us > 0)) return;
   const double rate = static_cast<double>(n_emitted) / static_cast<double>(n_sequences) / us;
-  double& sum = speculative ? spec_sum_ : plain_sum_;
-  double& w = speculative ? spec_w_ : plain_w_;
-  sum = sum * kDecay + rate;
-  w = w * kDecay + 1;
-  (speculative ? spec_n_ : plain_n_) += 1;
+  (speculative ? spec_ : plain_)[spec_batch_bucket(n_sequences)].add(rate);
 }
 
-double MeasuredGain::gain() const {
-  if (!known() || plain_sum_ <= 0) return 1.0;
-  return (spec_sum_ / spec_w_) / (plain_sum_ / plain_w_);
+bool MeasuredGain::known(int64_t n_sequences) const {
+  const int b = spec_batch_bucket(n_sequences);
+  return plain_[b].n >= kMinPlain && spec_[b].n >= kMinSpec;
+}
+
+double MeasuredGain::gain(int64_t n_sequences) const {
+  const int b = spec_batch_bucket(n_sequences);
+  if (!known(n_sequences) || plain_[b].sum <= 0) return 1.0;
+  return (spec_[b].sum / spec_[b].w) / (plain_[b].sum / plain_[b].w);
+}
+
+double SpecController::predicted_gain_at(int64_t batch) const {
+  const PredictionMean& m = predicted_[spec_batch_bucket(batch)];
+  return m.w > 0 ? m.sum / m.w : 0.0;
+}
+
+double SpecController::measured_gain_at(int64_t batch) const {
+  return measured_.known(batch) ? measured_.gain(batch) : 0.0;
 }
 
 SpecController::SpecController(int32_t k_max, bool adaptive) : k_max_(k_max), adaptive_(adaptive) {
@@ -139,6 +156,8 @@ SpecPlan SpecController::plan(std::span<const SpecCandidate> candidates, int64_t
   const size_t n = candidates.size();
   p.on.assign(n, false);
   if (n == 0) return p;
+  const int64_t batch = static_cast<int64_t>(n) + n_others;  // decoding sequences: the gains' bucket
+  last_batch_ = batch;
   auto all_on = [&](bool probing) {
     p.k = k_max_;
     p.on.assign(n, true);
@@ -187,14 +206,15 @@ SpecPlan SpecController::plan(std::span<const SpecCandidate> candidates, int64_t
       }
     }
     p.predicted_gain = best_rate / plain_rate;
+    predicted_[spec_batch_bucket(batch)].add(p.predicted_gain);
     if (p.predicted_gain < kMinGain) best_m = 0;  // speculation does not pay: plain for all
-    if (best_m > 0 && measured_.known() && measured_.gain() < 1.0) {
+    if (best_m > 0 && measured_.known(batch) && measured_.gain(batch) < 1.0) {
       best_m = 0;  // predicted to pay, measured to lose: the measurement decides
       p.overruled = true;
     }
     p.k = best_m > 0 ? best_k : 0;
     for (size_t m = 0; m < best_m; ++m) p.on[order[m]] = true;
-    const int probe_every = measured_.known() ? kPlainProbeEvery : kEarlyPlainProbeEvery;
+    const int probe_every = measured_.known(batch) ? kPlainProbeEvery : kEarlyPlainProbeEvery;
     if (best_m > 0 && ++n_spec_plans_ % probe_every == 0) {
       // A plain step now and then measures the plain cost at this batch.
       p.on.assign(n, false);

@@ -35,6 +35,8 @@
 #include <span>
 #include <vector>
 
+#include "engine/engine_metrics.h"
+
 namespace ladder::engine {
 
 // A measured cost y = c0 + c1 x1 + c2 x2 (x1: tokens in a step or
@@ -81,7 +83,10 @@ struct AcceptanceEstimate {
 // machine's state of the moment: a pair, interleaved. A step's speed is the
 // tokens it emitted per decoding sequence per second, drafting included;
 // only pure decode steps count (a prompt chunk in the step is a different
-// cost). Exponentially decayed, so it follows a load that changes.
+// cost). Exponentially decayed, so it follows a load that changes; and kept
+// per batch size (spec_batch_bucket: 1, 2-3, 4-7, ...), since what speculation
+// gains at batch 1 says nothing about batch 16, where a verify step's rows
+// may be compute-bound.
 class MeasuredGain {
  public:
   static constexpr double kDecay = 0.95;
@@ -90,13 +95,19 @@ class MeasuredGain {
   static constexpr double kMinSpec = 8;
 
   void add(bool speculative, int64_t n_sequences, int64_t n_emitted, double us);
-  bool known() const { return plain_n_ >= kMinPlain && spec_n_ >= kMinSpec; }
-  // Speculative over plain tokens per second per sequence; 1 while unknown.
-  double gain() const;
+  // Whether the gain at this batch size (decoding sequences) is known.
+  bool known(int64_t n_sequences) const;
+  // Speculative over plain tokens per second per sequence at this batch
+  // size; 1 while unknown.
+  double gain(int64_t n_sequences) const;
 
  private:
-  double plain_sum_ = 0, plain_w_ = 0, spec_sum_ = 0, spec_w_ = 0;
-  double plain_n_ = 0, spec_n_ = 0;  // samples seen (not decayed)
+  struct Side {
+    double sum = 0, w = 0;
+    double n = 0;  // samples seen (not decayed)
+    void add(double rate);
+  };
+  Side plain_[kSpecBatchBuckets], spec_[kSpecBatchBuckets];  // by spec_batch_bucket
 };
 
 struct SpecCandidate {
@@ -162,8 +173,12 @@ class SpecController {
   int32_t k_max() const { return k_max_; }
   // The last plan's predicted gain and whether it speculated at all.
   double last_gain() const { return last_gain_; }
-  // The measured gain when known, else 0.
-  double measured_gain() const { return measured_.known() ? measured_.gain() : 0.0; }
+  // The measured gain at the last plan's batch size when known, else 0.
+  double measured_gain() const { return measured_gain_at(last_batch_); }
+  // At a batch size (decoding sequences; spec_batch_bucket): the mean of the
+  // recent predictions made there, and the measured gain; 0 while none.
+  double predicted_gain_at(int64_t batch) const;
+  double measured_gain_at(int64_t batch) const;
   bool last_enabled() const { return last_enabled_; }
   int32_t last_k() const { return last_k_; }
 
@@ -177,6 +192,15 @@ class SpecController {
   LinearCost draft_;
   AcceptanceEstimate global_;
   MeasuredGain measured_;
+  int64_t last_batch_ = 1;  // decoding sequences at the last plan
+  struct PredictionMean {
+    double sum = 0, w = 0;  // decayed like MeasuredGain
+    void add(double g) {
+      sum = sum * MeasuredGain::kDecay + g;
+      w = w * MeasuredGain::kDecay + 1;
+    }
+  };
+  PredictionMean predicted_[kSpecBatchBuckets];  // by spec_batch_bucket
   int64_t n_spec_plans_ = 0;
   int64_t n_cycles_ = 0;
   int64_t n_steps_ = 0;

@@ -118,6 +118,11 @@ void Speculator::publish(EngineMetrics& m) const {
             controller_.last_k(),
             controller_.last_gain(),
             controller_.measured_gain()};
+  for (int b = 0; b < kSpecBatchBuckets; ++b) {
+    const int64_t batch = int64_t{1} << b;
+    m.spec.predicted_by_batch[static_cast<size_t>(b)] = controller_.predicted_gain_at(batch);
+    m.spec.measured_by_batch[static_cast<size_t>(b)] = controller_.measured_gain_at(batch);
+  }
 }
 
 }  // namespace ladder::engine

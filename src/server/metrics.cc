@@ -206,8 +206,8 @@ std::string ServerMetrics::render(const GaugeSnapshot& g, bool per_tenant) const
                        "ladder_spec_predicted_gain {}\n",
                        fmt_double(g.spec.predicted_gain));
     out += fmt::format("# HELP ladder_spec_measured_gain Measured speed of speculative over plain decode steps "
-                       "taken in turn (tokens per sequence per second; 0 until both are measured; below 1 "
-                       "switches speculation off).\n# TYPE ladder_spec_measured_gain gauge\n"
+                       "taken in turn, at the last step's batch size (tokens per sequence per second; 0 until "
+                       "both are measured there; below 1 switches speculation off at that batch size).\n# TYPE ladder_spec_measured_gain gauge\n"
                        "ladder_spec_measured_gain {}\n",
                        fmt_double(g.spec.measured_gain));
   }

@@ -70,16 +70,41 @@ TEST(SpecController, AMeasuredWinKeepsSpeculating) {
 TEST(SpecController, MeasuredGainIsUnknownUntilBothSidesHaveSamples) {
   MeasuredGain g;
   for (int i = 0; i < 20; ++i) g.add(true, 2, 10, 1000);
-  EXPECT_FALSE(g.known());
-  EXPECT_EQ(g.gain(), 1.0);
+  EXPECT_FALSE(g.known(2));
+  EXPECT_EQ(g.gain(2), 1.0);
   for (int i = 0; i < 3; ++i) g.add(false, 2, 2, 1000);
-  EXPECT_FALSE(g.known());
+  EXPECT_FALSE(g.known(2));
   g.add(false, 2, 2, 1000);
-  EXPECT_TRUE(g.known());
-  EXPECT_NEAR(g.gain(), 5.0, 1e-9);  // 5 tokens per sequence per ms against 1
-  g.add(false, 0, 2, 1000);          // no sequence: ignored
-  g.add(false, 2, 2, 0);             // no time: ignored
-  EXPECT_NEAR(g.gain(), 5.0, 1e-9);
+  EXPECT_TRUE(g.known(2));
+  EXPECT_TRUE(g.known(3));             // the same power of two
+  EXPECT_NEAR(g.gain(3), 5.0, 1e-9);  // 5 tokens per sequence per ms against 1
+  g.add(false, 0, 2, 1000);            // no sequence: ignored
+  g.add(false, 2, 2, 0);               // no time: ignored
+  EXPECT_NEAR(g.gain(2), 5.0, 1e-9);
+}
+
+// What speculation gained at batch 1 says nothing about batch 16: each batch
+// size (power of two) has its own measurement, and a loss measured at 16 is
+// seen there however large the gain at 1 was.
+TEST(SpecController, MeasuredGainIsKeptPerBatchSize) {
+  MeasuredGain g;
+  for (int i = 0; i < 40; ++i) {
+    g.add(true, 1, 4, 1000);   // batch 1: 4 tokens a ms
+    g.add(false, 1, 1, 1000);  // against 1
+  }
+  EXPECT_NEAR(g.gain(1), 4.0, 1e-9);
+  EXPECT_FALSE(g.known(16));
+  EXPECT_FALSE(g.known(2));
+  for (int i = 0; i < 8; ++i) {
+    g.add(true, 16, 32, 4000);  // batch 16: 2 tokens per sequence in 4 ms
+    g.add(false, 16, 16, 1000); // against 1 in 1 ms
+  }
+  EXPECT_TRUE(g.known(16));
+  EXPECT_TRUE(g.known(31));
+  EXPECT_NEAR(g.gain(16), 0.5, 1e-9);
+  EXPECT_NEAR(g.gain(1), 4.0, 1e-9);
+  EXPECT_FALSE(g.known(32));
+  EXPECT_FALSE(g.known(1 << 20));
 }
 
 }  // namespace
