@@ -36,6 +36,14 @@ SANITIZER_GTEST_FILTER := -CliTokenize.*:Cli.*:*Slow.*:Slow/*:ClimbE2E.*:Rooflin
 TSAN_GTEST_FILTER := $(SANITIZER_GTEST_FILTER):Load.ThousandConcurrentStreams:Serve.LargePromptsDoNotStallHealth
 TSAN_GTEST_FILTER := $(TSAN_GTEST_FILTER):Sampler.TopKOnALargeVocabularyMatchesAFullSort
 TSAN_GTEST_FILTER := $(TSAN_GTEST_FILTER):Speculative.SampledOutputHasTheTargetsDistribution
+# So are three harness cases whose assertions are about scoring, not
+# concurrency (an approximate model's differences caught and ranked by slice;
+# long prompts sized to a served context in its own tokens): they drive the
+# same server and replay paths as the cases TSan keeps, and the Release and
+# ASan stages run them.
+TSAN_GTEST_FILTER := $(TSAN_GTEST_FILTER):ReferenceE2E.ARealApproximationIsCaught
+TSAN_GTEST_FILTER := $(TSAN_GTEST_FILTER):ReferenceE2E.ARequantizedRealModelIsCaught
+TSAN_GTEST_FILTER := $(TSAN_GTEST_FILTER):WorkloadE2E.LongPromptsFillTheServedContextOfAnyVocabulary
 SOAK_SECONDS ?= 600
 suite_targets = ladder $(foreach s,$(1),ladder_$(s)_tests)
 suite_regex = ^($(subst $(eval) ,|,$(strip $(1))))$$

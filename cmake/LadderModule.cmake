@@ -42,14 +42,20 @@ function(ladder_module name)
   endif()
 endfunction()
 
-# ladder_test_suite(NAME DEPS dep... [NO_UNITY] [COST SECONDS]): every
-# tests/NAME/*_test.cc becomes one GoogleTest binary ladder_NAME_tests,
-# registered with CTest. NO_UNITY: its files are compiled one by one (suites
-# of small files whose per-file fixtures share names; batching them would
-# gain little). COST: about how long the suite runs, so that `ctest -j`
-# starts the long ones first instead of leaving one to run alone at the end.
+# ladder_test_suite(NAME DEPS dep... [NO_UNITY] [COST SECONDS]
+# [SANITIZED_COST SECONDS]): every tests/NAME/*_test.cc becomes one
+# GoogleTest binary ladder_NAME_tests, registered with CTest. NO_UNITY: its
+# files are compiled one by one (suites of small files whose per-file
+# fixtures share names; batching them would gain little). COST and
+# SANITIZED_COST: about how long the suite runs in the Release build and in
+# the slower sanitizer build, so that `ctest -j` starts the long ones first
+# instead of leaving one to run alone at the end (a fresh build has no
+# measured times yet).
 function(ladder_test_suite name)
-  cmake_parse_arguments(ARG "NO_UNITY" "COST" "DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "NO_UNITY" "COST;SANITIZED_COST" "DEPS;LABELS" ${ARGN})
+  if(LADDER_SANITIZE AND ARG_SANITIZED_COST)
+    set(ARG_COST ${ARG_SANITIZED_COST})
+  endif()
   file(GLOB srcs CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/${name}/*.cc")
   if(NOT srcs)
     return()

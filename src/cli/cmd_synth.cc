@@ -26,6 +26,7 @@ struct SynthArgs {
   int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0;
   bool tied = false;
   int64_t sliding_window = 0;
+  int64_t long_rope = 0;
 };
 
 int run_synth(const SynthArgs& a) {
@@ -48,6 +49,7 @@ int run_synth(const SynthArgs& a) {
   if (a.ctx) o.context_length = a.ctx;
   if (a.tied) o.tied_output = true;
   o.sliding_window = a.sliding_window;
+  o.long_rope_original_context = a.long_rope;
   o.seed = a.seed;
   o.arch = a.arch;
   auto type = tensor_type_from_name(a.dtype);
@@ -132,6 +134,10 @@ CommandRegistrar register_synth{"synth", 50, [](CLI::App& app) -> CommandRun {
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Random seed (retrieval: of the token codes)")->capture_default_str();
   cmd->add_flag("--tied", a->tied, "Share the output head with the token embedding");
+  cmd->add_option("--long-rope", a->long_rope,
+                  "phi3: write LongRoPE as Phi-3 128k models have it (rope_factors_short/long tensors, "
+                  "rope.scaling.original_context_length = this, rope.scaling.attn_factor from --ctx / this)")
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 20));
   cmd->add_option("--sliding-window", a->sliding_window,
                   "Write ARCH.attention.sliding_window: the sliding layers' queries see this many positions")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));

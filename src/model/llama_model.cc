@@ -130,7 +130,7 @@ Result<std::vector<float>> load_vector(const gguf::GgufFile& file, const std::st
 LlamaModel::LlamaModel(ModelConfig config) : config_(std::move(config)), weights_(std::make_unique<Weights>()) {}
 LlamaModel::~LlamaModel() = default;
 
-Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file) {
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file, int64_t serving_context) {
   LADDER_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::from_gguf(file));
   const gguf::TensorInfo* embd = file.find_tensor("token_embd.weight");
   if (embd == nullptr) return invalid_argument("model tensor 'token_embd.weight' is missing from " + file.path());
@@ -142,21 +142,32 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file)
                             " rows but the vocabulary has " + std::to_string(config.n_vocab) + " tokens");
   }
 
-  // phi3's LongRoPE (separate factors for short and long contexts, with an
-  // attention scale) is not implemented.
-  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
-    if (file.find_tensor(name) != nullptr) {
-      return unimplemented(std::string("LongRoPE scaling (") + name +
-                           ") is not supported yet: Ladder runs phi3 models without it (e.g. the 4k-context ones)");
+  // Per-pair factors that divide the RoPE frequencies: llama3's
+  // rope_freqs.weight, or phi3's LongRoPE pair, of which llama.cpp uses the
+  // long factors when the served context exceeds the original one and the
+  // short factors otherwise (rope_freqs first when a file has both).
+  const int64_t context = serving_context > 0 ? serving_context : config.context_length;
+  const int64_t original = config.rope_original_context > 0 ? config.rope_original_context : config.context_length;
+  const char* factors_name = nullptr;
+  if (file.find_tensor("rope_freqs.weight") != nullptr) {
+    factors_name = "rope_freqs.weight";
+  } else if (file.find_tensor("rope_factors_long.weight") != nullptr ||
+             file.find_tensor("rope_factors_short.weight") != nullptr) {
+    for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+      if (file.find_tensor(name) == nullptr) {
+        return invalid_argument(std::string("LongRoPE needs both rope_factors_long.weight and "
+                                            "rope_factors_short.weight; ") + name + " is missing");
+      }
     }
+    factors_name = context > original ? "rope_factors_long.weight" : "rope_factors_short.weight";
   }
-  // llama3-style RoPE scaling: per-pair factors that divide the frequency.
-  if (const gguf::TensorInfo* rf = file.find_tensor("rope_freqs.weight"); rf != nullptr) {
-    LADDER_ASSIGN_OR_RETURN(std::vector<float> factors, load_vector(file, "rope_freqs.weight", config.rope_dims / 2));
+  if (factors_name != nullptr) {
+    LADDER_ASSIGN_OR_RETURN(std::vector<float> factors, load_vector(file, factors_name, config.rope_dims / 2));
     for (size_t i = 0; i < factors.size(); ++i) {
-      if (!(factors[i] > 0.0f)) return invalid_argument("rope_freqs.weight holds a non-positive factor");
+      if (!(factors[i] > 0.0f)) return invalid_argument(std::string(factors_name) + " holds a non-positive factor");
       config.rope_inv_freq[i] /= factors[i];
     }
+    config.rope_factors = factors_name;
   }
 
   auto model = std::unique_ptr<LlamaModel>(new LlamaModel(config));
@@ -382,9 +393,9 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
         }
         const int32_t p = pos[static_cast<size_t>(t)];
         ops::rope(qr, static_cast<int>(c.n_heads), static_cast<int>(c.head_dim), static_cast<int>(c.rope_dims), p,
-                  inv_freq, c.rope_style);
+                  inv_freq, c.rope_style, c.rope_attn_factor);
         ops::rope(kr, static_cast<int>(c.n_kv_heads), static_cast<int>(c.head_dim), static_cast<int>(c.rope_dims),
-                  p, inv_freq, c.rope_style);
+                  p, inv_freq, c.rope_style, c.rope_attn_factor);
         ops::kv_store(kl, row_table[static_cast<size_t>(t)], p, kr);
         ops::kv_store(vl, row_table[static_cast<size_t>(t)], p, vr);
       }

@@ -17,7 +17,10 @@ class LlamaModel {
  public:
   // Binds the weights of `file`, which must outlive the model. Errors name the
   // missing tensor, the bad shape or the unsupported architecture.
-  static Result<std::unique_ptr<LlamaModel>> load(const gguf::GgufFile& file);
+  // serving_context: the context the model will be served with (0: its own
+  // context_length); it picks LongRoPE's factors as llama.cpp does (the long
+  // ones when it exceeds rope.scaling.original_context_length).
+  static Result<std::unique_ptr<LlamaModel>> load(const gguf::GgufFile& file, int64_t serving_context = 0);
   ~LlamaModel();
 
   const ModelConfig& config() const { return config_; }

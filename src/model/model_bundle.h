@@ -18,8 +18,9 @@ struct ModelBundle {
   std::unique_ptr<LlamaModel> model;
 
   // Errors name the file and what is wrong with it; a tokenizer whose size
-  // differs from the model's vocabulary is an error.
-  static Result<ModelBundle> load(const std::string& path);
+  // differs from the model's vocabulary is an error. serving_context: as
+  // LlamaModel::load (0: the model's own context).
+  static Result<ModelBundle> load(const std::string& path, int64_t serving_context = 0);
 };
 
 }  // namespace ladder::model

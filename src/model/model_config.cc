@@ -131,6 +131,11 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::GgufFile& file) {
     return f;
   };
   c.rope_inv_freq = inv_freq(freq_scale, base);
+  LADDER_ASSIGN_OR_RETURN(c.rope_original_context,
+                          bounded_or(file, a + "rope.scaling.original_context_length", 0, 0, kMaxContext));
+  LADDER_ASSIGN_OR_RETURN(double attn_factor, file.get_float_or(a + "rope.scaling.attn_factor", 1.0));
+  if (!(attn_factor > 0.0 && attn_factor < 100.0)) return invalid_argument("rope.scaling.attn_factor out of range");
+  c.rope_attn_factor = static_cast<float>(attn_factor);
   // gemma3's sliding layers: base 10000 and no scaling, as llama.cpp.
   if (c.arch == "gemma3" && c.sliding_window > 0) c.rope_inv_freq_swa = inv_freq(1.0, 10000.0);
 

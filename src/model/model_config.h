@@ -33,8 +33,17 @@ struct ModelConfig {
   int64_t rope_dims = 0;   // rotated dimensions per head (rope.dimension_count)
   ops::RopeStyle rope_style = ops::RopeStyle::kNormal;
   // Per rotated pair i: the inverse frequency, with the declared scaling
-  // (linear, llama3) already applied. [rope_dims / 2]
+  // (linear, llama3, LongRoPE) already applied. [rope_dims / 2]
   std::vector<float> rope_inv_freq;
+  // LongRoPE (phi3 with rope_factors_long/short tensors): the context the
+  // short factors were trained for (rope.scaling.original_context_length;
+  // 0: context_length), and the attention factor that scales the rotated
+  // dimensions of Q and K (rope.scaling.attn_factor; 1 when absent).
+  int64_t rope_original_context = 0;
+  float rope_attn_factor = 1.0f;
+  // The factor tensor applied to rope_inv_freq at load, if any
+  // (rope_freqs.weight, rope_factors_long.weight or rope_factors_short.weight).
+  std::string rope_factors;
   bool qkv_bias = false;     // qwen2
   bool qk_norm = false;      // qwen3: RMSNorm of each head's Q and K (own weights) before RoPE
   // phi3: Q, K and V in one matrix (attn_qkv, rows in that order) and the

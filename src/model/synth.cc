@@ -1,5 +1,7 @@
 #include "model/synth.h"
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -30,6 +32,10 @@ Status check_dims(const SynthOptions& o) {
     for (const char* a : kSynthArchitectures) list += (list.empty() ? "" : ", ") + std::string(a);
     return invalid_argument("--arch '" + o.arch + "' is not one synth writes (" + list + ")");
   }
+  if (o.long_rope_original_context != 0 &&
+      (o.arch != "phi3" || !in_range(o.long_rope_original_context, 16, o.context_length))) {
+    return invalid_argument("LongRoPE (--long-rope ORIGINAL) is written for --arch phi3, with 16 <= ORIGINAL <= --ctx");
+  }
   if (o.weights == SynthWeights::kRetrieval && o.arch != "llama") {
     return invalid_argument("the retrieval construction is a llama model: --arch llama");
   }
@@ -41,6 +47,27 @@ Status check_dims(const SynthOptions& o) {
                             std::to_string(q));
   }
   return Status::ok();
+}
+
+// phi3's LongRoPE factors and keys (synth.h).
+Status add_long_rope(gguf::GgufWriter& w, const SynthOptions& o, int64_t head_dim, std::mt19937_64& rng) {
+  const std::string a = o.arch + ".";
+  const double original = static_cast<double>(o.long_rope_original_context);
+  const double scale = static_cast<double>(o.context_length) / original;
+  w.set_u32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(o.long_rope_original_context));
+  w.set_f32(a + "rope.scaling.attn_factor",
+            static_cast<float>(scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(original)) : 1.0));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const int64_t half = head_dim / 2;
+  std::vector<float> shorts(static_cast<size_t>(half)), longs(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    const double x = static_cast<double>(i) / static_cast<double>(std::max<int64_t>(1, half - 1));
+    shorts[static_cast<size_t>(i)] = static_cast<float>(1.0 + 0.2 * u(rng));
+    longs[static_cast<size_t>(i)] =
+        static_cast<float>(1.0 + (std::max(scale, 1.0) - 1.0) * std::pow(x, 1.5) * (0.8 + 0.4 * u(rng)));
+  }
+  LADDER_RETURN_IF_ERROR(synth_gguf::add_vector(w, "rope_factors_short.weight", shorts));
+  return synth_gguf::add_vector(w, "rope_factors_long.weight", longs);
 }
 
 Status write_random_model(const SynthOptions& o, const std::string& path, const SynthProgress& progress) {
@@ -99,6 +126,7 @@ Status write_random_model(const SynthOptions& o, const std::string& path, const 
 
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<float> normal(0.0f, o.init_std);
+  if (o.long_rope_original_context > 0) LADDER_RETURN_IF_ERROR(add_long_rope(w, o, head_dim, rng));
   int done = 0;
   for (const Planned& t : plan) {
     if (t.n_out == 0) {  // vectors; random ones spread wider than the weights so that they matter

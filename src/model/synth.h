@@ -30,13 +30,20 @@ enum class SynthWeights {
 // caps 50 and 30 written, GELU FFN, tied output); gemma3 (gemma2's tensors
 // plus per-head Q and K norms, no soft caps). sliding_window, when set, is
 // written as the attention window (gemma2/3 slide on every 2nd / 5 of 6
-// layers, the others on all).
+// layers, the others on all). long_rope_original_context, phi3 only, writes
+// LongRoPE as convert_hf_to_gguf.py does for Phi-3 128k models:
+// rope_factors_short.weight and rope_factors_long.weight (random factors >=
+// 1, the long ones growing with the pair index toward context / original),
+// rope.scaling.original_context_length and rope.scaling.attn_factor
+// (sqrt(1 + ln(context / original) / ln(original)) when the context is
+// longer, else 1).
 inline constexpr const char* kSynthArchitectures[] = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"};
 
 struct SynthOptions {
   SynthWeights weights = SynthWeights::kRandom;
   std::string arch = "llama";  // one of kSynthArchitectures; the retrieval construction is llama only
   int64_t sliding_window = 0;  // ARCH.attention.sliding_window; 0: not written
+  int64_t long_rope_original_context = 0;  // phi3 LongRoPE (above); 0: not written
   int64_t dim = 128;
   int64_t n_layers = 2;
   int64_t n_heads = 4;

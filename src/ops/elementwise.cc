@@ -26,13 +26,13 @@ namespace {
 
 // [rot_dims/2] cosines then [rot_dims/2] sines, in float as GGUF models
 // expect (angle = pos * inv_freq[i], rounded to float first).
-void rope_angles(int rot_dims, int64_t pos, const float* inv_freq, std::vector<float>& cs) {
+void rope_angles(int rot_dims, int64_t pos, const float* inv_freq, float mscale, std::vector<float>& cs) {
   const int half = rot_dims / 2;
   cs.resize(static_cast<size_t>(rot_dims));
   for (int i = 0; i < half; ++i) {
     const float theta = static_cast<float>(pos) * inv_freq[i];
-    cs[i] = std::cos(theta);
-    cs[half + i] = std::sin(theta);
+    cs[i] = std::cos(theta) * mscale;
+    cs[half + i] = std::sin(theta) * mscale;
   }
 }
 
@@ -73,10 +73,10 @@ void softmax(float* x, int64_t n) {
 }
 
 void rope(float* x, int n_heads, int head_dim, int rot_dims, int64_t pos, const float* inv_freq,
-          RopeStyle style) {
+          RopeStyle style, float mscale) {
   check_rope_args(head_dim, rot_dims);
   thread_local std::vector<float> cs;
-  rope_angles(rot_dims, pos, inv_freq, cs);
+  rope_angles(rot_dims, pos, inv_freq, mscale, cs);
   HWY_DYNAMIC_DISPATCH(RopeApply)(x, n_heads, head_dim, rot_dims, cs.data(), style == RopeStyle::kNeox);
 }
 
@@ -119,10 +119,10 @@ void softmax_reference(float* x, int64_t n) {
 }
 
 void rope_reference(float* x, int n_heads, int head_dim, int rot_dims, int64_t pos, const float* inv_freq,
-                    RopeStyle style) {
+                    RopeStyle style, float mscale) {
   check_rope_args(head_dim, rot_dims);
   std::vector<float> cs;
-  rope_angles(rot_dims, pos, inv_freq, cs);
+  rope_angles(rot_dims, pos, inv_freq, mscale, cs);
   const int half = rot_dims / 2;
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;

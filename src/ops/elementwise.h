@@ -32,9 +32,11 @@ enum class RopeStyle {
 
 // Rotates the first rot_dims of each of n_heads vectors of head_dim floats at
 // position pos: angle_i = pos * inv_freq[i], i in [0, rot_dims/2). inv_freq
-// already includes any frequency scaling the model declares.
+// already includes any frequency scaling the model declares. mscale scales
+// the rotated dimensions (cos and sin both; LongRoPE's attention factor, as
+// llama.cpp applies it); the rest of each head is left as it is.
 void rope(float* x, int n_heads, int head_dim, int rot_dims, int64_t pos, const float* inv_freq,
-          RopeStyle style);
+          RopeStyle style, float mscale = 1.0f);
 
 // Scalar references of the kernels above, for tests: plain loops (RMSNorm,
 // SiLU and softmax in double; RoPE with the same float angles as rope()).
@@ -44,6 +46,6 @@ void gelu_mul_reference(const float* gate, const float* up, int64_t n, float* ou
 void soft_cap_reference(float* x, int64_t n, float cap);
 void softmax_reference(float* x, int64_t n);
 void rope_reference(float* x, int n_heads, int head_dim, int rot_dims, int64_t pos, const float* inv_freq,
-                    RopeStyle style);
+                    RopeStyle style, float mscale = 1.0f);
 
 }  // namespace ladder::ops

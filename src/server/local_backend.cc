@@ -84,7 +84,8 @@ const RequestBuilder* LocalBackend::builder() const {
 
 Status LocalBackend::load() {
   const auto t0 = Clock::now();
-  LADDER_ASSIGN_OR_RETURN(model::ModelBundle bundle, model::ModelBundle::load(config_.model_path));
+  LADDER_ASSIGN_OR_RETURN(model::ModelBundle bundle, model::ModelBundle::load(config_.model_path,
+                                                                             config_.engine.scheduler.context_length));
   LADDER_ASSIGN_OR_RETURN(tokenizer::ChatTemplate tmpl,
                           tokenizer::chat_template_for(*bundle.file, config_.chat_template));
   served_ = std::unique_ptr<Served>(new Served{std::move(bundle), std::move(tmpl)});
@@ -135,6 +136,11 @@ Status LocalBackend::load() {
   LADDER_RETURN_IF_ERROR(start_role());
   LADDER_RETURN_IF_ERROR(start_shadow());
   const engine::Engine& e = *s.engine;
+  if (const model::ModelConfig& mc = s.bundle.model->config(); mc.rope_factors.rfind("rope_factors_", 0) == 0) {
+    spdlog::info("LongRoPE: {} (served context {}, original {}), attention factor {:.4f}", mc.rope_factors,
+                 e.context_length(), mc.rope_original_context > 0 ? mc.rope_original_context : mc.context_length,
+                 mc.rope_attn_factor);
+  }
   spdlog::info("model {} loaded in {:.0f} ms: context {}, {} KV blocks ({}), {} running slots, queue {}",
                config_.served_model_name, std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
                e.context_length(), e.n_kv_blocks(), e.kv_format_name(), e.config().scheduler.max_running,

@@ -39,7 +39,11 @@ struct ArchCase {
   std::string arch;
   int64_t window = 0;  // attention.sliding_window; 0: not written
   int64_t layers = 2;
-  std::string name() const { return arch + (window ? "_window" + std::to_string(window) : ""); }
+  int64_t long_rope = 0;  // phi3 LongRoPE's original context; 0: not written
+  std::string name() const {
+    return arch + (window ? "_window" + std::to_string(window) : "") +
+           (long_rope ? "_longrope" + std::to_string(long_rope) : "");
+  }
 };
 
 void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.name(); }
@@ -53,6 +57,7 @@ TEST_P(Architectures, LoadsUnderItsNameAndMatchesTheFloat64Reference) {
   model::SynthOptions o = small(arch);
   o.sliding_window = c.window;
   o.n_layers = c.layers;
+  o.long_rope_original_context = c.long_rope;
   const Status written = model::write_synthetic_model(o, path);
   ASSERT_TRUE(written.is_ok()) << written.message();
   auto m = load_model(path);
@@ -85,7 +90,8 @@ INSTANTIATE_TEST_SUITE_P(Synth, Architectures,
                          ::testing::Values(ArchCase{"llama"}, ArchCase{"mistral"}, ArchCase{"qwen2"},
                                            ArchCase{"qwen3"}, ArchCase{"phi3"}, ArchCase{"gemma2"},
                                            ArchCase{"gemma3"}, ArchCase{"mistral", 4}, ArchCase{"phi3", 4},
-                                           ArchCase{"gemma2", 4}, ArchCase{"gemma3", 4, 7}),
+                                           ArchCase{"gemma2", 4}, ArchCase{"gemma3", 4, 7},
+                                           ArchCase{"phi3", 0, 2, 32}),
                          [](const auto& p) { return p.param.name(); });
 
 TEST(Architectures, AQwen2ModelWithoutItsBiasesIsRefused) {
@@ -196,8 +202,42 @@ TEST(Architectures, Gemma2SoftCapsFromTheFileAreApplied) {
   EXPECT_GT(max_abs_difference(got, model_logprobs(*a.model, seq, pool)), 0.05);
 }
 
-// The same file with phi3's LongRoPE factors added: refused at load, naming them.
-TEST(Architectures, LongRopeFactorsAreRefusedNamingThem) {
+// phi3's LongRoPE (a 128-position model whose factors were fitted at 32):
+// served at its whole context it runs the long factors, served at 32 or less
+// the short ones, as llama.cpp chooses by its context; each matches the
+// float64 reference at that context, and the two differ. The attention
+// factor from the file scales the rotated dimensions.
+TEST(Architectures, LongRopePicksItsFactorsByTheServedContext) {
+  model::SynthOptions o = small("phi3");
+  o.long_rope_original_context = 32;
+  const std::string path = temp_dir() + "/phi3_longrope_pick.gguf";
+  ASSERT_TRUE(model::write_synthetic_model(o, path).is_ok());
+  auto file = gguf::GgufFile::open(path);
+  ASSERT_TRUE(file.is_ok());
+  auto whole = model::LlamaModel::load(*file);
+  auto at_32 = model::LlamaModel::load(*file, 32);
+  auto at_64 = model::LlamaModel::load(*file, 64);
+  ASSERT_TRUE(whole.is_ok() && at_32.is_ok() && at_64.is_ok()) << whole.status().message();
+  EXPECT_EQ((*whole)->config().rope_factors, "rope_factors_long.weight");
+  EXPECT_EQ((*at_64)->config().rope_factors, "rope_factors_long.weight");
+  EXPECT_EQ((*at_32)->config().rope_factors, "rope_factors_short.weight");
+  EXPECT_NEAR((*whole)->config().rope_attn_factor, std::sqrt(1.0 + std::log(4.0) / std::log(32.0)), 1e-6);
+  std::vector<int32_t> seq = {1};
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int32_t> dist(3, 511);
+  while (seq.size() < 12) seq.push_back(dist(rng));
+  ops::ThreadPool pool(2);
+  const auto long_lp = model_logprobs(**whole, seq, pool);
+  const auto short_lp = model_logprobs(**at_32, seq, pool);
+  EXPECT_LT(max_abs_difference(long_lp, reference_logprobs(path, seq)), 2e-4);
+  EXPECT_LT(max_abs_difference(short_lp, reference_logprobs(path, seq, 32)), 2e-4);
+  const double apart = max_abs_difference(long_lp, short_lp);
+  std::printf("long against short factors: max |logprob difference| %.3f\n", apart);
+  EXPECT_GT(apart, 0.05);
+}
+
+// Half of LongRoPE's pair is refused at load, naming the missing tensor.
+TEST(Architectures, HalfALongRopePairIsRefusedNamingTheOtherHalf) {
   const std::string path = temp_dir() + "/phi3_plain.gguf";
   ASSERT_TRUE(model::write_synthetic_model(small("phi3"), path).is_ok());
   gguf::GgufWriter w;
@@ -206,13 +246,14 @@ TEST(Architectures, LongRopeFactorsAreRefusedNamingThem) {
   std::vector<uint8_t> bytes(factors.size() * sizeof(float));
   std::memcpy(bytes.data(), factors.data(), bytes.size());
   ASSERT_TRUE(w.add_tensor("rope_factors_long.weight", TensorType::kF32, {factors.size()}, bytes).is_ok());
-  const std::string longrope = temp_dir() + "/phi3_longrope.gguf";
+  const std::string longrope = temp_dir() + "/phi3_longrope_half.gguf";
   ASSERT_TRUE(w.write(longrope).is_ok());
   auto file = gguf::GgufFile::open(longrope);
   ASSERT_TRUE(file.is_ok());
   auto m = model::LlamaModel::load(*file);
   ASSERT_FALSE(m.is_ok());
-  EXPECT_NE(m.status().message().find("rope_factors_long.weight"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("rope_factors_short.weight is missing"), std::string::npos)
+      << m.status().message();
 }
 
 TEST(Architectures, SynthRefusesWhatItCannotWrite) {

@@ -9,11 +9,13 @@ and FFN outputs, GELU (tanh form) FFN, sliding-window attention on every 2nd
 (gemma2) or 5 of 6 (gemma3) layers with base-10000 RoPE on gemma3's sliding
 ones, gemma2's soft caps of scores and logits; all but llama and mistral:
 RoPE rotating the pairs (i, i + d/2) -- llama.cpp's NeoX style -- instead of
-(2i, 2i + 1); a sliding window where the metadata sets one) with its own
-minimal parser (numpy only),
-runs the tokens given on the command line one at a time, and prints, as JSON,
-the natural-log softmax of the logits after each token:
-    llama_reference.py MODEL.gguf TOKEN [TOKEN ...]  ->  [[lp_0, ...], ...]
+(2i, 2i + 1); a sliding window where the metadata sets one; llama3's
+rope_freqs and phi3's LongRoPE factors, the long ones when the served context
+exceeds the original one, with its attention factor) with its own minimal
+parser (numpy only), runs the tokens given on the command line one at a time,
+and prints, as JSON, the natural-log softmax of the logits after each token:
+    llama_reference.py [--context=N] MODEL.gguf TOKEN [TOKEN ...]  ->  [[lp_0, ...], ...]
+(--context: the context the model is served with; default its own).
 Straightforward loops on purpose: it shares no code and no structure with the
 C++ engine, so agreement between the two means something.
 """
@@ -78,7 +80,12 @@ def read_gguf(path):
 
 
 def main():
-    path, tokens = sys.argv[1], [int(t) for t in sys.argv[2:]]
+    args = sys.argv[1:]
+    served = 0  # --context=N: the context the model is served with (0: its own)
+    if args and args[0].startswith('--context='):
+        served = int(args[0].split('=', 1)[1])
+        args = args[1:]
+    path, tokens = args[0], [int(t) for t in args[1:]]
     meta, infos, w = read_gguf(path)
     arch = meta['general.architecture']
     dim = meta[arch + '.embedding_length']
@@ -91,6 +98,19 @@ def main():
     base = meta.get(arch + '.rope.freq_base', 10000.0)
     rot = meta.get(arch + '.rope.dimension_count', hd)
     inv_global = [base ** (-2.0 * i / rot) for i in range(rot // 2)]
+    # Frequency factors divide the frequencies: llama3's rope_freqs, or phi3's
+    # LongRoPE pair (the long factors when the served context exceeds the
+    # original one), whose attention factor scales the rotated dimensions.
+    ctx = meta[arch + '.context_length']
+    orig = meta.get(arch + '.rope.scaling.original_context_length', ctx)
+    mscale = meta.get(arch + '.rope.scaling.attn_factor', 1.0)
+    factors = None
+    if 'rope_freqs.weight' in infos:
+        factors = w('rope_freqs.weight')
+    elif 'rope_factors_long.weight' in infos:
+        factors = w('rope_factors_long.weight' if (served or ctx) > orig else 'rope_factors_short.weight')
+    if factors is not None:
+        inv_global = [f / factors[i] for i, f in enumerate(inv_global)]
     inv_local = [10000.0 ** (-2.0 * i / rot) for i in range(rot // 2)] if arch == 'gemma3' else inv_global
     window = meta.get(arch + '.attention.sliding_window', 4096 if arch == 'gemma2' else 0)
     period = {'gemma2': 2, 'gemma3': 6}.get(arch, 1)
@@ -109,7 +129,7 @@ def main():
     def rope(v, pos, inv):
         v = v.reshape(-1, hd).copy()
         for i in range(rot // 2):
-            c, s = np.cos(pos * inv[i]), np.sin(pos * inv[i])
+            c, s = mscale * np.cos(pos * inv[i]), mscale * np.sin(pos * inv[i])
             j, k = (i, i + rot // 2) if neox else (2 * i, 2 * i + 1)
             a, b = v[:, j].copy(), v[:, k].copy()
             v[:, j], v[:, k] = a * c - b * s, a * s + b * c

@@ -90,9 +90,12 @@ inline std::vector<std::vector<double>> model_logprobs(const model::LlamaModel& 
 // (tests/model/llama_reference.py, numpy); empty, and the test failed, when it
 // could not run.
 inline std::vector<std::vector<double>> reference_logprobs(const std::string& model_path,
-                                                           const std::vector<int32_t>& seq) {
+                                                           const std::vector<int32_t>& seq,
+                                                           int64_t serving_context = 0) {
   std::vector<std::string> argv = {"/usr/bin/python3",
-                                   std::string(LADDER_TEST_SOURCE_DIR) + "/model/llama_reference.py", model_path};
+                                   std::string(LADDER_TEST_SOURCE_DIR) + "/model/llama_reference.py"};
+  if (serving_context > 0) argv.push_back("--context=" + std::to_string(serving_context));
+  argv.push_back(model_path);
   for (int32_t t : seq) argv.push_back(std::to_string(t));
   const CommandResult run = run_command(argv);
   EXPECT_EQ(run.exit_code, 0) << run.err;

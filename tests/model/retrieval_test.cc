@@ -237,16 +237,16 @@ TEST(RetrievalSlow, FollowsTheRuleWithTheLlama2Vocabulary) {
   expect_follows_rule(*m.model, phrase_walk_prompt(32000, 600, 30, 2048, 13), TensorType::kF16, 1000);
 }
 
-// Wider and deeper (6 heads of 128 with their own KV heads, 4 layers, FFN
-// 1024), the extra capacity zero: in F32 the default shapes' log-probabilities
+// Wider and deeper (6 heads of 128 with their own KV heads, 3 layers, FFN
+// 512), the extra capacity zero: in F32 the default shapes' log-probabilities
 // at every position, and in F32 and Q8_0 weights the rule's prediction
 // wherever it is defined (elsewhere near-ties decide). Its cost per token is
 // that of a dense model of its shapes.
 TEST(Retrieval, WidenedModelPredictsAsTheDefaultOne) {
   model::SynthOptions o = model::retrieval_options();
   o.vocab_from = stories_vocab();
-  o.dim = 768, o.n_heads = 6, o.n_kv_heads = 6, o.n_layers = 4, o.ffn_dim = 1024;
-  const auto seq = phrase_walk_prompt(512, 120, 8, 512, 19);
+  o.dim = 768, o.n_heads = 6, o.n_kv_heads = 6, o.n_layers = 3, o.ffn_dim = 512;
+  const auto seq = phrase_walk_prompt(512, 60, 8, 256, 19);
   ops::ThreadPool pool(2);
   auto base = load_model(write_retrieval(stories_vocab()));
   ASSERT_TRUE(base.model);
@@ -259,7 +259,7 @@ TEST(Retrieval, WidenedModelPredictsAsTheDefaultOne) {
     auto wide = load_model(path);
     ASSERT_TRUE(wide.model);
     EXPECT_EQ(wide.model->config().dim, 768);
-    EXPECT_EQ(wide.model->config().n_layers, 4);
+    EXPECT_EQ(wide.model->config().n_layers, 3);
     const auto lp = model_logprobs(*wide.model, seq, pool);
     ASSERT_EQ(lp.size(), base_lp.size());
     int same_argmax = 0;
@@ -273,7 +273,7 @@ TEST(Retrieval, WidenedModelPredictsAsTheDefaultOne) {
     if (dtype == TensorType::kF32) {
       EXPECT_LT(worst, 1e-3);
     }
-    expect_follows_rule(*wide.model, seq, TensorType::kF16, 200);
+    expect_follows_rule(*wide.model, seq, TensorType::kF16, 100);
   }
 }
 
