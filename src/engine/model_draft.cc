@@ -87,7 +87,7 @@ Result<std::unique_ptr<ModelDraft>> ModelDraft::create(const DraftSpec& spec, co
       auto file = gguf::GgufFile::open(spec.path);
       if (!file.is_ok()) return Status(file.status().code(), "draft model: " + file.status().message());
       d->file_ = std::make_unique<gguf::GgufFile>(std::move(file).value());
-      auto m = model::LlamaModel::load(*d->file_);
+      auto m = model::LlamaModel::load(*d->file_, target.serving_context());
       if (!m.is_ok()) return Status(m.status().code(), "draft model: " + m.status().message());
       d->owned_ = std::move(m).value();
       LADDER_RETURN_IF_ERROR(check_same_vocabulary(*d->file_, *d->owned_, target_file, target));
@@ -96,7 +96,7 @@ Result<std::unique_ptr<ModelDraft>> ModelDraft::create(const DraftSpec& spec, co
     }
     case DraftSpec::Kind::kSelfQ4: {
       LADDER_ASSIGN_OR_RETURN(d->file_, requantize_to_q4(target_file));
-      auto m = model::LlamaModel::load(*d->file_);
+      auto m = model::LlamaModel::load(*d->file_, target.serving_context());
       if (!m.is_ok()) return Status(m.status().code(), "self-q4 draft: " + m.status().message());
       d->owned_ = std::move(m).value();
       d->model_ = d->owned_.get();

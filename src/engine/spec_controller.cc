@@ -98,12 +98,6 @@ double AcceptanceEstimate::rate(double prior, double prior_weight) const {
   return (accepted + pa) / (accepted + rejections + pa + prior_weight);
 }
 
-void MeasuredGain::Side::add(double rate) {
-  sum = sum * kDecay + rate;
-  w = w * kDecay + 1;
-  n += 1;
-}
-
 void MeasuredGain::add(bool speculative, int64_t n_sequences, int64_t n_emitted, double us) {
   if (n_sequences < 1 || n_emitted < 1 || !(us > 0)) return;
   const double rate = static_cast<double>(n_emitted) / static_cast<double>(n_sequences) / us;
@@ -118,12 +112,11 @@ bool MeasuredGain::known(int64_t n_sequences) const {
 double MeasuredGain::gain(int64_t n_sequences) const {
   const int b = spec_batch_bucket(n_sequences);
   if (!known(n_sequences) || plain_[b].sum <= 0) return 1.0;
-  return (spec_[b].sum / spec_[b].w) / (plain_[b].sum / plain_[b].w);
+  return spec_[b].mean() / plain_[b].mean();
 }
 
 double SpecController::predicted_gain_at(int64_t batch) const {
-  const PredictionMean& m = predicted_[spec_batch_bucket(batch)];
-  return m.w > 0 ? m.sum / m.w : 0.0;
+  return predicted_[spec_batch_bucket(batch)].mean();
 }
 
 double SpecController::measured_gain_at(int64_t batch) const {

@@ -77,6 +77,20 @@ struct AcceptanceEstimate {
   double rate(double prior, double prior_weight = 2.0) const;
 };
 
+// An exponentially decayed mean (weight kDecay per newer sample) and the
+// number of samples seen.
+struct DecayedMean {
+  static constexpr double kDecay = 0.95;
+  double sum = 0, w = 0;
+  double n = 0;  // samples seen (not decayed)
+  void add(double x) {
+    sum = sum * kDecay + x;
+    w = w * kDecay + 1;
+    n += 1;
+  }
+  double mean() const { return w > 0 ? sum / w : 0.0; }
+};
+
 // Measured speed of speculative decode steps against plain ones, both seen
 // by the same engine in turn (plain probes between speculative steps,
 // speculative re-probes between plain ones), so the two sides share the
@@ -89,7 +103,6 @@ struct AcceptanceEstimate {
 // may be compute-bound.
 class MeasuredGain {
  public:
-  static constexpr double kDecay = 0.95;
   // Samples each side needs before the ratio is trusted.
   static constexpr double kMinPlain = 4;
   static constexpr double kMinSpec = 8;
@@ -102,12 +115,7 @@ class MeasuredGain {
   double gain(int64_t n_sequences) const;
 
  private:
-  struct Side {
-    double sum = 0, w = 0;
-    double n = 0;  // samples seen (not decayed)
-    void add(double rate);
-  };
-  Side plain_[kSpecBatchBuckets], spec_[kSpecBatchBuckets];  // by spec_batch_bucket
+  DecayedMean plain_[kSpecBatchBuckets], spec_[kSpecBatchBuckets];  // by spec_batch_bucket
 };
 
 struct SpecCandidate {
@@ -193,14 +201,7 @@ class SpecController {
   AcceptanceEstimate global_;
   MeasuredGain measured_;
   int64_t last_batch_ = 1;  // decoding sequences at the last plan
-  struct PredictionMean {
-    double sum = 0, w = 0;  // decayed like MeasuredGain
-    void add(double g) {
-      sum = sum * MeasuredGain::kDecay + g;
-      w = w * MeasuredGain::kDecay + 1;
-    }
-  };
-  PredictionMean predicted_[kSpecBatchBuckets];  // by spec_batch_bucket
+  DecayedMean predicted_[kSpecBatchBuckets];  // by spec_batch_bucket
   int64_t n_spec_plans_ = 0;
   int64_t n_cycles_ = 0;
   int64_t n_steps_ = 0;

@@ -171,6 +171,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const gguf::GgufFile& file,
   }
 
   auto model = std::unique_ptr<LlamaModel>(new LlamaModel(config));
+  model->serving_context_ = serving_context;
   ops::ThreadPool pool(0);  // for repacking weights at load
   Weights& w = *model->weights_;
   const ModelConfig& c = model->config_;

@@ -24,6 +24,9 @@ class LlamaModel {
   ~LlamaModel();
 
   const ModelConfig& config() const { return config_; }
+  // The serving_context it was loaded with (0: its own context): a model
+  // loaded beside it (a draft) uses the same, so both pick the same RoPE factors.
+  int64_t serving_context() const { return serving_context_; }
   // Bytes of weights read per decoded token (for bandwidth figures).
   uint64_t weight_bytes() const;
 
@@ -47,6 +50,7 @@ class LlamaModel {
   struct Weights;
   explicit LlamaModel(ModelConfig config);
   ModelConfig config_;
+  int64_t serving_context_ = 0;
   std::unique_ptr<Weights> weights_;
 };
 

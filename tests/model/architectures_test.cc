@@ -221,6 +221,7 @@ TEST(Architectures, LongRopePicksItsFactorsByTheServedContext) {
   EXPECT_EQ((*whole)->config().rope_factors, "rope_factors_long.weight");
   EXPECT_EQ((*at_64)->config().rope_factors, "rope_factors_long.weight");
   EXPECT_EQ((*at_32)->config().rope_factors, "rope_factors_short.weight");
+  EXPECT_EQ((*at_32)->serving_context(), 32);  // what a draft loaded beside it is given
   EXPECT_NEAR((*whole)->config().rope_attn_factor, std::sqrt(1.0 + std::log(4.0) / std::log(32.0)), 1e-6);
   std::vector<int32_t> seq = {1};
   std::mt19937 rng(9);
