@@ -348,9 +348,15 @@ std::string describe_kernel_paths() {
                             : (c.repack_q32 || amx_int8_active() ? "repacked at load (16 columns interleaved)"
                                                                  : "as stored (measured faster here)"));
   out += fmt::format("K-quant weights: {}\n", packs ? "repacked at load" : "as stored");
+  const std::string float_layout =
+      detail::has_float_packed()
+          ? fmt::format("repacked at load ({} columns interleaved per vector)", detail::float_pack_group_cols())
+          : std::string("as stored");
+  out += fmt::format("F32 weights: FMA, {}\n", float_layout);
   out += fmt::format("F16/BF16 weights: {}\n", amx_bf16_active()
                                                    ? "AMX-BF16 tiles at every batch size (bf16x3 arithmetic)"
-                                                   : "FMA on F32 (AMX-BF16 tiles: LADDER_AMX_BF16=1)");
+                                                   : "FMA on F32, " + float_layout +
+                                                         " (AMX-BF16 tiles: LADDER_AMX_BF16=1)");
   const AmxSupport& amx = amx_support();
   if (amx_int8_active()) {
     out +=

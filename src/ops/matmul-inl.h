@@ -134,12 +134,30 @@ inline constexpr int kFloatCols = 2;
 #endif
 inline constexpr int kFloatRows = 4;
 
+// Float weights packed for decode (PackFloatGroups): per group of kFloatCols
+// output columns, per chunk of Lanes(float) elements of a row, the group's C
+// chunks one after another (columns past n_out and elements past n_in are
+// zeros). A tile then streams one contiguous run of memory instead of C rows
+// at once, and does the same arithmetic in the same order as on the stored
+// layout: the results are the same bits.
+HWY_INLINE size_t float_chunk() { return hn::Lanes(DF()); }
+
+size_t FloatPackedBytes(TensorType type, int64_t n_in, int64_t n_out) {
+  const size_t elem = type == TensorType::kF32 ? sizeof(float) : sizeof(uint16_t);
+  const size_t chunk = float_chunk();
+  const size_t chunks = (static_cast<size_t>(n_in) + chunk - 1) / chunk;
+  const size_t cols = static_cast<size_t>((n_out + kFloatCols - 1) / kFloatCols * kFloatCols);
+  return cols * chunks * chunk * elem;
+}
+
 // kHint >= 0: a one-row (decode) call prefetches each column's weights
 // t.stream.distance bytes ahead with that locality (ops/kernel_choice.h).
+// `packed` null: the stored layout (t.w); else the packed one.
 template <TensorType kType, int kHint = -1>
 struct FloatTile {
   using WT = WeightElem<kType>;
   const detail::MatmulTask& t;
+  const WT* packed = nullptr;
 
   template <int R>
   HWY_INLINE void run(const int64_t* r_idx, const int64_t* o_idx, float* const* out) const {
@@ -149,19 +167,32 @@ struct FloatTile {
     const size_t n = static_cast<size_t>(t.n_in);
     const float* xr[R];
     const WT* wc[C];
+    // Elements between a column's consecutive chunks of N.
+    const size_t stride = packed == nullptr ? N : C * N;
     for (int i = 0; i < R; ++i) xr[i] = t.x + r_idx[i] * t.n_in;
-    for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const WT*>(t.w + o_idx[c] * t.w_row_bytes);
+    if (packed == nullptr) {
+      for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const WT*>(t.w + o_idx[c] * t.w_row_bytes);
+    } else {
+      const WT* group = packed + static_cast<size_t>(o_idx[0] / C) * C * ((n + N - 1) / N) * N;
+      for (int c = 0; c < C; ++c) wc[c] = group + c * N;
+    }
     VF acc[R][C];
     for (int i = 0; i < R; ++i)
       for (int c = 0; c < C; ++c) acc[i][c] = hn::Zero(d);
-    size_t k = 0;
+    size_t k = 0, kw = 0;  // kw: k's chunk, in elements of wc[c]
     const size_t ahead = static_cast<size_t>(t.stream.distance) / sizeof(WT);
-    for (; k + N <= n; k += N) {
+    for (; k + N <= n; k += N, kw += stride) {
       VF wv[C];
       if constexpr (kHint >= 0) {
-        for (int c = 0; c < C; ++c) __builtin_prefetch(wc[c] + k + ahead, 0, kHint);
+        if (packed == nullptr) {
+          for (int c = 0; c < C; ++c) __builtin_prefetch(wc[c] + kw + ahead, 0, kHint);
+        } else {  // the group's chunks are one run: each of its lines once
+          for (size_t b = 0; b < stride * sizeof(WT); b += 64) {
+            __builtin_prefetch(reinterpret_cast<const char*>(wc[0] + kw + ahead) + b, 0, kHint);
+          }
+        }
       }
-      for (int c = 0; c < C; ++c) wv[c] = load_weights<kType>(d, wc[c] + k);
+      for (int c = 0; c < C; ++c) wv[c] = load_weights<kType>(d, wc[c] + kw);
       for (int i = 0; i < R; ++i) {
         const VF xv = hn::LoadU(d, xr[i] + k);
         for (int c = 0; c < C; ++c) acc[i][c] = hn::MulAdd(xv, wv[c], acc[i][c]);
@@ -172,7 +203,7 @@ struct FloatTile {
       VF wv[C];
       for (int c = 0; c < C; ++c) {
         std::fill(buf, buf + N, 0.0f);
-        for (size_t j = k; j < n; ++j) buf[j - k] = weight_to_f32<kType>(wc[c][j]);
+        for (size_t j = k; j < n; ++j) buf[j - k] = weight_to_f32<kType>(wc[c][kw + j - k]);
         wv[c] = hn::Load(d, buf);
       }
       for (int i = 0; i < R; ++i) {
@@ -188,10 +219,11 @@ struct FloatTile {
 };
 
 template <TensorType kType>
-void float_cols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end) {
+void float_cols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end,
+                const WeightElem<kType>* packed = nullptr) {
   const int64_t block = col_block_for<kFloatCols>(t.w_row_bytes);
   const auto drive = [&]<int kHint>() {
-    FloatTile<kType, kHint> tile{t};
+    FloatTile<kType, kHint> tile{t, packed};
     drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, block, tile);
   };
   // Decode streams the weights under the machine's strategy; prefetching
@@ -254,6 +286,57 @@ void MatmulFloatCols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end
     case TensorType::kF16: float_cols<TensorType::kF16>(t, o_begin, o_end); break;
     default:  // kBF16; matmul.cc routes nothing else here
       float_cols<TensorType::kBF16>(t, o_begin, o_end);
+      break;
+  }
+}
+
+// Exported: whether this target packs float weights (the x86 vector
+// targets; the portable fallback reads the stored layout).
+bool HasFloatPacked() {
+  return HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
+}
+
+// Exported: columns per packed group (the float tile's width).
+int64_t FloatPackGroupCols() { return kFloatCols; }
+
+// Exported: bytes of the packed layout of an n_out x n_in float matrix.
+size_t FloatPackedSize(TensorType type, int64_t n_in, int64_t n_out) {
+  return FloatPackedBytes(type, n_in, n_out);
+}
+
+// Exported: packs column groups [g_begin, g_end) of kFloatCols columns of
+// t.w (t.y_stride carries n_out) into `out`, the whole packed matrix.
+void PackFloatGroups(const detail::MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
+  const size_t N = float_chunk();
+  const size_t n = static_cast<size_t>(t.n_in);
+  const size_t chunks = (n + N - 1) / N;
+  const size_t elem = t.type == TensorType::kF32 ? sizeof(float) : sizeof(uint16_t);
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    uint8_t* dst = out + static_cast<size_t>(g) * kFloatCols * chunks * N * elem;
+    for (size_t kb = 0; kb < chunks; ++kb) {
+      for (int c = 0; c < kFloatCols; ++c, dst += N * elem) {
+        std::memset(dst, 0, N * elem);
+        const int64_t o = g * kFloatCols + c;
+        if (o >= t.y_stride) continue;
+        const size_t take = std::min(N, n - kb * N);
+        std::memcpy(dst, t.w + static_cast<size_t>(o) * t.w_row_bytes + kb * N * elem, take * elem);
+      }
+    }
+  }
+}
+
+// Exported: MatmulFloatCols reading packed weights; o_begin is a multiple of
+// kFloatCols (matmul.cc hands out columns in grains of 16).
+void MatmulFloatPackedCols(const detail::MatmulTask& t, const uint8_t* packed, int64_t o_begin, int64_t o_end) {
+  switch (t.type) {
+    case TensorType::kF32:
+      float_cols<TensorType::kF32>(t, o_begin, o_end, reinterpret_cast<const float*>(packed));
+      break;
+    case TensorType::kF16:
+      float_cols<TensorType::kF16>(t, o_begin, o_end, reinterpret_cast<const uint16_t*>(packed));
+      break;
+    default:
+      float_cols<TensorType::kBF16>(t, o_begin, o_end, reinterpret_cast<const uint16_t*>(packed));
       break;
   }
 }

@@ -103,7 +103,7 @@ Status check_matmul_support(TensorType type, int64_t n_in) {
 namespace {
 
 // How one product of a call runs.
-enum class Path { kFloat, kInt, kPacked, kAmxBf16, kDequant };
+enum class Path { kFloat, kFloatPacked, kInt, kPacked, kAmxBf16, kDequant };
 
 struct Product {
   detail::MatmulTask t;
@@ -124,7 +124,12 @@ bool use_packed(const WeightMatrix& w, const PackedWeights* packed) {
   LADDER_CHECK(packed->type == w.type && packed->n_in == w.n_in && packed->n_out == w.n_out,
                "matmul: packed weights describe another matrix");
   if (detail::dispatched_target() != packed->target) return false;
-  return is_float_type(w.type) ? detail::has_amx_bf16_kernels() : detail::has_packed(w.type);
+  switch (packed->layout) {
+    case PackedLayout::kAmxBf16: return detail::has_amx_bf16_kernels();
+    case PackedLayout::kFloatChunks: return detail::has_float_packed();
+    case PackedLayout::kColumns16: break;
+  }
+  return detail::has_packed(w.type);
 }
 
 // Packed products: AMX tiles for the first 16 * amx_row_tiles rows, the
@@ -151,6 +156,7 @@ void run_cols(const Product& p, int64_t o_begin, int64_t o_end) {
   const detail::MatmulTask& t = p.t;
   switch (p.path) {
     case Path::kFloat: detail::matmul_float_cols(t, o_begin, o_end); return;
+    case Path::kFloatPacked: detail::matmul_float_packed_cols(t, p.packed, o_begin, o_end); return;
     case Path::kInt: detail::matmul_int_cols(t, o_begin, o_end); return;
     case Path::kPacked: run_packed_cols(p, o_begin, o_end); return;
     case Path::kAmxBf16: detail::matmul_amx_bf16_cols(t, p.packed, p.xh, p.xl, o_begin, o_end); return;
@@ -207,10 +213,13 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     // Q5_K has a packed kernel but no unpacked integer one: unpacked, or on
     // a target without the packed kernel, it dequantizes.
     const bool packed = use_packed(w, out.packed);
-    if (is_float_type(w.type) && packed) {
+    if (is_float_type(w.type) && packed && out.packed->layout == PackedLayout::kAmxBf16) {
       p.path = Path::kAmxBf16;  // F16/BF16 packed for tiles: every batch size
       p.packed = out.packed->data.get();
       split_bf16 = true;
+    } else if (is_float_type(w.type) && packed) {
+      p.path = Path::kFloatPacked;
+      p.packed = out.packed->data.get();
     } else if (is_float_type(w.type)) {
       p.path = Path::kFloat;
     } else if (packed || (has_int_kernel(w.type) && detail::has_int_kernels())) {

@@ -18,6 +18,11 @@ namespace ladder::ops::detail {
 
 HWY_EXPORT(MatmulFloatCols);
 HWY_EXPORT(MatmulIntCols);
+HWY_EXPORT(HasFloatPacked);
+HWY_EXPORT(FloatPackedSize);
+HWY_EXPORT(PackFloatGroups);
+HWY_EXPORT(FloatPackGroupCols);
+HWY_EXPORT(MatmulFloatPackedCols);
 HWY_EXPORT(HasIntKernels);
 HWY_EXPORT(QuantizeActivations);
 HWY_EXPORT(DispatchedTarget);
@@ -34,6 +39,21 @@ HWY_EXPORT(MatmulAmxBf16Cols);
 
 void matmul_float_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulFloatCols)(t, o_begin, o_end);
+}
+bool has_float_packed() {
+  return HWY_DYNAMIC_DISPATCH(HasFloatPacked)();
+}
+size_t float_packed_bytes(TensorType type, int64_t n_in, int64_t n_out) {
+  return HWY_DYNAMIC_DISPATCH(FloatPackedSize)(type, n_in, n_out);
+}
+void pack_float_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(PackFloatGroups)(t, g_begin, g_end, out);
+}
+int64_t float_pack_group_cols() {
+  return HWY_DYNAMIC_DISPATCH(FloatPackGroupCols)();
+}
+void matmul_float_packed_cols(const MatmulTask& t, const uint8_t* packed, int64_t o_begin, int64_t o_end) {
+  HWY_DYNAMIC_DISPATCH(MatmulFloatPackedCols)(t, packed, o_begin, o_end);
 }
 void matmul_int_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulIntCols)(t, o_begin, o_end);

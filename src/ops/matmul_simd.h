@@ -2,6 +2,7 @@
 // Internal to ops/.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "ops/matmul_internal.h"
@@ -10,6 +11,16 @@ namespace ladder::ops::detail {
 
 // F32/F16/BF16 weights: y for columns [o_begin, o_end) of every row.
 void matmul_float_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end);
+// Float weights packed for decode (matmul-inl.h, PackFloatGroups): per group
+// of the target's float tile width (4 columns on AVX-512, 2 on AVX2), per
+// chunk of one vector of F32 lanes, the group's chunks in a row. x86 vector
+// targets only; results are the same bits as matmul_float_cols().
+bool has_float_packed();
+size_t float_packed_bytes(TensorType type, int64_t n_in, int64_t n_out);
+// Groups [g_begin, g_end) of t.w (t.y_stride carries n_out) into the packed matrix `out`.
+void pack_float_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out);
+int64_t float_pack_group_cols();
+void matmul_float_packed_cols(const MatmulTask& t, const uint8_t* packed, int64_t o_begin, int64_t o_end);
 // Q8_0/Q4_0/Q4_K/Q6_K weights against quantized activations (t.xq/xd/xsum).
 void matmul_int_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end);
 // Whether the current target has the integer kernels (x86 targets do; the

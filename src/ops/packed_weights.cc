@@ -9,9 +9,16 @@ namespace ladder::ops {
 
 namespace {
 
-// F16 and BF16: packed for AMX-BF16 tiles where amx_bf16_active().
-bool is_bf16_tile_type(TensorType type) {
-  return type == TensorType::kF16 || type == TensorType::kBF16;
+bool is_float(TensorType type) {
+  return type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kBF16;
+}
+
+// The layout `type` packs to on the active target and CPU: F16 and BF16 for
+// AMX-BF16 tiles where amx_bf16_active(), float chunks for the float types
+// elsewhere, the 16-column layout for quantized types.
+PackedLayout layout_for(TensorType type) {
+  if ((type == TensorType::kF16 || type == TensorType::kBF16) && amx_bf16_active()) return PackedLayout::kAmxBf16;
+  return is_float(type) ? PackedLayout::kFloatChunks : PackedLayout::kColumns16;
 }
 
 // Q8_0 and Q4_0 stay as stored where this machine's calibration found the
@@ -25,12 +32,21 @@ bool wants_packed(TensorType type) {
 }  // namespace
 
 bool has_packed_layout(TensorType type) {
-  return is_bf16_tile_type(type) ? amx_bf16_active() : detail::has_packed(type);
+  switch (layout_for(type)) {
+    case PackedLayout::kAmxBf16: return true;
+    case PackedLayout::kFloatChunks: return detail::has_float_packed();
+    case PackedLayout::kColumns16: break;
+  }
+  return detail::has_packed(type);
 }
 
 size_t packed_weight_bytes(TensorType type, int64_t n_in, int64_t n_out) {
-  return is_bf16_tile_type(type) ? detail::bf16_packed_bytes(n_in, n_out)
-                                 : detail::packed_bytes(type, n_in, n_out);
+  switch (layout_for(type)) {
+    case PackedLayout::kAmxBf16: return detail::bf16_packed_bytes(n_in, n_out);
+    case PackedLayout::kFloatChunks: return detail::float_packed_bytes(type, n_in, n_out);
+    case PackedLayout::kColumns16: break;
+  }
+  return detail::packed_bytes(type, n_in, n_out);
 }
 
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool) {
@@ -43,7 +59,9 @@ PackedWeights pack_weights_always(const WeightMatrix& w, ThreadPool& pool) {
   if (!has_packed_layout(w.type) || !check_matmul_support(w.type, w.n_in).is_ok() || w.n_out <= 0) {
     return p;
   }
-  const int64_t groups = (w.n_out + 15) / 16;
+  p.layout = layout_for(w.type);
+  const int64_t group_cols = p.layout == PackedLayout::kFloatChunks ? detail::float_pack_group_cols() : 16;
+  const int64_t groups = (w.n_out + group_cols - 1) / group_cols;
   p.type = w.type;
   p.n_in = w.n_in;
   p.n_out = w.n_out;
@@ -57,11 +75,13 @@ PackedWeights pack_weights_always(const WeightMatrix& w, ThreadPool& pool) {
   t.n_in = w.n_in;
   t.y_stride = w.n_out;
   uint8_t* out = p.data.get();
-  if (is_bf16_tile_type(w.type)) {
-    pool.parallel_for(groups, 1, [&](int64_t b, int64_t e) { detail::pack_bf16_groups(t, b, e, out); });
-  } else {
-    pool.parallel_for(groups, 1, [&](int64_t b, int64_t e) { detail::pack_groups(t, b, e, out); });
-  }
+  pool.parallel_for(groups, 1, [&](int64_t b, int64_t e) {
+    switch (p.layout) {
+      case PackedLayout::kAmxBf16: detail::pack_bf16_groups(t, b, e, out); return;
+      case PackedLayout::kFloatChunks: detail::pack_float_groups(t, b, e, out); return;
+      case PackedLayout::kColumns16: detail::pack_groups(t, b, e, out); return;
+    }
+  });
   return p;
 }
 

@@ -206,7 +206,9 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
   // Every shape's n_in is a multiple of 256, as the K-quants need. Stored
   // Q5_K has no integer kernel: its row shows the dequantizing path.
   const std::pair<TensorType, bool> kinds[] = {
-      {TensorType::kF32, false},  {TensorType::kQ8_0, false}, {TensorType::kQ8_0, true},
+      {TensorType::kF32, false},  {TensorType::kF32, true},   {TensorType::kF16, false},
+      {TensorType::kF16, true},   {TensorType::kBF16, false}, {TensorType::kBF16, true},
+      {TensorType::kQ8_0, false}, {TensorType::kQ8_0, true},
       {TensorType::kQ4_0, false}, {TensorType::kQ4_0, true},  {TensorType::kQ4_K, false},
       {TensorType::kQ4_K, true},  {TensorType::kQ5_K, false}, {TensorType::kQ5_K, true},
       {TensorType::kQ6_K, false}, {TensorType::kQ6_K, true}};

@@ -96,8 +96,49 @@ TEST(PackedWeights, Q4_0ExtremesBitIdentical) {
   });
 }
 
+// Float weights packed for decode (a float tile's columns interleaved per
+// vector): the same bits as the stored layout for every row count, thread
+// count and target, with n_in off the vector width and n_out off the tile
+// width (zero padding on both). Where AMX-BF16 is active F16 and BF16 pack
+// for its tiles instead (amx_test.cc).
+TEST(PackedWeights, FloatChunksBitIdenticalToStoredOnEveryTarget) {
+  for_each_target([&] {
+    for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
+      for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{256, 40}, {768, 16}, {100, 33}, {7, 5}}) {
+        const auto w = random_weights(type, n_in, n_out, 61);
+        const WeightMatrix wm{type, w.data(), n_in, n_out};
+        ThreadPool pool2(2);
+        const PackedWeights packed = pack_weights_always(wm, pool2);
+        const std::string target = active_target_name();
+        const bool x86 = target == "AVX2" || target == "AVX3" || target == "AVX3_DL";
+        if (packed.empty() || packed.layout != PackedLayout::kFloatChunks) {
+          EXPECT_TRUE(!x86 || (type != TensorType::kF32 && amx_bf16_active())) << target;
+          continue;
+        }
+        // A tile of 4 columns of 16 lanes (AVX-512) or 2 of 8 (AVX2), zero-padded.
+        const int64_t cols = target == "AVX2" ? 2 : 4, lanes = target == "AVX2" ? 8 : 16;
+        const int64_t elem = type == TensorType::kF32 ? 4 : 2;
+        EXPECT_EQ(packed.bytes,
+                  static_cast<size_t>((n_out + cols - 1) / cols * cols * ((n_in + lanes - 1) / lanes) * lanes * elem));
+        const auto x = random_floats(static_cast<size_t>(33 * n_in), 62);
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          for (int64_t rows : {1, 3, 4, 5, 16, 33}) {
+            std::vector<float> want(static_cast<size_t>(rows * n_out)), got(want.size(), -1.0f);
+            matmul(wm, x.data(), rows, want.data(), pool);
+            matmul(wm, packed, x.data(), rows, got.data(), pool);
+            ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+                << tensor_type_name(type) << " " << n_in << "x" << n_out << " rows " << rows << " threads "
+                << threads << " on " << target;
+          }
+        }
+      }
+    }
+  });
+}
+
 // Products of one input in one dispatch (packed Q8_0, Q4_0, Q4_K, Q5_K and
-// Q6_K, plain Q8_0, Q4_0 and Q4_K, F16 and types without an unpacked integer
+// Q6_K, plain Q8_0, Q4_0 and Q4_K, F16 as stored, packed F32 and BF16, and types without an unpacked integer
 // kernel, Q5_K among them, widths off the 16-column grain): each output
 // equals matmul() of its weights alone, bit for bit. Q4_0 and Q6_K together
 // need both kinds of activation sums.
@@ -112,7 +153,8 @@ TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
       {TensorType::kQ8_0, 40, true},  {TensorType::kQ4_0, 24, true}, {TensorType::kQ4_K, 33, true},
       {TensorType::kQ6_K, 20, true},  {TensorType::kQ8_0, 7, false}, {TensorType::kQ4_0, 9, false},
       {TensorType::kQ4_K, 33, false}, {TensorType::kF16, 19, false}, {TensorType::kQ5_1, 18, false},
-      {TensorType::kQ5_K, 17, true},  {TensorType::kQ5_K, 12, false}};
+      {TensorType::kQ5_K, 17, true},  {TensorType::kQ5_K, 12, false}, {TensorType::kF32, 21, true},
+      {TensorType::kBF16, 19, true}};
   std::vector<std::vector<uint8_t>> data;
   std::vector<WeightMatrix> mats;
   for (const Kind& k : kinds) {
@@ -146,21 +188,25 @@ TEST(PackedWeights, GroupOfProductsMatchesEachAlone) {
   });
 }
 
-TEST(PackedWeights, OnlyIntegerKernelTypesArePackedAndOtherTargetsFallBack) {
+TEST(PackedWeights, WhichTypesPackAndOtherTargetsFallBack) {
   ThreadPool pool(2);
   const bool vnni = active_target_name() == "AVX3_DL";
   for (TensorType type : {TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_1}) {
     const auto w = random_weights(type, 256, 16, 3);
     EXPECT_TRUE(pack_weights_always({type, w.data(), 256, 16}, pool).empty()) << tensor_type_name(type);
   }
-  // F16 and BF16 pack only for AMX-BF16 tiles (amx_test.cc).
-  for (TensorType type : {TensorType::kF16, TensorType::kBF16}) {
+  // Float weights pack on the x86 vector targets (for AMX-BF16 tiles where
+  // those are active: amx_test.cc).
+  const std::string target = active_target_name();
+  const bool x86 = target == "AVX2" || target == "AVX3" || target == "AVX3_DL";
+  for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
     const auto w = random_weights(type, 256, 16, 3);
-    EXPECT_EQ(!pack_weights_always({type, w.data(), 256, 16}, pool).empty(), amx_bf16_active())
+    EXPECT_EQ(!pack_weights_always({type, w.data(), 256, 16}, pool).empty(),
+              x86 || (type != TensorType::kF32 && amx_bf16_active()))
         << tensor_type_name(type);
   }
-  for (TensorType type :
-       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K,
+                          TensorType::kQ6_K, TensorType::kF32, TensorType::kF16}) {
     SCOPED_TRACE(tensor_type_name(type));
     // Packed for the best target, then used while dispatch is forced to the
     // last (portable) one: falls back to that target's own kernel (for Q5_K,
@@ -168,7 +214,8 @@ TEST(PackedWeights, OnlyIntegerKernelTypesArePackedAndOtherTargetsFallBack) {
     const auto q = random_weights(type, 256, 16, 4);
     const WeightMatrix wm{type, q.data(), 256, 16};
     const PackedWeights packed = pack_weights_always(wm, pool);
-    EXPECT_EQ(!packed.empty(), vnni);
+    const bool is_float = type == TensorType::kF32 || type == TensorType::kF16;
+    EXPECT_EQ(!packed.empty(), is_float ? x86 || amx_bf16_active() : vnni);
     const auto targets = available_targets();
     force_target_for_test(targets.back());
     const auto x = random_floats(2 * 256, 5);
