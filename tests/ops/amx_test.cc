@@ -87,7 +87,7 @@ struct AmxCase {
 };
 
 // Random weights of a case, packed (pack_weights_always for the int8 types,
-// pack_weights for F16/BF16, which pack only for tiles), and `rows` random
+// pack_weights for F16/BF16, which pack for tiles while AMX-BF16 is active), and `rows` random
 // activation rows with each row's output computed alone (one row per call).
 struct Packed {
   std::vector<uint8_t> bytes;
