@@ -25,7 +25,7 @@ LADDER_BENCH_THREADS=$THREADS "$BUILD_DIR/bench/roofline_bench" --benchmark_coun
 # docs/BENCHMARKS.md records.
 MODELS=${LADDER_BENCH_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/ladder/bench}
 mkdir -p "$MODELS"
-for T in f32 q8_0 q4_0 q4_k; do
+for T in f32 f16 bf16 q8_0 q4_0 q4_k; do
   M="$MODELS/110m-$T.gguf"
   if [[ ! -f "$M" ]]; then
     echo
