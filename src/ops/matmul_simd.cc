@@ -1,4 +1,4 @@
-// Compiles matmul-inl.h, matmul_packed-inl.h and the AMX kernels
+// Compiles matmul-inl.h, matmul_float-inl.h, matmul_packed-inl.h and the AMX kernels
 // (matmul_amx-inl.h, matmul_amx_bf16-inl.h) once per Highway target and
 // exports the kernels for dynamic dispatch (called from
 // matmul.cc).
@@ -7,6 +7,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "ops/matmul-inl.h"
+#include "ops/matmul_float-inl.h"
 #include "ops/matmul_amx-inl.h"
 #include "ops/matmul_amx_bf16-inl.h"
 #include "ops/matmul_packed-inl.h"
@@ -19,7 +20,7 @@ namespace ladder::ops::detail {
 HWY_EXPORT(MatmulFloatCols);
 HWY_EXPORT(MatmulIntCols);
 HWY_EXPORT(HasFloatPacked);
-HWY_EXPORT(FloatPackedSize);
+HWY_EXPORT(FloatPackedBytes);
 HWY_EXPORT(PackFloatGroups);
 HWY_EXPORT(FloatPackGroupCols);
 HWY_EXPORT(MatmulFloatPackedCols);
@@ -44,7 +45,7 @@ bool has_float_packed() {
   return HWY_DYNAMIC_DISPATCH(HasFloatPacked)();
 }
 size_t float_packed_bytes(TensorType type, int64_t n_in, int64_t n_out) {
-  return HWY_DYNAMIC_DISPATCH(FloatPackedSize)(type, n_in, n_out);
+  return HWY_DYNAMIC_DISPATCH(FloatPackedBytes)(type, n_in, n_out);
 }
 void pack_float_groups(const MatmulTask& t, int64_t g_begin, int64_t g_end, uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(PackFloatGroups)(t, g_begin, g_end, out);
