@@ -299,8 +299,14 @@ void add_serve_options(CLI::App* cmd, ServeOptions& opts) {
   cmd->add_option("--drain-grace-s", c.drain_grace_s, "On SIGTERM, how long running requests may take")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--test-step-delay-ms", e.step_delay_ms,
-                  "Testing only: sleep this long after every engine step, so that a test can make the "
-                  "server slower than any machine it runs on; 0 (the default) in production")
+                  "Testing only: every forward pass takes at least this long (it sleeps out the rest), so "
+                  "that a test can make the server slower than any machine it runs on; 0 (the default) in "
+                  "production")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->group("Testing");
+  cmd->add_option("--test-row-delay-ms", e.row_delay_ms,
+                  "Testing only: a forward pass of R batch tokens takes at least R x this; with "
+                  "--test-step-delay-ms, a simulated roofline (memory-bound below their ratio in rows, "
+                  "compute-bound above) on any CPU; 0 (the default) in production")
       ->capture_default_str()->check(CLI::NonNegativeNumber)->group("Testing");
   cmd->add_option("--test-load-delay-ms", o->test_load_delay_ms,
                   "Testing only: answer \"loading\" this long before loading the model, so that a test sees "

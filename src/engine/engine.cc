@@ -391,9 +391,6 @@ void Engine::loop() {
         std::this_thread::sleep_for(
             std::chrono::microseconds(static_cast<int64_t>(static_cast<double>(used_us) * (1 - f) / f)));
       }
-      if (config_.step_delay_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.step_delay_ms));
-      }
     } else {
       publish_metrics();
     }
@@ -585,6 +582,11 @@ bool Engine::step() {
   logits_.resize(static_cast<size_t>(model::LlamaModel::logit_rows(b.batch)) * n_vocab);
   const auto forward_start = Clock::now();
   const Status st = model_.forward(b.batch, kv_->layers(), logits_, *threads_);
+  const double floor_ms =
+      std::max(config_.step_delay_ms, static_cast<double>(out.n_tokens) * config_.row_delay_ms);
+  if (floor_ms > 0) {  // testing only (EngineConfig::step_delay_ms)
+    std::this_thread::sleep_until(forward_start + std::chrono::duration<double, std::milli>(floor_ms));
+  }
   const auto forward_end = Clock::now();
   const int64_t forward_us =
       std::chrono::duration_cast<std::chrono::microseconds>(forward_end - forward_start).count();

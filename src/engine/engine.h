@@ -91,10 +91,15 @@ struct EngineConfig {
   // Speculative decoding (rung 4): a draft, k and whether the engine adapts
   // k and turns speculation off where its measurements say it loses.
   SpeculativeConfig speculative;
-  // Testing only: the loop sleeps this long after every step that did work,
-  // so a test can make a server slower than any machine it runs on (a bound
-  // on tokens per second that holds on the fastest CPU). 0 in production.
+  // Testing only, a simulated roofline: a forward pass of R batch tokens
+  // takes at least max(step_delay_ms, R x row_delay_ms) (it sleeps out the
+  // rest), so a test can make a server slower than any machine it runs on
+  // (a bound on tokens per second that holds on the fastest CPU), and with
+  // both set, memory-bound below step_delay_ms / row_delay_ms rows and
+  // compute-bound above, whatever the CPU. The pass's measured time includes
+  // the sleep, as the speculation controller sees it. 0 in production.
   double step_delay_ms = 0;
+  double row_delay_ms = 0;
   // The share of the wall clock the loop thread may use the CPU (0 < f <= 1):
   // after each step it rests c (1 - f) / f, c being the CPU time it used
   // since its last rest, so its CPU time stays at most f of the elapsed

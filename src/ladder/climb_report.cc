@@ -135,7 +135,8 @@ std::string goodput_charts(const LoadClimb& r, const ClimbPolicy& policy) {
 std::string latency_table(const LoadClimb& r) {
   std::string s =
       "<h3>Latency and cost</h3><table><tr><th>rung</th><th>goodput/s</th><th>good / sent</th>"
-      "<th>TTFT p50</th><th>p90</th><th>p99</th><th>E2E p50</th><th>p90</th><th>p95</th><th>p99</th>"
+      "<th>TTFT p50</th><th>p90</th><th>p99</th><th>TPOT p50</th><th>p99</th><th>E2E p50</th><th>p90</th>"
+      "<th>p95</th><th>p99</th>"
       "<th>server core-s</th><th>core-s per verified task</th><th>tokens per verify cycle</th></tr>";
   auto pct = [](const json& d, const char* k) {
     return d.is_object() && d.contains(k) ? fmt::format("{:.1f}", d[k].get<double>()) : std::string("-");
@@ -144,15 +145,15 @@ std::string latency_table(const LoadClimb& r) {
   double max_cost = 0;
   for (const auto& g : r.rungs) {
     if (!g.figures) {
-      s += fmt::format("<tr><td>{}</td><td colspan=\"12\">not measured</td></tr>", esc(rung_label(g)));
+      s += fmt::format("<tr><td>{}</td><td colspan=\"14\">not measured</td></tr>", esc(rung_label(g)));
       continue;
     }
     const RungFigures& f = *g.figures;
     s += fmt::format(
         "<tr><td>{}</td><td>{:.3f}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
         esc(rung_label(g)), f.goodput_rps, f.good, f.requests, pct(f.ttft_ms, "p50"), pct(f.ttft_ms, "p90"),
-        pct(f.ttft_ms, "p99"), pct(f.e2e_ms, "p50"), pct(f.e2e_ms, "p90"), pct(f.e2e_ms, "p95"),
+        pct(f.ttft_ms, "p99"), pct(f.tpot_ms, "p50"), pct(f.tpot_ms, "p99"), pct(f.e2e_ms, "p50"), pct(f.e2e_ms, "p90"), pct(f.e2e_ms, "p95"),
         pct(f.e2e_ms, "p99"), f.server_core_s ? fmt::format("{:.3f}", *f.server_core_s) : "-",
         f.core_s_per_verified ? fmt::format("{:.5f}", *f.core_s_per_verified) : "-",
         f.tokens_per_cycle

@@ -93,6 +93,7 @@ Result<Measurement> read_measurement(const std::string& dir, const ClimbPolicy& 
       if (const std::string e = j.value("error", ""); !e.empty()) r.error += ": " + e.substr(0, 200);
     }
     r.ttft_ms = optional_number(j, "ttft_ms");
+    r.tpot_ms = optional_number(j, "tpot_ms");
     r.e2e_ms = j.value("e2e_ms", 0.0);
     m.requests.push_back(std::move(r));
   }
@@ -138,7 +139,7 @@ RungFigures rung_figures(const std::vector<const Measurement*>& runs, const Clim
   RungFigures f;
   double window = 0, core_s = 0;
   bool all_cost = !runs.empty();
-  std::vector<double> ttft, e2e;
+  std::vector<double> ttft, tpot, e2e;
   double proposed = 0, accepted = 0, cycles = 0, cycle_tokens = 0;
   // good[run][request]: the fraction's interval is over runs.
   std::vector<std::vector<bool>> good;
@@ -150,6 +151,7 @@ RungFigures rung_figures(const std::vector<const Measurement*>& runs, const Clim
       f.verified += r.verified ? 1 : 0;
       items.push_back(r.good);
       if (r.ttft_ms) ttft.push_back(*r.ttft_ms);
+      if (r.tpot_ms) tpot.push_back(*r.tpot_ms);
       e2e.push_back(r.e2e_ms);
     }
     window += m->window_s();
@@ -181,6 +183,7 @@ RungFigures rung_figures(const std::vector<const Measurement*>& runs, const Clim
   if (proposed > 0) f.accepted_rate = accepted / proposed;
   if (cycles > 0) f.tokens_per_cycle = cycle_tokens / cycles;
   f.ttft_ms = percentiles(std::move(ttft));
+  f.tpot_ms = percentiles(std::move(tpot));
   f.e2e_ms = percentiles(std::move(e2e));
   return f;
 }
@@ -199,6 +202,7 @@ json to_json(const RungFigures& f) {
           {"speculative_accepted_rate", opt(f.accepted_rate)},
           {"speculative_tokens_per_cycle", opt(f.tokens_per_cycle)},
           {"ttft_ms", f.ttft_ms},
+          {"tpot_ms", f.tpot_ms},
           {"e2e_ms", f.e2e_ms}};
 }
 

@@ -29,6 +29,7 @@ struct RequestOutcome {
   bool answered = false;  // HTTP 200 without an error event
   std::string error;      // the first words of what went wrong: "HTTP 400 context_length_exceeded: ..."
   std::optional<double> ttft_ms;
+  std::optional<double> tpot_ms;  // none for a single output token
   double e2e_ms = 0;
 };
 
@@ -77,6 +78,7 @@ struct RungFigures {
   std::optional<double> accepted_rate;
   std::optional<double> tokens_per_cycle;
   nlohmann::json ttft_ms;  // {"p50", "p90", "p95", "p99"} (null when none)
+  nlohmann::json tpot_ms;
   nlohmann::json e2e_ms;
 };
 RungFigures rung_figures(const std::vector<const Measurement*>& runs, const ClimbPolicy& policy);

@@ -47,6 +47,7 @@ Result<std::unique_ptr<ShadowVerifier>> ShadowVerifier::create(const model::Llam
   reference.tenants.clear();
   reference.speculative = engine::SpeculativeConfig{};
   reference.step_delay_ms = 0;
+  reference.row_delay_ms = 0;
   reference.on_step = nullptr;
   LADDER_ASSIGN_OR_RETURN(v->reference_, engine::Engine::create(model, reference));
   v->worker_ = std::thread([p = v.get()] { p->run(); });

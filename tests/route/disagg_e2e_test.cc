@@ -314,7 +314,7 @@ bool read_until(int fd, const std::string& needle, std::string& buf, Ms timeout)
 }
 
 TEST(Disagg, KilledDecodeWorkerFailsItsRequestsAndTheRouterServesOn) {
-  // 150 ms after each step: a 40-token stream lasts at least 6 s on any
+  // Every step takes at least 150 ms: a 40-token stream lasts at least 6 s on any
   // machine, so both are running when the worker is killed (right after
   // both have streamed their first token); the survivor then runs to its end.
   // The delay, not the model, makes the stream long: stories260K computes a
@@ -371,7 +371,7 @@ TEST(Disagg, KilledDecodeWorkerFailsItsRequestsAndTheRouterServesOn) {
 }
 
 TEST(Disagg, AClientThatGoesAwayCancelsItsRequestOnTheDecodeWorker) {
-  // 20 ms after each step: the 600-token stream is still running when the
+  // Every step takes at least 20 ms: the 600-token stream is still running when the
   // client goes away, on any machine.
   Cluster c(slow_test_model(), {}, /*n_decode=*/1, {"--test-step-delay-ms", "20"});
   ASSERT_TRUE(c.ok());

@@ -261,7 +261,7 @@ bool wait_for_bytes(int fd, const std::string& needle, Ms timeout, std::string* 
 }
 
 TEST(Serve, QueueFullAndInfeasibleDeadlineGet429) {
-  // 20 ms after each step: the 400-token streams hold the slot and the queue
+  // Every step takes at least 20 ms: the 400-token streams hold the slot and the queue
   // for at least 8 s on any machine.
   ServerProcess srv({"-m", slow_model(), "--max-running", "1", "--max-queue", "1", "--threads", "1",
                      "--test-step-delay-ms", "20"});
@@ -362,7 +362,7 @@ TEST(Serve, QueuedPastItsDeadlineGets429) {
   // feasible and the request waits; the running one takes far longer, and the
   // waiting one is turned away when its deadline passes instead of being
   // served late.
-  // The server sleeps 20 ms after each step, so the running 900-token stream
+  // Every step takes at least 20 ms, so the running 900-token stream
   // takes at least 18 s on any machine: far past the waiting one's deadline.
   ServerProcess srv({"-m", slow_model(), "--threads", "1", "--max-running", "1", "--initial-service-ms", "100",
                      "--test-step-delay-ms", "20"});
@@ -382,7 +382,7 @@ TEST(Serve, QueuedPastItsDeadlineGets429) {
 }
 
 TEST(Serve, DisconnectMidStreamFreesBlocks) {
-  // 20 ms after each step: the 600-token stream lasts at least 12 s on any
+  // Every step takes at least 20 ms: the 600-token stream lasts at least 12 s on any
   // machine, so the hang-up always comes mid-stream.
   ServerProcess srv({"-m", slow_model(), "--threads", "1", "--test-step-delay-ms", "20"});
   ASSERT_TRUE(srv.ok());
@@ -409,7 +409,7 @@ TEST(Serve, DisconnectMidStreamFreesBlocks) {
 }
 
 TEST(Serve, SigtermDrainsRunningRequestsAndExitsZero) {
-  // 100 ms after each step: the 40-token stream runs at least 4 s on any
+  // Every step takes at least 100 ms: the 40-token stream runs at least 4 s on any
   // machine, so the server is still draining while the test looks at it.
   ServerProcess srv({"-m", slow_model(), "--threads", "1", "--drain-grace-s", "30", "--test-step-delay-ms", "100"});
   ASSERT_TRUE(srv.ok());
@@ -449,8 +449,8 @@ TEST(Serve, SigtermDrainsRunningRequestsAndExitsZero) {
 TEST(Serve, ReservationHoldsUnderFlood) {
   // 4 running slots: alpha and beta hold 2 each. Alpha floods with 12
   // streams; beta's requests are admitted at once into its reserved slots and
-  // answered while alpha's ten still wait. That holds on any machine: the
-  // server sleeps 20 ms after each step, so the flood's 1000-token streams
+  // answered while alpha's ten still wait. That holds on any machine: every
+  // step takes at least 20 ms, so the flood's 1000-token streams
   // outlast the test by construction (>= 20 s) and alpha's queue cannot drain
   // first; were beta queued behind alpha, it would wait for that.
   ServerProcess srv({"-m", slow_model(), "--threads", "1", "--max-running", "4", "--max-queue", "64",
@@ -564,8 +564,8 @@ TEST(Serve, DrainDeliversOrEndsWithAnErrorAndCountsWhich) {
   // finish in time arrive whole; the rest are cancelled and end with an error
   // event. Each stream is one or the other, and the server's final account
   // says how many of each.
-  // Which streams finish holds on any machine by construction: the server
-  // sleeps 50 ms after every step (--test-step-delay-ms), so no CPU steps a
+  // Which streams finish holds on any machine by construction: every step
+  // takes at least 50 ms (--test-step-delay-ms), so no CPU steps a
   // stream more than 20 times a second and a 900-token stream needs at least
   // 45 s, more than twice the grace; a 6-token one needs 6 steps, which even
   // a sanitizer build on a busy machine (~0.4 s a step for six streams) takes
