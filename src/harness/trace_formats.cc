@@ -284,21 +284,18 @@ void synthesize_prompts(std::vector<WorkloadRequest>& requests, int64_t block_to
   }
 }
 
+std::string detect_workload_format(std::string_view head) {
+  head = head.substr(0, 200);
+  if (head.starts_with("TIMESTAMP,")) return "azure";
+  if (head.find("Request tokens") != std::string_view::npos) return "burstgpt";
+  if (head.find("\"input_length\"") != std::string_view::npos) return "mooncake";
+  return "ladder";
+}
+
 Result<Workload> load_workload(const std::string& path, const LoadOptions& opts, const TextSynthesizer& synth) {
   LADDER_ASSIGN_OR_RETURN(std::string text, read_file(path));
-  std::string format = opts.format;
-  if (format.empty() || format == "auto") {
-    std::string head = text.substr(0, 200);
-    if (head.rfind("TIMESTAMP,", 0) == 0) {
-      format = "azure";
-    } else if (head.find("Request tokens") != std::string::npos) {
-      format = "burstgpt";
-    } else if (head.find("\"input_length\"") != std::string::npos) {
-      format = "mooncake";
-    } else {
-      format = "ladder";
-    }
-  }
+  const std::string format =
+      opts.format.empty() || opts.format == "auto" ? detect_workload_format(text) : opts.format;
   Workload w;
   if (format == "ladder") {
     LADDER_ASSIGN_OR_RETURN(w, parse_native_workload(text, opts.strict));

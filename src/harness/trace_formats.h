@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -55,7 +56,12 @@ std::vector<WorkloadRequest> trace_to_requests(const ParsedTrace& trace, const s
 // use them too) its synthesized prompt.
 void synthesize_prompts(std::vector<WorkloadRequest>& requests, int64_t block_tokens, const TextSynthesizer& synth);
 
-// Loads any supported format. format "" or "auto" picks by extension/content.
+// The format a workload's text is in, from its first bytes: azure,
+// burstgpt, mooncake, or ladder (native JSONL) when it is none of those.
+std::string detect_workload_format(std::string_view head);
+
+// Loads any supported format. format "" or "auto" picks by content
+// (detect_workload_format).
 struct LoadOptions {
   std::string format = "auto";
   bool strict = false;

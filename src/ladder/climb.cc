@@ -12,6 +12,7 @@
 #include "net/http_client.h"
 #include "harness/record.h"
 #include "harness/server_probe.h"
+#include "harness/trace_formats.h"
 #include "ladder/child_process.h"
 #include "ladder/climb_report.h"
 #include "ladder/ledger.h"
@@ -146,6 +147,10 @@ class Climber {
   Result<Measurement> replay(const std::string& url, const WorkloadSpec& w, double load, const std::string& dir,
                              bool save_reference);
   Status make_references(const std::string& url, const std::string& rung1_name);
+  // Refuses a policy whose workloads are all synthetic, before any server
+  // starts: the format each replay will read (its --format, else detected
+  // from the file's first bytes).
+  Status check_real_trace() const;
   // A reference rung 1 did not give stops the climb: too many failed
   // requests, or a slice with too few answered ones.
   Status check_reference(const Measurement& m, const WorkloadSpec& w) const;
@@ -324,9 +329,34 @@ Status Climber::check_reference(const Measurement& m, const WorkloadSpec& w) con
   return Status::ok();
 }
 
+Status Climber::check_real_trace() const {
+  std::set<std::string> formats;
+  for (const WorkloadSpec& w : policy().workloads) {
+    std::string format = "auto";
+    for (size_t i = 0; i < w.args.size(); ++i) {
+      if (w.args[i] == "--format" && i + 1 < w.args.size()) format = w.args[i + 1];
+      if (w.args[i].starts_with("--format=")) format = w.args[i].substr(9);
+    }
+    if (format == "auto") {
+      std::ifstream in(w.path, std::ios::binary);
+      if (!in) return not_found(fmt::format("{}: workload '{}': cannot read {}", policy().source, w.name, w.path));
+      std::string head(200, '\0');
+      in.read(head.data(), static_cast<std::streamsize>(head.size()));
+      head.resize(static_cast<size_t>(in.gcount()));
+      format = harness::detect_workload_format(head);
+    }
+    formats.insert(format);
+  }
+  for (const auto& f : formats) {
+    if (kRealTraceFormats.count(f) > 0) return Status::ok();
+  }
+  return invalid_argument(fmt::format("{}: every workload is synthetic (formats: {}); a climb needs at least one "
+                                      "real trace (mooncake, azure or burstgpt, e.g. ../shared/traces/)",
+                                      policy().source, fmt::join(formats, ", ")));
+}
+
 Status Climber::make_references(const std::string& url, const std::string& rung1_name) {
   fs::create_directories(fs::path(o_.out_dir) / "reference");
-  std::set<std::string> formats;
   for (const auto& w : policy().workloads) {
     const std::string dir = (fs::path(o_.out_dir) / "reference" / slug(w.name)).string();
     LADDER_ASSIGN_OR_RETURN(Measurement m, replay(url, w, 1.0, dir, true));
@@ -334,20 +364,11 @@ Status Climber::make_references(const std::string& url, const std::string& rung1
     m.rung = 1;
     m.rung_name = rung1_name;
     const std::string format = m.record.value("workload", json::object()).value("format", "?");
-    formats.insert(format);
     progress(fmt::format("[{}/{}] reference: rung 1 '{}' on {} ({} format): {} requests, {} served -> {}",
                          ++replays_done_, replays_total_, rung1_name, w.name, format, m.requests.size(),
                          m.verified(), reference_path(w)));
     LADDER_RETURN_IF_ERROR(check_reference(m, w));
     reference_.push_back(std::move(m));
-  }
-  bool real = false;
-  for (const auto& f : formats) real = real || kRealTraceFormats.count(f) > 0;
-  if (!real) {
-    return invalid_argument(
-        fmt::format("{}: every workload is synthetic (formats: {}); a climb needs at least one real "
-                    "trace (mooncake, azure or burstgpt, e.g. ../shared/traces/)",
-                    policy().source, fmt::join(formats, ", ")));
   }
   return Status::ok();
 }
@@ -610,6 +631,7 @@ Result<ClimbResult> Climber::calibrate() {
                        "{} to {} repeats per workload and side, at most {} replays; ledger {}",
                        result_.climb_id, n, p.rungs.front().name, p.workloads.size(), p.min_repeats,
                        p.max_repeats, replays_total_, result_.ledger_path));
+  LADDER_RETURN_IF_ERROR(check_real_trace());
   {
     LADDER_ASSIGN_OR_RETURN(RungServer reference_server, start_rung(1, rung_dir(1) + "/reference"));
     LADDER_RETURN_IF_ERROR(make_references(reference_server.url(), p.rungs.front().name));
@@ -674,6 +696,7 @@ Result<ClimbResult> Climber::run() {
                        p.min_repeats == p.max_repeats ? std::to_string(p.max_repeats)
                                                       : fmt::format("{} to {}", p.min_repeats, p.max_repeats),
                        loads.size() > 1 ? "s" : "", fmt::join(loads, " "), replays_total_, result_.ledger_path));
+  LADDER_RETURN_IF_ERROR(check_real_trace());
   {
     LADDER_ASSIGN_OR_RETURN(RungServer reference_server, start_rung(1, rung_dir(1) + "/reference"));
     LADDER_RETURN_IF_ERROR(make_references(reference_server.url(), p.rungs.front().name));

@@ -293,13 +293,23 @@ TEST(ClimbE2E, BadPoliciesAndSyntheticOnlyWorkloadsAreErrors) {
   auto r = climb(dir + "/p.toml", dir + "/out", dir + "/l.jsonl", stories());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no [[workload]]"), std::string::npos) << r.err;
-  // Synthetic traffic alone: refused once the workload's format is known.
+  // Synthetic traffic alone: refused before any server starts (the format a
+  // replay would detect), also when a trace is read as native JSONL.
   std::ofstream(dir + "/synthetic.toml") << "[[workload]]\npath = \"" << stories_workload(dir)
                                          << "\"\n[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\n";
   r = climb(dir + "/synthetic.toml", dir + "/out2", dir + "/l.jsonl", stories());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("needs at least one real trace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(formats: ladder)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("starting rung"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/l.jsonl"));
+  std::ofstream(dir + "/forced.toml") << "[[workload]]\npath = \""
+                                      << ladder::testing::shared_path("traces/mooncake_conversation_trace.jsonl")
+                                      << "\"\nargs = [\"--format\", \"ladder\"]\n[[rung]]\nname = \"a\"\n[[rung]]\nname = \"b\"\n";
+  r = climb(dir + "/forced.toml", dir + "/out3", dir + "/l.jsonl", stories());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("needs at least one real trace"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("starting rung"), std::string::npos) << r.err;
 }
 
 // --calibrate: 3 self-vs-self comparisons of rung 1 on stories260K with two
