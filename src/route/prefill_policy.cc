@@ -55,19 +55,21 @@ std::optional<double> cost_at(const DecayingLine& line, double n) {
 }  // namespace
 
 PrefillDecision PrefillPolicy::decide(int64_t n_local, int64_t n_remote, int64_t decode_running, bool any_prefill,
-                                      bool prefill_free) const {
+                                      int64_t prefill_queue) const {
   if (n_local <= 0) return {PrefillWhere::kLocal, "cached"};
   if (!any_prefill) return {PrefillWhere::kLocal, "no_prefill_worker"};
   if (mode_ == PrefillMode::kAlways) return {PrefillWhere::kRemote, "policy_always"};
   if (mode_ == PrefillMode::kNever) return {PrefillWhere::kLocal, "policy_never"};
-  if (!prefill_free) return {PrefillWhere::kLocal, "prefill_busy"};
   if (remote_.samples() < kMinSamples || local_.samples() < kMinSamples) {
+    if (prefill_queue > 0) return {PrefillWhere::kLocal, "prefill_busy"};  // explore on an idle worker only
     return {remote_.samples() <= local_.samples() ? PrefillWhere::kRemote : PrefillWhere::kLocal, "exploring"};
   }
   const double remote = *cost_at(remote_, static_cast<double>(n_remote));
+  const double wait = static_cast<double>(std::max<int64_t>(0, prefill_queue)) * std::max(0.0, *remote_.mean());
   const double local = *cost_at(local_, static_cast<double>(n_local));
   const double others = static_cast<double>(std::max<int64_t>(0, decode_running));
-  if (remote < (1 + others) * local) return {PrefillWhere::kRemote, "cheaper_remote"};
+  if (remote + wait < (1 + others) * local) return {PrefillWhere::kRemote, "cheaper_remote"};
+  if (wait > 0 && remote < (1 + others) * local) return {PrefillWhere::kLocal, "prefill_busy"};
   return {PrefillWhere::kLocal, "cheaper_local"};
 }
 

@@ -12,18 +12,27 @@
 //           history only the decode worker holds costs it the whole prompt)
 //           and ships the blocks the decode worker lacks: this request waits
 //           remote(n_remote), the decode worker's sequences do not.
-// Remote is chosen when remote(n_remote) < (1 + R) * local(n_local). Both
+// A prompt sent to a prefill worker with q of this router's prompts in
+// flight waits for them first: about q times the mean remote cost. Remote
+// is chosen when remote(n_remote) + q * mean < (1 + R) * local(n_local). Both
 // costs are lines a + b * n fitted by exponentially weighted least squares to
 // what the router measured: remote from each /internal/prefill round trip
-// plus the decode worker's remaining prompt time, local from the decode
+// sent to an idle prefill worker (a queued one's wait is priced apart) plus
+// the decode worker's remaining prompt time, local from the decode
 // worker's own account (its TTFT minus its queue time) of requests whose
 // prompt it computed. Until each line has kMinSamples, the policy explores:
 // the path with fewer samples is taken.
 //
 // Before the cost rule: nothing to compute (every block is believed held)
-// stays local ("cached"), as does a request when no prefill worker is idle
-// ("prefill_busy": a prompt queued behind another on a prefill worker waits
-// longer than the line, fitted on prompts that started at once, says).
+// stays local ("cached"). A local choice the queue made (remote would have
+// won on an idle prefill worker) is counted as "prefill_busy", as is one
+// made while exploring with every prefill worker busy. A local prefill
+// stalls the decode worker's running sequences for its whole length, while
+// a queued remote one costs only its own TTFT: on a 2-core machine, chat
+// turns kept local whenever the prefill worker was busy (the rule before
+// the queue term) gave 0.69x rung 1's goodput, sent regardless 0.99x
+// (docs/BENCHMARKS.md "The same on another VM, with the prefill queue
+// priced").
 #pragma once
 
 #include <cstdint>
@@ -75,9 +84,10 @@ class PrefillPolicy {
 
   // n_local / n_remote: prompt tokens the decode worker / the best prefill
   // worker is not believed to hold; decode_running: the decode worker's other
-  // requests from this router; prefill_free: a healthy prefill worker is idle.
+  // requests from this router; prefill_queue: this router's prompts in
+  // flight at the least busy healthy prefill worker (0: one is idle).
   PrefillDecision decide(int64_t n_local, int64_t n_remote, int64_t decode_running, bool any_prefill,
-                         bool prefill_free) const;
+                         int64_t prefill_queue) const;
   void observe_remote(int64_t n_tokens, double ms) { remote_.add(static_cast<double>(n_tokens), ms); }
   void observe_local(int64_t n_tokens, double ms) { local_.add(static_cast<double>(n_tokens), ms); }
   // Uncached tokens (the same count on both workers) from which remote

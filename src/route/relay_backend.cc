@@ -332,7 +332,10 @@ void RelayBackend::relay(const std::shared_ptr<Call>& call) {
   if (n_uncached <= 0 || worker_prompt_ms < 0) return;
   std::lock_guard lock(policy_mu_);
   if (remote.round_trip_ms >= 0) {
-    policy_.observe_remote(n_remote, remote.round_trip_ms + worker_prompt_ms);
+    // The remote line is the cost of a prompt that starts at once (the
+    // queue is priced apart): a prompt that waited behind others would
+    // count its wait twice.
+    if (prefill.least_in_flight == 0) policy_.observe_remote(n_remote, remote.round_trip_ms + worker_prompt_ms);
   } else {
     policy_.observe_local(n_uncached, worker_prompt_ms);
   }
@@ -342,7 +345,7 @@ PrefillDecision RelayBackend::decide_prefill(bool no_full_block, int64_t n_local
                                              const WorkerPool::PrefillAvailability& a, const Placement& decode) {
   std::lock_guard lock(policy_mu_);
   PrefillDecision d{PrefillWhere::kLocal, "no_full_block"};  // nothing a prefill worker could send
-  if (!no_full_block) d = policy_.decide(n_local, n_remote, decode.others_in_flight, a.any, a.free);
+  if (!no_full_block) d = policy_.decide(n_local, n_remote, decode.others_in_flight, a.any, a.least_in_flight);
   ++decisions_[{d.where == PrefillWhere::kRemote ? "remote" : "local", d.reason}];
   return d;
 }

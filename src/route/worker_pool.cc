@@ -201,8 +201,8 @@ WorkerPool::PrefillAvailability WorkerPool::prefill_availability(std::span<const
   PrefillAvailability a;
   for (const Worker& w : prefill_) {
     if (!w.info.healthy) continue;
+    a.least_in_flight = a.any ? std::min(a.least_in_flight, w.info.in_flight) : w.info.in_flight;
     a.any = true;
-    a.free = a.free || w.info.in_flight == 0;
     a.most_held_blocks = std::max(a.most_held_blocks, w.index.leading_hits(keys));
   }
   return a;

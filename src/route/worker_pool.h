@@ -95,12 +95,12 @@ class WorkerPool {
   // in-flight count goes up until release(). nullopt when none is healthy.
   std::optional<Placement> place(WorkerRole role, std::span<const kv::BlockKey> keys);
   void release(const Placement& p);
-  // Whether a prefill worker is healthy, whether one is idle (none of this
-  // router's requests in flight there: a prompt sent now starts at once), and
-  // the most leading `keys` a healthy one is believed to hold.
+  // Whether a prefill worker is healthy, the fewest of this router's
+  // requests in flight at a healthy one (0: a prompt sent now starts at
+  // once), and the most leading `keys` a healthy one is believed to hold.
   struct PrefillAvailability {
     bool any = false;
-    bool free = false;
+    int64_t least_in_flight = 0;
     size_t most_held_blocks = 0;
   };
   PrefillAvailability prefill_availability(std::span<const kv::BlockKey> keys) const;
