@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -14,16 +16,31 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
+// An anonymous private mapping: page-aligned and zero until written.
+class Mapping {
+ public:
+  static uint8_t* map(size_t bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+  }
+  Mapping(uint8_t* base, size_t bytes) : base_(base), bytes_(bytes) {}
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { ::munmap(base_, bytes_); }
+
+ private:
+  uint8_t* base_;
+  size_t bytes_;
 };
 
 class ArenaKvStorage final : public KvStorage {
  public:
   // k_bytes, v_bytes: one block of one layer's K and V; slot_bytes: one
   // staging slot of one layer's K or V (0: unstaged format).
-  ArenaKvStorage(const KvShape& shape, size_t k_bytes, size_t v_bytes, size_t slot_bytes, uint8_t* memory)
-      : shape_(shape), slot_bytes_(slot_bytes), memory_(memory) {
+  // memory: `bytes` from Mapping::map, owned from here on.
+  ArenaKvStorage(const KvShape& shape, size_t k_bytes, size_t v_bytes, size_t slot_bytes, uint8_t* memory,
+                 size_t bytes)
+      : shape_(shape), slot_bytes_(slot_bytes), memory_(memory, bytes) {
     const auto n_blocks = static_cast<size_t>(shape.n_blocks);
     const size_t n_slots = slot_bytes == 0 ? 0 : static_cast<size_t>(shape.n_staging);
     uint8_t* staging = memory + (k_bytes + v_bytes) * n_blocks * static_cast<size_t>(shape.n_layers);
@@ -112,7 +129,7 @@ class ArenaKvStorage final : public KvStorage {
   size_t slot_bytes_;
   std::vector<int32_t> slot_of_;     // [n_blocks] staging slot of each block, -1: none
   std::vector<int32_t> free_slots_;  // a stack
-  std::unique_ptr<uint8_t, FreeDeleter> memory_;
+  Mapping memory_;
   ops::PagedKv layers_;
 };
 
@@ -136,14 +153,17 @@ Result<std::unique_ptr<KvStorage>> make_arena_storage(const KvShape& shape, size
   if (total > std::numeric_limits<size_t>::max() - kAlignment)
     return out_of_range("KV storage size overflows");
   const size_t rounded = (total + kAlignment - 1) / kAlignment * kAlignment;
-  auto* raw = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
-  if (raw == nullptr)
+  // Zeroed so that reading an unwritten slot is deterministic (it never
+  // should be): mapped, not allocated and cleared, so nothing is written (or
+  // made resident) until a block is used. A pool of hundreds of MiB then
+  // starts at once (clearing it took most of a server's start-up, and ~4 s
+  // of it under ThreadSanitizer, which shadows every byte written).
+  uint8_t* memory = Mapping::map(rounded);
+  if (memory == nullptr)
     return resource_exhausted(fmt::format("cannot allocate {} bytes of KV storage", rounded));
-  // Zeroed so that reading an unwritten slot is deterministic (it never should be).
-  std::memset(raw, 0, rounded);
   const size_t slot_bytes =
       ops::kv_layer_staging_bytes(shape.dtype, shape.block_size, shape.n_kv_heads, shape.head_dim);
-  return std::unique_ptr<KvStorage>(new ArenaKvStorage(shape, k_bytes, v_bytes, slot_bytes, raw));
+  return std::unique_ptr<KvStorage>(new ArenaKvStorage(shape, k_bytes, v_bytes, slot_bytes, memory, rounded));
 }
 
 }  // namespace ladder::kv

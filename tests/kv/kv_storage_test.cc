@@ -1,9 +1,19 @@
 #include "kv/kv_storage.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
 
 namespace ladder::kv {
 namespace {
+
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
 
 TEST(KvStorage, LayoutOfEveryLayer) {
   KvShape shape{.n_layers = 3,
@@ -59,6 +69,30 @@ TEST(KvStorage, CopyBlockCopiesEveryLayerKAndV) {
       }
     }
   }
+}
+
+TEST(KvStorage, APoolIsZeroAndTakesNoMemoryUntilWritten) {
+  // 1 GiB of F32 blocks (64 KiB per layer's K or V block).
+  KvShape shape{.n_layers = 4, .n_kv_heads = 8, .head_dim = 128, .block_size = 16, .n_blocks = 2048,
+                .dtype = TensorType::kF32};
+  const int64_t before = resident_bytes();
+  auto s = make_arena_storage(shape);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  // Clearing it at creation would make all of it resident.
+  EXPECT_LT(resident_bytes() - before, int64_t{64} << 20);
+  KvStorage& kv = **s;
+  const size_t block = kv.layers().k[0].block_stride_bytes;
+  for (const auto* side : {&kv.layers().k, &kv.layers().v}) {
+    for (const ops::PagedKvLayer& layer : *side) {
+      for (size_t b : {size_t{0}, size_t{1023}, size_t{2047}}) {
+        const uint8_t* p = layer.base + b * block;
+        EXPECT_EQ(p[0], 0);
+        EXPECT_EQ(p[block / 2], 0);
+        EXPECT_EQ(p[block - 1], 0);
+      }
+    }
+  }
+  kv.layers().v[3].base[2047 * block + block - 1] = 7;  // the arena's last byte is writable
 }
 
 TEST(KvStorage, RejectsBadShapes) {
