@@ -34,7 +34,8 @@ struct CommandResult {
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& stdin_data = "");
 
 // A model with random weights over stories260K's vocabulary (dim 512, 6
-// layers, context 1024), written once per test binary: slow enough per token
+// layers, context 1024; smaller in the sanitizer builds, which compute it
+// many times slower), written once per test binary: slow enough per token
 // that a test can act while a request streams.
 const std::string& slow_test_model();
 

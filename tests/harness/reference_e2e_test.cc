@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "harness/text_synth.h"
@@ -154,7 +155,14 @@ TEST(ReferenceE2E, Rung1IsExactAtAnyConcurrencyWithChunkingAndPreemption) {
   if (ref["requests"][0]["token_ids"].is_null()) {
     std::fprintf(stderr, "[note] the server sends no token ids yet (return_token_ids): compared by text\n");
   }
-  for (const char* concurrency : {"1", "8", "64"}) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer checks the concurrent replays; one request at a time (a
+  // minute of its ~40x slower compute) has nothing for it to find.
+  const std::vector<const char*> concurrencies = {"8", "64"};
+#else
+  const std::vector<const char*> concurrencies = {"1", "8", "64"};
+#endif
+  for (const char* concurrency : concurrencies) {
     const std::string out = dir + "/p-" + concurrency;
     auto res = testing::replay(tight.url(), wl, out,
                                {"--reference", dir + "/p-ref.json", "--concurrency", concurrency, "--quiet"});
