@@ -7,18 +7,19 @@
 #include <vector>
 
 #include "engine/scheduler.h"
-#include "kv/kv_test_support.h"
+#include "scheduler_test_util.h"
 
 namespace ladder::engine {
 namespace {
 
-using Ids = std::vector<kv::BlockId>;
+using testing::Ids;
+using testing::max_tokens;
+using testing::table;
+using testing::tokens;
 constexpr kv::BlockId G = kv::kNoBlock;
 
 std::unique_ptr<kv::KvCacheManager> kv_manager(int32_t n_blocks, const kv::EvictionPolicy& policy) {
-  return kv::testing::arena_manager(
-      {.n_layers = 1, .n_kv_heads = 1, .head_dim = 1, .block_size = 4, .n_blocks = n_blocks, .dtype = TensorType::kF32},
-      true, policy);
+  return testing::tiny_kv(n_blocks, /*prefix_caching=*/true, policy);
 }
 
 const kv::EvictionPolicy kWindow{.kind = kv::EvictionKind::kWindow, .budget_tokens = 12, .sink_tokens = 4};
@@ -28,19 +29,6 @@ SchedulerConfig config() {
   c.max_batch_tokens = 8;
   c.context_length = 128;
   return c;
-}
-
-StopCriteria max_tokens(int64_t n) {
-  StopCriteria s;
-  s.max_tokens = n;
-  return s;
-}
-
-std::vector<int32_t> prompt(int n) { return kv::testing::token_run(n, 10); }
-
-Ids table(const Scheduler& s, RequestId id) {
-  auto b = s.block_table(id);
-  return Ids(b.begin(), b.end());
 }
 
 const kv::BlockKey kNs = kv::namespace_digest({"t", "m", "t", "f32-b4"});
@@ -59,7 +47,7 @@ TEST(SchedulerEviction, DecodesPastTheBudgetWithExactBoundedTables) {
   auto kv = kv_manager(6, kWindow);
   Scheduler s(config(), *kv);
   ASSERT_TRUE(s.validate(10, max_tokens(40)).is_ok());
-  ASSERT_TRUE(s.add(1, prompt(10), max_tokens(40), {}, kNs).is_ok());
+  ASSERT_TRUE(s.add(1, tokens(10), max_tokens(40), {}, kNs).is_ok());
   SchedulerOutput o;
   step(s, &o);  // prefill chunk of 8: blocks 0, 1
   EXPECT_EQ(o.chunks[0].n_tokens, 8);
@@ -106,7 +94,7 @@ TEST(SchedulerEviction, AdmitsWhatFitsTheBudgetNotTheWholeHistory) {
 TEST(SchedulerEviction, CancelOfAGappedSequenceFreesEveryBlock) {
   auto kv = kv_manager(6, kWindow);
   Scheduler s(config(), *kv);
-  ASSERT_TRUE(s.add(1, prompt(20), max_tokens(40), {}, kNs).is_ok());
+  ASSERT_TRUE(s.add(1, tokens(20), max_tokens(40), {}, kNs).is_ok());
   step(s);
   step(s);
   step(s);  // 20 prompt tokens in chunks of 8: 5 blocks written, 2 evicted

@@ -3,37 +3,23 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <numeric>
 #include <vector>
+
+#include "scheduler_test_util.h"
 
 namespace ladder::engine {
 namespace {
 
 using std::chrono::seconds;
-using Ids = std::vector<kv::BlockId>;
+using testing::Ids;
+using testing::max_tokens;
+using testing::table;
+using testing::tokens;
 
-const auto kT0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
-
-std::vector<int32_t> tokens(int n, int32_t first = 10) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
+const auto kStart = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
 
 kv::BlockKey ns(const std::string& scope) {
   return kv::namespace_digest({scope, "m", "t", "f32-b4"});
-}
-
-StopCriteria max_tokens(int64_t n) {
-  StopCriteria s;
-  s.max_tokens = n;
-  return s;
-}
-
-Ids table(const Scheduler& s, RequestId id) {
-  if (s.find(id) == nullptr) return {};
-  auto b = s.block_table(id);
-  return Ids(b.begin(), b.end());
 }
 
 void expect_chunk(const ScheduledChunk& c, RequestId id, int64_t start, int64_t n, bool sample) {
@@ -43,17 +29,9 @@ void expect_chunk(const ScheduledChunk& c, RequestId id, int64_t start, int64_t 
   EXPECT_EQ(c.sample, sample) << "request " << id;
 }
 
-std::unique_ptr<kv::KvCacheManager> kv_manager(int32_t n_blocks, bool with_cache) {
-  kv::KvShape shape{.n_layers = 1, .n_kv_heads = 1, .head_dim = 1, .block_size = 4, .n_blocks = n_blocks,
-                    .dtype = TensorType::kF32};
-  auto storage = kv::make_arena_storage(shape);
-  LADDER_CHECK(storage.is_ok(), storage.status().to_string());
-  return std::make_unique<kv::KvCacheManager>(std::move(storage).value(), with_cache);
-}
-
 struct Fixture {
   Fixture(int32_t n_blocks, SchedulerConfig cfg, bool with_cache = false)
-      : kv(kv_manager(n_blocks, with_cache)), pool(kv->pool()), sched(cfg, *kv) {}
+      : kv(testing::tiny_kv(n_blocks, with_cache)), pool(kv->pool()), sched(cfg, *kv) {}
   std::unique_ptr<kv::KvCacheManager> kv;
   const kv::BlockPool& pool;
   Scheduler sched;
@@ -141,11 +119,11 @@ TEST(Scheduler, MaxChunkTokensSplitsAPrefill) {
 
 TEST(Scheduler, PriorityThenEarliestDeadlineThenArrival) {
   Fixture f(64, config(4));
-  ASSERT_TRUE(f.sched.add(1, tokens(4), max_tokens(1), {0, kT0 + seconds(30)}, ns("a")).is_ok());
-  ASSERT_TRUE(f.sched.add(2, tokens(4), max_tokens(1), {0, kT0 + seconds(10)}, ns("a")).is_ok());
+  ASSERT_TRUE(f.sched.add(1, tokens(4), max_tokens(1), {0, kStart + seconds(30)}, ns("a")).is_ok());
+  ASSERT_TRUE(f.sched.add(2, tokens(4), max_tokens(1), {0, kStart + seconds(10)}, ns("a")).is_ok());
   ASSERT_TRUE(f.sched.add(3, tokens(4), max_tokens(1), {1, {}}, ns("a")).is_ok());
   ASSERT_TRUE(f.sched.add(4, tokens(4), max_tokens(1), {}, ns("a")).is_ok());
-  ASSERT_TRUE(f.sched.add(5, tokens(4), max_tokens(1), {0, kT0 + seconds(10)}, ns("a")).is_ok());
+  ASSERT_TRUE(f.sched.add(5, tokens(4), max_tokens(1), {0, kStart + seconds(10)}, ns("a")).is_ok());
   EXPECT_EQ(f.sched.waiting_ids(), (std::vector<RequestId>{3, 2, 5, 1, 4}));
   // A budget of one prompt per step serves them in that order.
   std::vector<RequestId> served;
@@ -161,8 +139,8 @@ TEST(Scheduler, PriorityThenEarliestDeadlineThenArrival) {
 
 TEST(Scheduler, PreemptsLowestPriorityThenLatestDeadlineAndRecomputes) {
   Fixture f(6, config(64));
-  ASSERT_TRUE(f.sched.add(1, tokens(8, 100), max_tokens(8), {0, kT0 + seconds(10)}, ns("a")).is_ok());
-  ASSERT_TRUE(f.sched.add(2, tokens(8, 200), max_tokens(8), {0, kT0 + seconds(20)}, ns("a")).is_ok());
+  ASSERT_TRUE(f.sched.add(1, tokens(8, 100), max_tokens(8), {0, kStart + seconds(10)}, ns("a")).is_ok());
+  ASSERT_TRUE(f.sched.add(2, tokens(8, 200), max_tokens(8), {0, kStart + seconds(20)}, ns("a")).is_ok());
   ASSERT_TRUE(f.sched.add(3, tokens(8, 300), max_tokens(8), {1, {}}, ns("a")).is_ok());
   auto o = f.sched.schedule();
   ASSERT_EQ(o.chunks.size(), 3u);
@@ -265,17 +243,17 @@ TEST(Scheduler, AHigherPriorityArrivalTakesARunningSlot) {
   SchedulerConfig c = config(64);
   c.max_running = 1;
   Fixture f(16, c);
-  ASSERT_TRUE(f.sched.add(1, tokens(4), max_tokens(4), {0, kT0 + seconds(50)}, ns("a")).is_ok());
+  ASSERT_TRUE(f.sched.add(1, tokens(4), max_tokens(4), {0, kStart + seconds(50)}, ns("a")).is_ok());
   f.sched.update_from_output(f.sched.schedule(), std::vector<int32_t>{1});
   // Same priority, earlier deadline: outranks 1, so it takes the slot.
-  ASSERT_TRUE(f.sched.add(2, tokens(4), max_tokens(4), {0, kT0 + seconds(5)}, ns("a")).is_ok());
+  ASSERT_TRUE(f.sched.add(2, tokens(4), max_tokens(4), {0, kStart + seconds(5)}, ns("a")).is_ok());
   auto o = f.sched.schedule();
   EXPECT_EQ(o.preempted, (std::vector<RequestId>{1}));
   ASSERT_EQ(o.chunks.size(), 1u);
   expect_chunk(o.chunks[0], 2, 0, 4, true);
   // A later deadline does not displace anyone.
   f.sched.update_from_output(o, std::vector<int32_t>{2});
-  ASSERT_TRUE(f.sched.add(3, tokens(4), max_tokens(4), {0, kT0 + seconds(60)}, ns("a")).is_ok());
+  ASSERT_TRUE(f.sched.add(3, tokens(4), max_tokens(4), {0, kStart + seconds(60)}, ns("a")).is_ok());
   o = f.sched.schedule();
   EXPECT_TRUE(o.preempted.empty());
   ASSERT_EQ(o.chunks.size(), 1u);

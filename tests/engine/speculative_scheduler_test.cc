@@ -3,37 +3,21 @@
 // the pool (exact block ids, block size 4).
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "scheduler_test_util.h"
 
 namespace ladder::engine {
 namespace {
 
-using Ids = std::vector<kv::BlockId>;
+using testing::Ids;
+using testing::table;
+using testing::tokens;
 
-std::unique_ptr<kv::KvCacheManager> kv_manager(int32_t n_blocks) {
-  kv::KvShape shape{.n_layers = 1, .n_kv_heads = 1, .head_dim = 1, .block_size = 4, .n_blocks = n_blocks,
-                    .dtype = TensorType::kF32};
-  auto storage = kv::make_arena_storage(shape);
-  LADDER_CHECK(storage.is_ok(), storage.status().to_string());
-  return std::make_unique<kv::KvCacheManager>(std::move(storage).value(), /*prefix_caching=*/true);
-}
-
-Ids table(const Scheduler& s, RequestId id) {
-  auto b = s.block_table(id);
-  return Ids(b.begin(), b.end());
-}
-
-std::vector<int32_t> prompt(int n) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), 10);
-  return t;
-}
-
-struct Fixture {
-  explicit Fixture(int32_t n_blocks, int64_t budget = 64) : kv(kv_manager(n_blocks)), sched(config(budget), *kv) {}
+struct SpecFixture {
+  explicit SpecFixture(int32_t n_blocks, int64_t budget = 64)
+      : kv(testing::tiny_kv(n_blocks, /*prefix_caching=*/true)), sched(config(budget), *kv) {}
   static SchedulerConfig config(int64_t budget) {
     SchedulerConfig c;
     c.max_batch_tokens = budget;
@@ -44,7 +28,7 @@ struct Fixture {
   void start(RequestId id, int32_t first, int64_t max_tokens = 30) {
     StopCriteria stop;
     stop.max_tokens = max_tokens;
-    ASSERT_TRUE(sched.add(id, prompt(6), stop, {}, kv::BlockKey{}).is_ok());
+    ASSERT_TRUE(sched.add(id, tokens(6), stop, {}, kv::BlockKey{}).is_ok());
     const SchedulerOutput out = sched.schedule();
     std::vector<int32_t> sampled(static_cast<size_t>(out.n_sampling()), first);
     sched.update_from_output(out, sampled);
@@ -54,7 +38,7 @@ struct Fixture {
 };
 
 TEST(SpeculativeScheduler, RejectedDraftPositionsGiveTheirBlocksBack) {
-  Fixture f(16);
+  SpecFixture f(16);
   f.start(1, 100);  // 7 tokens, 6 computed: blocks {0, 1}
   EXPECT_EQ(table(f.sched, 1), (Ids{0, 1}));
   ASSERT_TRUE(f.sched.set_draft(1, {101, 102, 103, 104, 105, 106, 107, 108}));
@@ -96,7 +80,7 @@ TEST(SpeculativeScheduler, RejectedDraftPositionsGiveTheirBlocksBack) {
 }
 
 TEST(SpeculativeScheduler, DraftsFitTheBudgetAndFreeBlocksAndNeverPreempt) {
-  Fixture f(3, /*budget=*/6);
+  SpecFixture f(3, /*budget=*/6);
   f.start(1, 100, /*max_tokens=*/6);  // blocks {0, 1}
   ASSERT_TRUE(f.sched.set_draft(1, {1, 2, 3, 4, 5, 6, 7}));
   SchedulerOutput out = f.sched.schedule();
@@ -121,20 +105,20 @@ TEST(SpeculativeScheduler, DraftsFitTheBudgetAndFreeBlocksAndNeverPreempt) {
 }
 
 TEST(SpeculativeScheduler, OnlyDecodingSequencesTakeDrafts) {
-  Fixture f(16);
+  SpecFixture f(16);
   StopCriteria stop;
   stop.max_tokens = 4;
-  ASSERT_TRUE(f.sched.add(1, prompt(6), stop, {}, kv::BlockKey{}).is_ok());
+  ASSERT_TRUE(f.sched.add(1, tokens(6), stop, {}, kv::BlockKey{}).is_ok());
   EXPECT_FALSE(f.sched.set_draft(1, {1}));  // waiting
   EXPECT_FALSE(f.sched.set_draft(2, {1}));  // unknown
 }
 
 TEST(SpeculativeScheduler, AFinishInsideTheAcceptedRunDropsTheRest) {
-  Fixture f(16);
+  SpecFixture f(16);
   StopCriteria stop;
   stop.max_tokens = 30;
   stop.stop_token_ids = {2};
-  ASSERT_TRUE(f.sched.add(1, prompt(6), stop, {}, kv::BlockKey{}).is_ok());
+  ASSERT_TRUE(f.sched.add(1, tokens(6), stop, {}, kv::BlockKey{}).is_ok());
   SchedulerOutput out = f.sched.schedule();
   f.sched.update_from_output(out, std::vector<int32_t>{100});
   ASSERT_TRUE(f.sched.set_draft(1, {5, 2, 6}));
