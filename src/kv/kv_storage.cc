@@ -4,53 +4,34 @@
 
 #include <sys/mman.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <limits>
+#include <utility>
 #include <vector>
 
+#include "common/page_memory.h"
 #include "ops/kv_codec.h"
 
 namespace ladder::kv {
 namespace {
 
-constexpr size_t kAlignment = 64;
-
-// An anonymous private mapping: page-aligned and zero until written.
-class Mapping {
- public:
-  static uint8_t* map(size_t bytes) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
-  }
-  Mapping(uint8_t* base, size_t bytes) : base_(base), bytes_(bytes) {}
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { ::munmap(base_, bytes_); }
-
- private:
-  uint8_t* base_;
-  size_t bytes_;
-};
-
 class ArenaKvStorage final : public KvStorage {
  public:
   // k_bytes, v_bytes: one block of one layer's K and V; slot_bytes: one
   // staging slot of one layer's K or V (0: unstaged format).
-  // memory: `bytes` from Mapping::map, owned from here on.
-  ArenaKvStorage(const KvShape& shape, size_t k_bytes, size_t v_bytes, size_t slot_bytes, uint8_t* memory,
-                 size_t bytes)
-      : shape_(shape), slot_bytes_(slot_bytes), memory_(memory, bytes) {
+  // memory: zeroed, owned from here on.
+  ArenaKvStorage(const KvShape& shape, size_t k_bytes, size_t v_bytes, size_t slot_bytes, PageMemory memory)
+      : shape_(shape), slot_bytes_(slot_bytes), memory_(std::move(memory)) {
+    uint8_t* const base = memory_.data();
     const auto n_blocks = static_cast<size_t>(shape.n_blocks);
     const size_t n_slots = slot_bytes == 0 ? 0 : static_cast<size_t>(shape.n_staging);
-    uint8_t* staging = memory + (k_bytes + v_bytes) * n_blocks * static_cast<size_t>(shape.n_layers);
+    uint8_t* staging = base + (k_bytes + v_bytes) * n_blocks * static_cast<size_t>(shape.n_layers);
     slot_of_.assign(n_blocks, -1);
     for (size_t i = n_slots; i > 0; --i) free_slots_.push_back(static_cast<int32_t>(i - 1));
     for (int l = 0; l < shape.n_layers; ++l) {
       for (int kv = 0; kv < 2; ++kv) {
         const size_t block_bytes = kv == 0 ? k_bytes : v_bytes;
         ops::PagedKvLayer layer;
-        layer.base = memory + static_cast<size_t>(l) * (k_bytes + v_bytes) * n_blocks +
+        layer.base = base + static_cast<size_t>(l) * (k_bytes + v_bytes) * n_blocks +
                      (kv == 0 ? 0 : k_bytes * n_blocks);
         layer.block_stride_bytes = block_bytes;
         layer.block_size = shape.block_size;
@@ -129,7 +110,7 @@ class ArenaKvStorage final : public KvStorage {
   size_t slot_bytes_;
   std::vector<int32_t> slot_of_;     // [n_blocks] staging slot of each block, -1: none
   std::vector<int32_t> free_slots_;  // a stack
-  Mapping memory_;
+  PageMemory memory_;
   ops::PagedKv layers_;
 };
 
@@ -150,20 +131,16 @@ Result<std::unique_ptr<KvStorage>> make_arena_storage(const KvShape& shape, size
     return out_of_range(fmt::format("KV storage of {} blocks x {} layers does not fit the limit of {} bytes",
                                     shape.n_blocks, shape.n_layers, max_bytes));
   }
-  if (total > std::numeric_limits<size_t>::max() - kAlignment)
-    return out_of_range("KV storage size overflows");
-  const size_t rounded = (total + kAlignment - 1) / kAlignment * kAlignment;
   // Zeroed so that reading an unwritten slot is deterministic (it never
   // should be): mapped, not allocated and cleared, so nothing is written (or
   // made resident) until a block is used. A pool of hundreds of MiB then
   // starts at once (clearing it took most of a server's start-up, and ~4 s
   // of it under ThreadSanitizer, which shadows every byte written).
-  uint8_t* memory = Mapping::map(rounded);
-  if (memory == nullptr)
-    return resource_exhausted(fmt::format("cannot allocate {} bytes of KV storage", rounded));
+  PageMemory memory = PageMemory::map(total, PageMemory::Pages::kSmall);
+  if (memory.empty()) return resource_exhausted(fmt::format("cannot allocate {} bytes of KV storage", total));
   const size_t slot_bytes =
       ops::kv_layer_staging_bytes(shape.dtype, shape.block_size, shape.n_kv_heads, shape.head_dim);
-  return std::unique_ptr<KvStorage>(new ArenaKvStorage(shape, k_bytes, v_bytes, slot_bytes, memory, rounded));
+  return std::unique_ptr<KvStorage>(new ArenaKvStorage(shape, k_bytes, v_bytes, slot_bytes, std::move(memory)));
 }
 
 }  // namespace ladder::kv

@@ -215,17 +215,17 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     const bool packed = use_packed(w, out.packed);
     if (is_float_type(w.type) && packed && out.packed->layout == PackedLayout::kAmxBf16) {
       p.path = Path::kAmxBf16;  // F16/BF16 packed for tiles: every batch size
-      p.packed = out.packed->data.get();
+      p.packed = out.packed->data.data();
       split_bf16 = true;
     } else if (is_float_type(w.type) && packed) {
       p.path = Path::kFloatPacked;
-      p.packed = out.packed->data.get();
+      p.packed = out.packed->data.data();
     } else if (is_float_type(w.type)) {
       p.path = Path::kFloat;
     } else if (packed || (has_int_kernel(w.type) && detail::has_int_kernels())) {
       p.path = packed ? Path::kPacked : Path::kInt;
       if (p.path == Path::kPacked) {
-        p.packed = out.packed->data.get();
+        p.packed = out.packed->data.data();
         p.amx_row_tiles = amx_row_tiles;
         need_sums32 |= detail::packed_sum_group(w.type) == 32;
         need_sums16 |= detail::packed_sum_group(w.type) == 16;

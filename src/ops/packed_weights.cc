@@ -67,14 +67,15 @@ PackedWeights pack_weights_always(const WeightMatrix& w, ThreadPool& pool) {
   p.n_out = w.n_out;
   p.target = detail::dispatched_target();
   p.bytes = packed_weight_bytes(w.type, w.n_in, w.n_out);
-  p.data = hwy::AllocateAligned<uint8_t>(p.bytes);
+  p.data = PageMemory::map(p.bytes, PageMemory::Pages::kHuge);
+  LADDER_CHECK(!p.data.empty(), "cannot allocate packed weights");
   detail::MatmulTask t;
   t.type = w.type;
   t.w = static_cast<const uint8_t*>(w.data);
   t.w_row_bytes = row_bytes(traits_of(w.type), static_cast<size_t>(w.n_in));
   t.n_in = w.n_in;
   t.y_stride = w.n_out;
-  uint8_t* out = p.data.get();
+  uint8_t* out = p.data.data();
   pool.parallel_for(groups, 1, [&](int64_t b, int64_t e) {
     switch (p.layout) {
       case PackedLayout::kAmxBf16: detail::pack_bf16_groups(t, b, e, out); return;

@@ -30,7 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "hwy/aligned_allocator.h"
+#include "common/page_memory.h"
 #include "ops/matmul.h"
 #include "ops/thread_pool.h"
 
@@ -50,9 +50,9 @@ struct PackedWeights {
   int64_t n_out = 0;
   int64_t target = 0;  // Highway target the layout is for
   size_t bytes = 0;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> data;
+  PageMemory data;  // huge pages where the OS gives them: decode streams it
 
-  bool empty() const { return data == nullptr; }
+  bool empty() const { return data.empty(); }
 };
 
 // Packs w when the active target has a packed kernel for its type and this
