@@ -4,7 +4,9 @@
 # with two op threads; rung 2 is a prefill worker on core 0, a decode worker
 # on core 1 and the router beside the decode worker on core 1, one op thread
 # each. The router's --prefill-policy is PREFILL_POLICY (default measured:
-# conditional disaggregation); its decisions are printed per workload. Each workload is replayed
+# conditional disaggregation); its decisions are printed per workload.
+# TPOT_MS (default 200) is the TPOT SLO the replays judge goodput by and the
+# router's --tpot-ms objective (the router keeps to the SLO it is scored on). Each workload is replayed
 # against rung 1 (saving the reference), then against the router with
 # --verify exact (every request must match rung 1's tokens to count).
 #
@@ -54,12 +56,12 @@ serve 0,1 rung1 serve "${COMMON[@]}" --threads 2
 serve 0 prefill serve "${COMMON[@]}" --threads 1 --role prefill
 serve 1 decode serve "${COMMON[@]}" --threads 1 --role decode --kv-host 127.0.0.1
 serve 1 router route -m "$MODEL" --prefill "http://127.0.0.1:$PORT_prefill" --decode "http://127.0.0.1:$PORT_decode" \
-  --prefill-policy "${PREFILL_POLICY:-measured}"
+  --prefill-policy "${PREFILL_POLICY:-measured}" --tpot-ms "${TPOT_MS:-200}"
 
 "$LADDER" workload chat -o "$OUT/chat.jsonl" --requests 400 --rate 2 --seed 1 --max-tokens 48 --user-tokens 200 >/dev/null
 WORKLOADS=(chat:"$OUT/chat.jsonl" azure-code:"$SHARED/traces/AzureLLMInferenceTrace_code.csv")
 REPLAY=(--duration "$DURATION" --max-output-tokens 64 --ignore-eos --quiet --allow-errors
-        --slo ttft_ms=2000,tpot_ms=200)
+        --slo "ttft_ms=2000,tpot_ms=${TPOT_MS:-200}")
 for w in "${WORKLOADS[@]}"; do
   name=${w%%:*}
   file=${w#*:}

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -205,6 +206,12 @@ std::vector<std::string> Climber::route_args(const RungSpec& r, const std::strin
                              "0",           "--model", model_of(r), "--prefill", prefill_url, "--decode",
                              decode_url};
   a.insert(a.end(), r.route_args.begin(), r.route_args.end());
+  // The router keeps decoding steps under the TPOT SLO the climb scores by,
+  // unless the rung names its own objective.
+  const std::optional<double>& tpot = policy().slo.tpot_ms;
+  if (tpot && std::find(r.route_args.begin(), r.route_args.end(), "--tpot-ms") == r.route_args.end()) {
+    a.insert(a.end(), {"--tpot-ms", fmt::format("{:g}", *tpot)});
+  }
   return a;
 }
 

@@ -42,6 +42,15 @@ std::optional<double> DecayingLine::at(double x) const {
   return sy_ / w_ + *b * (x - sx_ / w_);
 }
 
+void ArrivalRate::arrive(double now_s) {
+  rate_ = per_second(now_s) + 1 / tau_s_;
+  last_s_ = now_s;
+}
+
+double ArrivalRate::per_second(double now_s) const {
+  return rate_ * std::exp(-std::max(0.0, now_s - last_s_) / tau_s_);
+}
+
 namespace {
 
 // A cost estimate at n: the fitted line, else the mean; never below 0.
@@ -55,7 +64,7 @@ std::optional<double> cost_at(const DecayingLine& line, double n) {
 }  // namespace
 
 PrefillDecision PrefillPolicy::decide(int64_t n_local, int64_t n_remote, int64_t decode_running, bool any_prefill,
-                                      int64_t prefill_queue) const {
+                                      int64_t prefill_queue, const DecodeWorkerLoad& load) const {
   if (n_local <= 0) return {PrefillWhere::kLocal, "cached"};
   if (!any_prefill) return {PrefillWhere::kLocal, "no_prefill_worker"};
   if (mode_ == PrefillMode::kAlways) return {PrefillWhere::kRemote, "policy_always"};
@@ -63,6 +72,15 @@ PrefillDecision PrefillPolicy::decide(int64_t n_local, int64_t n_remote, int64_t
   if (remote_.samples() < kMinSamples || local_.samples() < kMinSamples) {
     if (prefill_queue > 0) return {PrefillWhere::kLocal, "prefill_busy"};  // explore on an idle worker only
     return {remote_.samples() <= local_.samples() ? PrefillWhere::kRemote : PrefillWhere::kLocal, "exploring"};
+  }
+  if (tpot_ms_ > 0) {
+    const int64_t chunk = load.prefill_chunk_tokens > 0 ? std::min(n_local, load.prefill_chunk_tokens) : n_local;
+    const double step_ms = *cost_at(local_, static_cast<double>(chunk));
+    if (step_ms > tpot_ms_) {
+      const double whole_s = *cost_at(local_, static_cast<double>(n_local)) / 1000;
+      const double arrival_chance = 1 - std::exp(-std::max(0.0, load.arrivals_per_s) * whole_s);
+      if (decode_running > 0 || arrival_chance > kTailChance) return {PrefillWhere::kRemote, "tpot_slo"};
+    }
   }
   const double remote = *cost_at(remote_, static_cast<double>(n_remote));
   const double wait = static_cast<double>(std::max<int64_t>(0, prefill_queue)) * std::max(0.0, *remote_.mean());

@@ -23,6 +23,22 @@
 // prompt it computed. Until each line has kMinSamples, the policy explores:
 // the path with fewer samples is taken.
 //
+// A TPOT objective (`ladder route --tpot-ms`, else the tightest tenant
+// tpot_ms; none by default) comes before the cost rule, which weighs only
+// time to first token: a local prefill runs on the decode worker in steps of
+// at most its prefill chunk (its per-sequence step budget, from /health), so
+// each sequence decoding there while it runs waits about local(min(n_local,
+// chunk)) between two tokens. When that exceeds the objective, the prompt
+// goes to a prefill worker (queued there if need be: the queue costs only
+// this request's TTFT) if anyone is decoding on that worker now, or if
+// someone is likely to start while the prompt runs: the decode worker's
+// arrival rate (this router's, decayed over ~30 s) x local(n_local) gives
+// the chance of an arrival, and more than 1% (the tail a p99 TPOT target
+// tolerates) counts ("tpot_slo"). Otherwise, and without an objective, the
+// cost rule decides. The guard judges the gaps, not the mean TPOT a request
+// is scored by, so it is conservative: a long decode could absorb one slow
+// step and still meet its mean.
+//
 // Before the cost rule: nothing to compute (every block is believed held)
 // stays local ("cached"). A local choice the queue made (remote would have
 // won on an idle prefill worker) is counted as "prefill_busy", as is one
@@ -60,6 +76,21 @@ class DecayingLine {
   int64_t n_ = 0;
 };
 
+// Arrivals per second, decayed: each arrival adds 1 / tau to a rate that
+// decays by exp(-dt / tau), so after a steady stream of r per second it reads
+// r, and it falls back toward 0 within a few tau of quiet.
+class ArrivalRate {
+ public:
+  explicit ArrivalRate(double tau_s = 30) : tau_s_(tau_s) {}
+  void arrive(double now_s);
+  double per_second(double now_s) const;
+
+ private:
+  double tau_s_;
+  double rate_ = 0;
+  double last_s_ = 0;
+};
+
 enum class PrefillWhere { kLocal, kRemote };
 
 // `ladder route --prefill-policy`: measured (the rule above), always (every
@@ -72,22 +103,33 @@ const char* prefill_mode_name(PrefillMode mode);
 struct PrefillDecision {
   PrefillWhere where = PrefillWhere::kLocal;
   // cached, no_prefill_worker, policy_always, policy_never, prefill_busy,
-  // exploring, cheaper_remote, cheaper_local (and, from the router,
-  // no_full_block)
+  // exploring, tpot_slo, cheaper_remote, cheaper_local (and, from the
+  // router, no_full_block)
   const char* reason = "cached";
+};
+
+// What the TPOT guard knows of the chosen decode worker.
+struct DecodeWorkerLoad {
+  int64_t prefill_chunk_tokens = 0;  // 0: unknown (a prompt is one step)
+  double arrivals_per_s = 0;         // this router's requests placed there
 };
 
 class PrefillPolicy {
  public:
   static constexpr int64_t kMinSamples = 4;
-  explicit PrefillPolicy(PrefillMode mode = PrefillMode::kMeasured) : mode_(mode) {}
+  // The chance of an arrival during a local prefill above which the TPOT
+  // guard counts it (a p99 target tolerates 1% of requests over it).
+  static constexpr double kTailChance = 0.01;
+  // tpot_ms: the TPOT objective (0: none).
+  explicit PrefillPolicy(PrefillMode mode = PrefillMode::kMeasured, double tpot_ms = 0)
+      : mode_(mode), tpot_ms_(tpot_ms) {}
 
   // n_local / n_remote: prompt tokens the decode worker / the best prefill
   // worker is not believed to hold; decode_running: the decode worker's other
   // requests from this router; prefill_queue: this router's prompts in
   // flight at the least busy healthy prefill worker (0: one is idle).
   PrefillDecision decide(int64_t n_local, int64_t n_remote, int64_t decode_running, bool any_prefill,
-                         int64_t prefill_queue) const;
+                         int64_t prefill_queue, const DecodeWorkerLoad& load = {}) const;
   void observe_remote(int64_t n_tokens, double ms) { remote_.add(static_cast<double>(n_tokens), ms); }
   void observe_local(int64_t n_tokens, double ms) { local_.add(static_cast<double>(n_tokens), ms); }
   // Uncached tokens (the same count on both workers) from which remote
@@ -97,6 +139,7 @@ class PrefillPolicy {
 
  private:
   PrefillMode mode_;
+  double tpot_ms_;
   DecayingLine remote_;
   DecayingLine local_;
 };

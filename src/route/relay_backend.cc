@@ -88,6 +88,16 @@ RelayBackend::RelayBackend(const RouterConfig& config, const server::TenantRegis
 RelayBackend::~RelayBackend() { stop(); }
 
 Status RelayBackend::open() {
+  // The tenants are loaded by now: the TPOT objective may come from them.
+  tpot_objective_ms_ = config_.tpot_ms;
+  for (size_t t = 0; t < tenants_.size() && config_.tpot_ms <= 0; ++t) {
+    const double ms = tenants_.tenant(static_cast<int>(t)).slo.tpot_ms;
+    if (ms > 0 && (tpot_objective_ms_ <= 0 || ms < tpot_objective_ms_)) tpot_objective_ms_ = ms;
+  }
+  {
+    std::lock_guard lock(policy_mu_);
+    policy_ = PrefillPolicy(config_.prefill_mode, tpot_objective_ms_);
+  }
   LADDER_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(config_.model_path));
   file_.emplace(std::move(file));
   LADDER_ASSIGN_OR_RETURN(tokenizer_, tokenizer::Tokenizer::from_gguf(*file_));
@@ -344,8 +354,12 @@ void RelayBackend::relay(const std::shared_ptr<Call>& call) {
 PrefillDecision RelayBackend::decide_prefill(bool no_full_block, int64_t n_local, int64_t n_remote,
                                              const WorkerPool::PrefillAvailability& a, const Placement& decode) {
   std::lock_guard lock(policy_mu_);
+  const double now_s = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  ArrivalRate& arrivals = decode_arrivals_[decode.index];
+  arrivals.arrive(now_s);
+  const DecodeWorkerLoad load{decode.prefill_chunk_tokens, arrivals.per_second(now_s)};
   PrefillDecision d{PrefillWhere::kLocal, "no_full_block"};  // nothing a prefill worker could send
-  if (!no_full_block) d = policy_.decide(n_local, n_remote, decode.others_in_flight, a.any, a.least_in_flight);
+  if (!no_full_block) d = policy_.decide(n_local, n_remote, decode.others_in_flight, a.any, a.least_in_flight, load);
   ++decisions_[{d.where == PrefillWhere::kRemote ? "remote" : "local", d.reason}];
   return d;
 }
@@ -656,6 +670,11 @@ std::string RelayBackend::extra_metrics() const {
       "measured (with an idle decode worker; -1: not measured yet, or never).\n"
       "# TYPE ladder_router_prefill_threshold_tokens gauge\nladder_router_prefill_threshold_tokens {}\n",
       threshold ? *threshold : -1.0);
+  out += fmt::format(
+      "# HELP ladder_router_tpot_objective_ms The TPOT objective the prefill policy keeps decoding steps under "
+      "(--tpot-ms, else the tightest tenant tpot_ms; 0: none).\n"
+      "# TYPE ladder_router_tpot_objective_ms gauge\nladder_router_tpot_objective_ms {}\n",
+      tpot_objective_ms_);
   out +=
       "# HELP ladder_router_affinity_blocks_total Leading prompt blocks the chosen worker was believed to "
       "hold.\n"

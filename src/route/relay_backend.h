@@ -68,6 +68,9 @@ struct RouterConfig {
   double drain_grace_s = 30;
   // Where prompts are computed (PrefillPolicy).
   PrefillMode prefill_mode = PrefillMode::kMeasured;
+  // The policy's TPOT objective in ms; 0: the tightest tenant slo.tpot_ms
+  // (none when no tenant sets one).
+  double tpot_ms = 0;
 };
 
 // What the router adds to /metrics besides the frontend's series.
@@ -158,6 +161,8 @@ class RelayBackend : public server::Backend {
   // Where prompts are computed (conditional disaggregation) and why.
   mutable std::mutex policy_mu_;
   PrefillPolicy policy_;
+  double tpot_objective_ms_ = 0;  // what policy_ was given (0: none)
+  std::map<size_t, ArrivalRate> decode_arrivals_;  // by decode worker index
   std::map<std::pair<std::string, std::string>, uint64_t> decisions_;  // (where, reason) -> requests
 
   mutable std::mutex mu_;

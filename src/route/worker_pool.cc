@@ -89,6 +89,7 @@ void WorkerPool::probe(double timeout_s) {
         info.kv_format = doc.value("kv_format", "");
         info.block_size = doc.value("kv_block_size", 0);
         info.max_running = doc.value("max_running", 0);
+        info.prefill_chunk_tokens = doc.value("prefill_chunk_tokens", int64_t{0});
         info.max_input_tokens = doc.value("max_input_tokens", int64_t{0});
         info.context_length = doc.value("context_length", int64_t{0});
         info.tool_preamble = doc.value("tool_preamble", true);
@@ -117,6 +118,7 @@ void WorkerPool::probe(double timeout_s) {
         w.info.kv_format = in.kv_format;
         w.info.block_size = in.block_size;
         w.info.max_running = in.max_running;
+        w.info.prefill_chunk_tokens = in.prefill_chunk_tokens;
         w.info.max_input_tokens = in.max_input_tokens;
         w.info.context_length = in.context_length;
         w.info.tool_preamble = in.tool_preamble;
@@ -187,6 +189,7 @@ std::optional<Placement> WorkerPool::place(WorkerRole role, std::span<const kv::
   Worker& w = list[*best];
   Placement p;
   p.others_in_flight = w.info.in_flight;
+  p.prefill_chunk_tokens = w.info.prefill_chunk_tokens;
   ++w.info.in_flight;
   p.index = *best;
   p.role = role;

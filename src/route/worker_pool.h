@@ -59,6 +59,7 @@ struct WorkerInfo {
   std::string kv_format;
   int block_size = 0;
   int max_running = 0;
+  int64_t prefill_chunk_tokens = 0;  // 0: not said
   int64_t max_input_tokens = 0;
   int64_t context_length = 0;
   bool tool_preamble = true;  // describes tools in the system message
@@ -73,6 +74,7 @@ struct Placement {
   WorkerRole role = WorkerRole::kDecode;
   size_t affinity_blocks = 0;  // leading keys the index believed it holds
   int64_t others_in_flight = 0;  // this router's other requests on the worker when placed
+  int64_t prefill_chunk_tokens = 0;  // the worker's per-step prompt tokens (0: not said)
   net::Endpoint endpoint;
   std::string kv_address;  // decode: HOST:PORT of its KV listener
 };

@@ -390,6 +390,11 @@ void LocalBackend::describe_health(ServerState state, json& doc) const {
     doc["kv_format"] = live().kv_format_name();
     doc["kv_block_size"] = ec.block_size;
     doc["max_running"] = ec.scheduler.max_running;
+    // The most prompt tokens one sequence computes per step (the router's
+    // TPOT guard prices a local prefill's step by it).
+    doc["prefill_chunk_tokens"] = ec.scheduler.max_chunk_tokens > 0
+                                      ? std::min(ec.scheduler.max_chunk_tokens, ec.scheduler.max_batch_tokens)
+                                      : ec.scheduler.max_batch_tokens;
     doc["max_input_tokens"] = live().max_input_tokens();
     doc["context_length"] = live().context_length();
     doc["tool_preamble"] = config_.tool_preamble;

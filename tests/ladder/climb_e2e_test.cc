@@ -65,12 +65,13 @@ std::string stories_workload(const std::string& dir) {
   return path;
 }
 
-std::string write_policy(const std::string& dir, const std::string& rungs) {
+std::string write_policy(const std::string& dir, const std::string& rungs,
+                         const std::string& slo = "e2e_ms = 4000\n") {
   const std::string path = dir + "/policy.toml";
   std::ofstream(path)
       << "repeats = 4\nwarmup_requests = 2\n"
-         "[slo]\ne2e_ms = 4000\n"
-         "[quality]\nverify = \"exact\"\nmargin = 0.5\n"
+         "[slo]\n" << slo
+      << "[quality]\nverify = \"exact\"\nmargin = 0.5\n"
          "[[workload]]\nname = \"mooncake\"\npath = \""
       << ladder::testing::shared_path("traces/mooncake_conversation_trace.jsonl")
       << "\"\nargs = [\"--requests\", \"8\", \"--length-scale\", \"0.004\", \"--max-input-tokens\", "
@@ -394,14 +395,16 @@ TEST(ClimbE2E, AClimbWhoseReferenceFailsStops) {
 }
 
 // Rung 2's topology as a candidate: the climb starts a prefill worker, a
-// decode worker and the router, replays against the router, and stops all
-// three. The split is exact, so every slice verifies.
+// decode worker and the router (told the SLO's TPOT as its objective),
+// replays against the router, and stops all three. The split is exact, so
+// every slice verifies.
 TEST(ClimbE2E, ADisaggRungStartsItsWorkersAndRouter) {
   const std::string dir = ladder::testing::temp_dir() + "/disagg";
   std::filesystem::create_directories(dir);
   const std::string policy = write_policy(dir,
                                           "[[rung]]\nname = \"dense\"\n[[rung]]\nname = \"split\"\n"
-                                          "topology = \"disagg\"\nargs = [\"-t\", \"1\"]\n");
+                                          "topology = \"disagg\"\nargs = [\"-t\", \"1\"]\n",
+                                          "e2e_ms = 4000\ntpot_ms = 1000\n");
   auto r = climb(policy, dir + "/out", dir + "/ledger.jsonl", stories());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto entries = read_jsonl(dir + "/ledger.jsonl");
@@ -420,6 +423,7 @@ TEST(ClimbE2E, ADisaggRungStartsItsWorkersAndRouter) {
   }
   EXPECT_NE(r.err.find("--role decode --kv-host 127.0.0.1"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" route --host 127.0.0.1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" --tpot-ms 1000"), std::string::npos) << r.err;
   auto shown = run_command({ladder::testing::ladder_bin(), "ledger", "show", dir + "/ledger.jsonl"});
   EXPECT_NE(shown.out.find("[prefill/decode split]"), std::string::npos) << shown.out;
 }

@@ -196,6 +196,34 @@ TEST(Disagg, OutputsEqualRungOneTokenForToken) {
   EXPECT_EQ(health(c.decode[0]->port())["kv_blocks_used"], 0);
 }
 
+int open_stream(int port, const std::string& body, const std::string& key = "") {
+  int fd = connect_loopback(port);
+  const std::string auth = key.empty() ? "" : "Authorization: Bearer " + key + "\r\n";
+  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + auth +
+                    "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                    "\r\n\r\n" + body;
+  EXPECT_TRUE(send_all(fd, req));
+  return fd;
+}
+
+// Reads until `needle` shows up (true) or the stream ends or times out.
+bool read_until(int fd, const std::string& needle, std::string& buf, Ms timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (buf.find(needle) != std::string::npos) return true;
+    char c[4096];
+    const ssize_t n = recv(fd, c, sizeof c, MSG_DONTWAIT);
+    if (n > 0) {
+      buf.append(c, static_cast<size_t>(n));
+    } else if (n == 0) {
+      return buf.find(needle) != std::string::npos;
+    } else {
+      std::this_thread::sleep_for(Ms(5));
+    }
+  }
+  return false;
+}
+
 // Conditional disaggregation (--prefill-policy measured, the default): the
 // router explores both paths until it has measured each, then places each
 // prompt by measured cost; every request is counted once under where its
@@ -223,8 +251,8 @@ TEST(Disagg, MeasuredPrefillPolicyCountsEveryDecisionAndKeepsOutputs) {
   };
   double total = 0;
   for (const char* where : {"remote", "local"}) {
-    for (const char* reason : {"cached", "no_prefill_worker", "prefill_busy", "exploring", "cheaper_remote",
-                               "cheaper_local", "no_full_block"}) {
+    for (const char* reason : {"cached", "no_prefill_worker", "prefill_busy", "exploring", "tpot_slo",
+                               "cheaper_remote", "cheaper_local", "no_full_block"}) {
       total += decisions(where, reason);
     }
   }
@@ -239,6 +267,63 @@ TEST(Disagg, MeasuredPrefillPolicyCountsEveryDecisionAndKeepsOutputs) {
   EXPECT_NE(rm.find("ladder_router_prefill_threshold_tokens "), std::string::npos);
   EXPECT_EQ(metric_value(rm, "ladder_router_transfers_total"), decisions("remote", "exploring") +
                                                                    decisions("remote", "cheaper_remote"));
+}
+
+// A TPOT objective (here the tightest tenant's tpot_ms, far below any step)
+// sends a fresh prompt to the prefill worker while a sequence is decoding on
+// the decode worker: computed there, each of its steps would hold that
+// sequence's next token past the objective.
+TEST(Disagg, TpotObjectiveSendsAPromptThatWouldStallADecodingSequence) {
+  const std::string tenants = write_file("tenants_tpot.toml", R"(
+[[tenant]]
+name = "alpha"
+api_keys = ["key-alpha"]
+[tenant.slo]
+tpot_ms = 0.001
+
+[[tenant]]
+name = "beta"
+api_keys = ["key-beta"]
+[tenant.slo]
+tpot_ms = 500
+)");
+  // Every step takes at least 20 ms: the stream below is still decoding
+  // when the next prompt is placed, on any machine.
+  Cluster c(stories(), {"--tenants", tenants}, /*n_decode=*/1,
+            {"--test-step-delay-ms", "20", "--max-batch-tokens", "256"}, /*routing=*/{});
+  ASSERT_TRUE(c.ok());
+  const int router = c.router->port();
+  EXPECT_EQ(health(c.decode[0]->port())["prefill_chunk_tokens"], 256);
+  EXPECT_EQ(metric_value(metrics(router), "ladder_router_tpot_objective_ms"), 0.001);
+  auto tpot_slo = [&] {
+    const double v =
+        metric_value(metrics(router), "ladder_router_prefill_decisions_total{where=\"remote\",reason=\"tpot_slo\"}");
+    return v > 0 ? v : 0;  // absent: none
+  };
+  // Measure both paths first (the policy explores until it has).
+  for (int i = 0; i < 2 * PrefillPolicy::kMinSamples; ++i) {
+    complete(router, {{"prompt", std::to_string(i) + " " + story(2)}, {"max_tokens", 2}, {"temperature", 0}},
+             "key-alpha");
+  }
+  const std::string long_req = json{{"prompt", "long " + story(2)},
+                                    {"max_tokens", 60},
+                                    {"stream", true},
+                                    {"ignore_eos", true},
+                                    {"temperature", 0}}
+                                   .dump();
+  const int fd = open_stream(router, long_req, "key-alpha");
+  std::string buf;
+  ASSERT_TRUE(read_until(fd, "data: ", buf, Ms(60000))) << buf;
+  ASSERT_EQ(health(c.decode[0]->port())["running"], 1);
+  const double before = tpot_slo();
+  const json r = complete(router, {{"prompt", "fresh " + story(2)}, {"max_tokens", 2}, {"temperature", 0}},
+                          "key-alpha");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(tpot_slo(), before + 1) << metrics(router);
+  ASSERT_TRUE(read_until(fd, "data: [DONE]", buf, Ms(60000)));
+  close(fd);
+  EXPECT_EQ(health(c.decode[0]->port())["kv_blocks_used"], 0);
+  EXPECT_EQ(health(c.prefill->port())["kv_blocks_used"], 0);
 }
 
 TEST(Disagg, TenantsNeverShareBlocksOnAnyWorker) {
@@ -284,33 +369,6 @@ TEST(Disagg, TenantsNeverShareBlocksOnAnyWorker) {
   EXPECT_EQ(r.status, 401);
   EXPECT_EQ(health(prefill)["kv_blocks_used"], 0);
   EXPECT_EQ(health(decode)["kv_blocks_used"], 0);
-}
-
-int open_stream(int port, const std::string& body) {
-  int fd = connect_loopback(port);
-  std::string req =
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body;
-  EXPECT_TRUE(send_all(fd, req));
-  return fd;
-}
-
-// Reads until `needle` shows up (true) or the stream ends or times out.
-bool read_until(int fd, const std::string& needle, std::string& buf, Ms timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (buf.find(needle) != std::string::npos) return true;
-    char c[4096];
-    const ssize_t n = recv(fd, c, sizeof c, MSG_DONTWAIT);
-    if (n > 0) {
-      buf.append(c, static_cast<size_t>(n));
-    } else if (n == 0) {
-      return buf.find(needle) != std::string::npos;
-    } else {
-      std::this_thread::sleep_for(Ms(5));
-    }
-  }
-  return false;
 }
 
 TEST(Disagg, KilledDecodeWorkerFailsItsRequestsAndTheRouterServesOn) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace ladder::route {
 namespace {
 
@@ -91,6 +93,61 @@ TEST(PrefillPolicy, ExploresBothPathsThenComparesMeasuredCosts) {
   for (int n : {32, 64, 96, 160}) q.observe_local(n, 0.5 * n);
   EXPECT_FALSE(q.threshold_tokens());
   EXPECT_EQ(q.decide(4096, 4096, 0, true, 0).where, PrefillWhere::kLocal);
+}
+
+TEST(ArrivalRate, ReadsASteadyRateAndDecaysWhenQuiet) {
+  ArrivalRate r(10);
+  EXPECT_EQ(r.per_second(0), 0);
+  // 2 per second for 100 s (10 time constants): halfway between two
+  // arrivals it reads 2 within 0.1% (a sawtooth: 2.05 just after one, 1.95
+  // just before the next).
+  for (int i = 0; i <= 200; ++i) r.arrive(i * 0.5);
+  EXPECT_NEAR(r.per_second(100.25), 2, 0.002);
+  EXPECT_NEAR(r.per_second(100), 0.1 / (1 - std::exp(-0.05)), 1e-3);
+  // 10 s of quiet: down by e.
+  EXPECT_NEAR(r.per_second(110), r.per_second(100) / std::exp(1.0), 1e-9);
+  EXPECT_LT(r.per_second(200), 0.001);
+}
+
+// remote(n) = 50 + 0.1 n ms; local(n) = 0.5 n ms, as above.
+PrefillPolicy measured_policy(double tpot_ms) {
+  PrefillPolicy p(PrefillMode::kMeasured, tpot_ms);
+  for (int n : {32, 96, 160, 224}) p.observe_remote(n, 50 + 0.1 * n);
+  for (int n : {32, 64, 96, 160}) p.observe_local(n, 0.5 * n);
+  return p;
+}
+
+TEST(PrefillPolicy, TpotObjectiveSendsPromptsWhoseStepsWouldStallDecoding) {
+  // 100 uncached tokens: local 50 ms, remote 60 ms: cheaper local by cost.
+  const PrefillPolicy none = measured_policy(0);
+  EXPECT_STREQ(none.decide(100, 100, 1, true, 0).reason, "cheaper_remote");  // 60 vs 2 x 50
+  EXPECT_STREQ(none.decide(100, 100, 0, true, 0, {0, 5.0}).reason, "cheaper_local");
+
+  // Objective 40 ms: a 100-token step (50 ms) would break it for whoever
+  // decodes beside it.
+  const PrefillPolicy tight = measured_policy(40);
+  // Nobody decoding, nobody arriving: the cost rule.
+  EXPECT_STREQ(tight.decide(100, 100, 0, true, 0).reason, "cheaper_local");
+  // One running: remote, even at a busy prefill worker (the cost rule would
+  // keep it local there: 60 + 2 x ~63 ms vs 100).
+  EXPECT_EQ(tight.decide(100, 100, 1, true, 2).where, PrefillWhere::kRemote);
+  EXPECT_STREQ(tight.decide(100, 100, 1, true, 2).reason, "tpot_slo");
+  // Nobody running, 1 arrival/s: the chance of one during the 50 ms
+  // prefill is 1 - e^-0.05 = 4.9% > 1%: remote. At 0.1/s it is 0.5%: local.
+  EXPECT_STREQ(tight.decide(100, 100, 0, true, 0, {0, 1.0}).reason, "tpot_slo");
+  EXPECT_STREQ(tight.decide(100, 100, 0, true, 0, {0, 0.1}).reason, "cheaper_local");
+  // A 64-token chunk: each step costs 32 ms, inside 40: the cost rule
+  // decides (local 50 vs remote 60 when idle).
+  EXPECT_STREQ(tight.decide(100, 100, 0, true, 0, {64, 1.0}).reason, "cheaper_local");
+  // ... but a 1,000-token prompt in 64-token chunks still steps at 32 ms:
+  // the cost rule (500 ms local vs 150 remote) sends it remote.
+  EXPECT_STREQ(tight.decide(1000, 1000, 0, true, 0, {64, 1.0}).reason, "cheaper_remote");
+  // An objective looser than any step leaves every decision to the costs.
+  const PrefillPolicy loose = measured_policy(1000);
+  EXPECT_STREQ(loose.decide(100, 100, 0, true, 0, {0, 50.0}).reason, "cheaper_local");
+  // Cached prompts and the fixed modes come first, objective or not.
+  EXPECT_STREQ(tight.decide(0, 0, 3, true, 0, {0, 9.0}).reason, "cached");
+  EXPECT_STREQ(PrefillPolicy(PrefillMode::kNever, 1).decide(100, 100, 3, true, 0).reason, "policy_never");
 }
 
 }  // namespace
