@@ -442,8 +442,9 @@ void attend_quant(const float* const* q, const int64_t* first, const int64_t* n_
     scratch.k_codes.resize(block_elems);
     scratch.v_block.resize(block_elems);
   }
-  scratch.k_params.resize(static_cast<size_t>(std::max(bs, 2 * hd)));
-  scratch.v_params.resize(static_cast<size_t>(bs * std::max<int64_t>(k.n_kv_heads, hd)));
+  const int64_t groups = hd / kv_channel_group(k.head_dim);  // Q8 scales per token and head
+  scratch.k_params.resize(static_cast<size_t>(std::max(bs * groups, 2 * hd)));
+  scratch.v_params.resize(static_cast<size_t>(bs * std::max<int64_t>(k.n_kv_heads * groups, hd)));
   // Runs fn(staged, whole, partial, n_whole, n_partial) for each way of
   // reading block b: the queries that see all of its positions and those
   // that see only some.

@@ -116,7 +116,7 @@ std::optional<TensorType> kv_dtype_from_short_name(std::string_view name) {
   return std::nullopt;
 }
 
-int kv_q4_value_group(int head_dim) {
+int kv_channel_group(int head_dim) {
   return head_dim % 32 == 0 ? 32 : head_dim;
 }
 
@@ -135,10 +135,10 @@ size_t kv_layer_block_bytes(TensorType dtype, KvLayout layout, int block_size, i
   switch (dtype) {
     case TensorType::kF32: return bs * kvh * hd * 4;
     case TensorType::kF16: return bs * kvh * hd * 2;
-    case TensorType::kQ8_0: return bs * kvh * (hd + 2);
+    case TensorType::kQ8_0: return bs * kvh * (hd + 2 * (hd / static_cast<size_t>(kv_channel_group(head_dim))));
     case TensorType::kQ4_0:
       if (layout == KvLayout::kDimMajor) return kvh * hd * (4 + bs / 2);
-      return bs * kvh * (4 * (hd / static_cast<size_t>(kv_q4_value_group(head_dim))) + hd / 2);
+      return bs * kvh * (4 * (hd / static_cast<size_t>(kv_channel_group(head_dim))) + hd / 2);
     default: LADDER_CHECK(false, "kv_layer_block_bytes: unsupported KV format");
   }
   return 0;
@@ -164,7 +164,8 @@ float kv_decode_elem(const PagedKvLayer& l, const int32_t* block_table, int64_t 
     case TensorType::kQ8_0: {
       const auto* q = reinterpret_cast<const int8_t*>(p);
       const uint16_t* scales = as_f16(p + bs * nkv * hd);
-      const float s = f16_to_f32(scales[k ? kvh * bs + t : t * nkv + kvh]);
+      const int64_t ng = hd / kv_channel_group(l.head_dim), gi = i / kv_channel_group(l.head_dim);
+      const float s = f16_to_f32(scales[k ? (kvh * ng + gi) * bs + t : (t * nkv + kvh) * ng + gi]);
       return static_cast<float>(q[k ? e * bs + t : t * nkv * hd + e]) * s;
     }
     case TensorType::kQ4_0: {
@@ -173,7 +174,7 @@ float kv_decode_elem(const PagedKvLayer& l, const int32_t* block_table, int64_t 
         const uint8_t byte = p[nkv * hd * 4 + e * (bs / 2) + t % (bs / 2)];
         return q4_value(t < bs / 2 ? byte & 0xF : byte >> 4, as_f16(p) + e * 2);
       }
-      const int64_t g = kv_q4_value_group(l.head_dim), ng = hd / g;
+      const int64_t g = kv_channel_group(l.head_dim), ng = hd / g;
       const uint8_t byte = p[bs * nkv * ng * 4 + (t * nkv + kvh) * (hd / 2) + i % (hd / 2)];
       return q4_value(i < hd / 2 ? byte & 0xF : byte >> 4, as_f16(p) + ((t * nkv + kvh) * ng + i / g) * 2);
     }
@@ -185,18 +186,22 @@ float kv_decode_elem(const PagedKvLayer& l, const int32_t* block_table, int64_t 
 void kv_encode_token_q8(const PagedKvLayer& l, uint8_t* block, int64_t slot, const float* vec) {
   const int64_t bs = l.block_size, hd = l.head_dim, nkv = l.n_kv_heads;
   const bool k = l.layout == KvLayout::kDimMajor;
+  const int64_t g = kv_channel_group(l.head_dim), ng = hd / g;
   auto* q = reinterpret_cast<int8_t*>(block);
   uint16_t* scales = as_f16(block + bs * nkv * hd);
   for (int64_t h = 0; h < nkv; ++h) {
-    const float* x = vec + h * hd;
-    float amax = 0.0f;
-    for (int64_t i = 0; i < hd; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const uint16_t scale = f16_round_up(amax / 127.0f);
-    scales[k ? h * bs + slot : slot * nkv + h] = scale;
-    const float s = f16_to_f32(scale);
-    for (int64_t i = 0; i < hd; ++i) {
-      const long c = s == 0.0f ? 0 : std::clamp<long>(std::lrint(x[i] / s), -127, 127);
-      q[k ? (h * hd + i) * bs + slot : slot * nkv * hd + h * hd + i] = static_cast<int8_t>(c);
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      const float* x = vec + h * hd + gi * g;
+      float amax = 0.0f;
+      for (int64_t i = 0; i < g; ++i) amax = std::max(amax, std::fabs(x[i]));
+      const uint16_t scale = f16_round_up(amax / 127.0f);
+      scales[k ? (h * ng + gi) * bs + slot : (slot * nkv + h) * ng + gi] = scale;
+      const float s = f16_to_f32(scale);
+      for (int64_t i = 0; i < g; ++i) {
+        const int64_t e = h * hd + gi * g + i;  // element within the token
+        const long c = s == 0.0f ? 0 : std::clamp<long>(std::lrint(x[i] / s), -127, 127);
+        q[k ? e * bs + slot : slot * nkv * hd + e] = static_cast<int8_t>(c);
+      }
     }
   }
 }
@@ -231,7 +236,7 @@ void kv_seal_block_q4(const PagedKvLayer& l, int32_t block_id) {
     return;
   }
   // Per token and KV head, in groups of g channels.
-  const int g = kv_q4_value_group(hd), ng = hd / g;
+  const int g = kv_channel_group(hd), ng = hd / g;
   uint8_t* nib = p + static_cast<size_t>(bs * nkv * ng) * 4;
   for (int t = 0; t < bs; ++t) {
     for (int h = 0; h < nkv; ++h) {

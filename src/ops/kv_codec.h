@@ -7,13 +7,18 @@
 // dims; f16 = IEEE half):
 //   F32 / F16   K [kvh][hd][bs], V [bs][kvh][hd] elements.
 //   Q8 (TensorType::kQ8_0 as a KV tag; not ggml's q8_0 block): symmetric
-//       int8 with one f16 scale per token and KV head, written token by token:
-//       K int8 [kvh][hd][bs] then scales f16 [kvh][bs];
-//       V int8 [bs][kvh][hd] then scales f16 [bs][kvh].
-//       x = q * scale, |x - x'| <= scale / 2, scale >= max|x| / 127.
+//       int8 with one f16 scale per token, KV head and group of g =
+//       kv_channel_group(hd) channels (32, or hd when hd is not a multiple
+//       of 32), written token by token:
+//       K int8 [kvh][hd][bs] then scales f16 [kvh][hd/g][bs];
+//       V int8 [bs][kvh][hd] then scales f16 [bs][kvh][hd/g].
+//       x = q * scale, |x - x'| <= scale / 2, scale >= max|x| / 127 over
+//       the group. Groups of 32 rather than the whole head: a head's
+//       channels differ in size (keys most: a few large channels), and one
+//       scale per head gave the small ones a coarse grid.
 //   Q4 (TensorType::kQ4_0 as a KV tag), KIVI-style asymmetric 4-bit: keys per
 //       channel over the block's tokens, values per token in groups of
-//       kv_q4_value_group(hd) channels; x = q * scale + min, |x - x'| <=
+//       kv_channel_group(hd) channels; x = q * scale + min, |x - x'| <=
 //       scale / 2, scale >= (max - min) / 15. A block is quantized only once
 //       it is full ("sealed"); until then its tokens live in F16 in a staging
 //       slot ([bs][kvh][hd] f16, the same for K and V), and a query reads a
@@ -46,8 +51,9 @@ bool kv_dtype_quantized(TensorType dtype);
 // Short name: "f32", "f16", "q8", "q4"; and back (case-insensitive).
 const char* kv_dtype_short_name(TensorType dtype);
 std::optional<TensorType> kv_dtype_from_short_name(std::string_view name);
-// Channels per Q4 value group: 32 when hd is a multiple of 32, else hd.
-int kv_q4_value_group(int head_dim);
+// Channels per scale group of Q8 keys and values and Q4 values: 32 when hd
+// is a multiple of 32, else hd.
+int kv_channel_group(int head_dim);
 // Why a shape cannot hold this format (Q8 and Q4 need an even block size,
 // Q4 an even head dim), or nullptr when it can.
 const char* kv_shape_problem(TensorType dtype, int block_size, int head_dim);

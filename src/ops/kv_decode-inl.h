@@ -109,8 +109,9 @@ HWY_INLINE void prefetch_quant_block(const PagedKvLayer& l, int32_t block_id, in
   const uint8_t* p = block_of(l, block_id);
   if (l.layout == KvLayout::kDimMajor) {
     if (l.dtype == TensorType::kQ8_0) {
+      const int64_t ng = hd / kv_channel_group(static_cast<int>(hd));
       prefetch_bytes(p + kvh * hd * bs, hd * bs);
-      prefetch_bytes(p + bs * nkv * hd + kvh * bs * 2, bs * 2);
+      prefetch_bytes(p + bs * nkv * hd + kvh * ng * bs * 2, ng * bs * 2);
     } else {
       prefetch_bytes(p + kvh * hd * 4, hd * 4);
       prefetch_bytes(p + nkv * hd * 4 + kvh * hd * (bs / 2), hd * (bs / 2));
@@ -118,11 +119,12 @@ HWY_INLINE void prefetch_quant_block(const PagedKvLayer& l, int32_t block_id, in
     return;
   }
   if (l.dtype == TensorType::kQ8_0) {
+    const int64_t ng = hd / kv_channel_group(static_cast<int>(hd));
     for (int64_t t = 0; t < bs; ++t) prefetch_bytes(p + (t * nkv + kvh) * hd, hd);
-    prefetch_bytes(p + bs * nkv * hd + kvh * 2, (bs - 1) * nkv * 2 + 2);
+    prefetch_bytes(p + bs * nkv * hd + kvh * ng * 2, ((bs - 1) * nkv * ng + ng) * 2);
     return;
   }
-  const int64_t ng = hd / kv_q4_value_group(static_cast<int>(hd)), half = hd / 2;
+  const int64_t ng = hd / kv_channel_group(static_cast<int>(hd)), half = hd / 2;
   for (int64_t t = 0; t < bs; ++t) {
     prefetch_bytes(p + (t * nkv + kvh) * ng * 4, ng * 4);
     prefetch_bytes(p + bs * nkv * ng * 4 + (t * nkv + kvh) * half, half);
@@ -141,14 +143,15 @@ struct FloatKeys {
   }
 };
 
-// Q8 keys: int8 [head_dim][block_size] times each token's scale.
+// Q8 keys: int8 [head_dim][block_size] times each token's scale of the
+// dim's group of g.
 struct Q8Keys {
   const int8_t* q;
-  const float* scales;  // [block_size]
-  int64_t bs;
+  const float* scales;  // [head_dim / g][block_size]
+  int64_t bs, g;
   template <class D>
   HWY_INLINE hn::Vec<D> operator()(D d, int64_t i, int64_t l0) const {
-    return hn::Mul(load_i8(d, q + i * bs + l0), hn::LoadU(d, scales + l0));
+    return hn::Mul(load_i8(d, q + i * bs + l0), hn::LoadU(d, scales + (i / g) * bs + l0));
   }
 };
 
@@ -174,12 +177,13 @@ HWY_INLINE void widen_staged_keys(const PagedKvLayer& k, int32_t block_id, int k
   widen_f16(tmp, hd * bs, dst);
 }
 
-// Q8 keys of KV head kvh; scales: room for block_size floats.
+// Q8 keys of KV head kvh; scales: room for block_size * head_dim / g floats.
 HWY_INLINE Q8Keys q8_keys(const PagedKvLayer& k, int32_t block_id, int kvh, float* scales) {
   const int64_t bs = k.block_size, hd = k.head_dim, nkv = k.n_kv_heads;
+  const int64_t g = kv_channel_group(k.head_dim), ng = hd / g;
   const uint8_t* p = block_of(k, block_id);
-  widen_f16(reinterpret_cast<const uint16_t*>(p + bs * nkv * hd) + kvh * bs, bs, scales);
-  return {reinterpret_cast<const int8_t*>(p) + kvh * hd * bs, scales, bs};
+  widen_f16(reinterpret_cast<const uint16_t*>(p + bs * nkv * hd) + kvh * ng * bs, ng * bs, scales);
+  return {reinterpret_cast<const int8_t*>(p) + kvh * hd * bs, scales, bs, g};
 }
 
 // Q4 keys of KV head kvh: nibbles [head_dim][bs/2] (token t low, t + bs/2
@@ -255,17 +259,20 @@ struct F16Rows {
 };
 
 // Q8 values: int8 [bs][n_kv_heads][head_dim] (q at KV head kvh) times each
-// token's scale.
+// token's scale of the dim's group of g. A vector never straddles two
+// groups: g is a multiple of every target's lanes, or the whole head.
 struct Q8Rows {
   const int8_t* q;
-  const float* scales;  // [bs][n_kv_heads] (at KV head kvh)
-  int64_t stride, nkv;
+  const float* scales;  // [bs][n_kv_heads][head_dim / g] (at KV head kvh)
+  int64_t stride, scale_stride, g;  // stride: n_kv_heads * head_dim; scale_stride: n_kv_heads * head_dim / g
   int64_t col(int64_t i) const { return i; }
   template <class D>
   HWY_INLINE hn::Vec<D> load(D d, int64_t r, int64_t i) const {
-    return hn::Mul(load_i8(d, q + r * stride + i), hn::Set(d, scales[r * nkv]));
+    return hn::Mul(load_i8(d, q + r * stride + i), hn::Set(d, scales[r * scale_stride + i / g]));
   }
-  float elem(int64_t r, int64_t e) const { return static_cast<float>(q[r * stride + e]) * scales[r * nkv]; }
+  float elem(int64_t r, int64_t e) const {
+    return static_cast<float>(q[r * stride + e]) * scales[r * scale_stride + e / g];
+  }
 };
 
 // Q4 values, the low half of the dims (kHigh = false: [0, head_dim / 2), the
@@ -295,7 +302,8 @@ struct Q4Rows {
 // Runs fn(rows, begin, end) for readers covering dims [0, head_dim) of the
 // values of KV head kvh at a block's tokens [0, n). staged: from the block's
 // staging slot. params: room for the block's per-token scales and mins
-// (block_size * max(n_kv_heads, 2 * head_dim / group) floats); tmp: room
+// (block_size * max(n_kv_heads * head_dim / group, 2 * head_dim / group)
+// floats); tmp: room
 // for a decoded block (block_size * head_dim floats), used only by Q4 shapes
 // whose groups or halves do not hold whole vectors (a vector must not
 // straddle them), so that every shape keeps the vectors it has always had.
@@ -309,11 +317,12 @@ HWY_INLINE void with_value_rows(const PagedKvLayer& v, int32_t block_id, int kvh
   }
   const uint8_t* p = block_of(v, block_id);
   if (v.dtype == TensorType::kQ8_0) {
-    widen_f16(reinterpret_cast<const uint16_t*>(p + bs * nkv * hd), n * nkv, params);
-    fn(Q8Rows{reinterpret_cast<const int8_t*>(p) + kvh * hd, params + kvh, nkv * hd, nkv}, 0, hd);
+    const int64_t g = kv_channel_group(v.head_dim), ng = hd / g;
+    widen_f16(reinterpret_cast<const uint16_t*>(p + bs * nkv * hd), n * nkv * ng, params);
+    fn(Q8Rows{reinterpret_cast<const int8_t*>(p) + kvh * hd, params + kvh * ng, nkv * hd, nkv * ng, g}, 0, hd);
     return;
   }
-  const int64_t g = kv_q4_value_group(static_cast<int>(hd)), ng = hd / g, half = hd / 2;
+  const int64_t g = kv_channel_group(static_cast<int>(hd)), ng = hd / g, half = hd / 2;
   const auto* pf16 = reinterpret_cast<const uint16_t*>(p);
   for (int64_t t = 0; t < n; ++t) widen_f16(pf16 + (t * nkv + kvh) * ng * 2, ng * 2, params + t * ng * 2);
   const uint8_t* nib = p + bs * nkv * ng * 4 + kvh * half;

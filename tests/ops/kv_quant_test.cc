@@ -4,7 +4,8 @@
 // batched or chunked, and within a stated distance of F32 attention.
 //
 // Stated bounds (checked below):
-//   q8: |x - x'| <= max|x of the token's head| / 254 * (1 + 2^-10)
+//   q8: |x - x'| <= max|x over the element's group of kv_channel_group(hd)
+//       channels of its token and head| / 254 * (1 + 2^-10)
 //   q4: |x - x'| <= (max - min + |min| 2^-10) / 30 * (1 + 2^-10) over the
 //       element's group (a key channel's block tokens, a value token's channels)
 //   q4 staged (partly filled block): F16 rounding, |x - x'| <= |x| 2^-11
@@ -50,20 +51,41 @@ TEST(KvCodec, BlockBytesFollowTheLayouts) {
            16.0;
   };
   EXPECT_EQ(per_token(TensorType::kF16), 4096);
-  EXPECT_EQ(per_token(TensorType::kQ8_0), 2 * (1024 + 16));  // int8 + an f16 scale per head
+  EXPECT_EQ(per_token(TensorType::kQ8_0), 2 * (1024 + 64));  // int8 + an f16 scale per head and 32 channels
   // K: 8 x 128 channels x (4 param bytes + 8 nibble bytes) / 16 tokens;
   // V: 8 heads x (4 groups x 4 param bytes + 64 nibble bytes).
   EXPECT_EQ(per_token(TensorType::kQ4_0), 8 * 128 * 12 / 16 + 8 * (16 + 64));
   EXPECT_EQ(kv_layer_staging_bytes(TensorType::kQ4_0, 16, 8, 128), 16u * 8 * 128 * 2);
   EXPECT_EQ(kv_layer_staging_bytes(TensorType::kQ8_0, 16, 8, 128), 0u);
-  EXPECT_EQ(kv_q4_value_group(128), 32);
-  EXPECT_EQ(kv_q4_value_group(24), 24);
+  EXPECT_EQ(kv_channel_group(128), 32);
+  EXPECT_EQ(kv_channel_group(24), 24);
   EXPECT_NE(kv_shape_problem(TensorType::kQ4_0, 16, 7), nullptr);
   EXPECT_NE(kv_shape_problem(TensorType::kQ8_0, 5, 8), nullptr);
   EXPECT_NE(kv_shape_problem(TensorType::kQ4_K, 16, 8), nullptr);
   EXPECT_EQ(kv_shape_problem(TensorType::kQ4_0, 16, 8), nullptr);
   EXPECT_EQ(kv_dtype_from_short_name("Q4"), TensorType::kQ4_0);
   EXPECT_FALSE(kv_dtype_from_short_name("q5").has_value());
+}
+
+// A head with one large channel (keys often have a few): Q8's other groups
+// keep their own scale, so small channels are not rounded to the large
+// one's grid (a scale per head would give them errors up to 100 / 254).
+TEST(KvCodec, Q8SmallChannelsKeepTheirPrecisionBesideALargeOne) {
+  const int bs = 16, nkv = 1, hd = 128;
+  std::vector<float> token(hd);
+  for (int i = 0; i < hd; ++i) token[static_cast<size_t>(i)] = 0.01f * static_cast<float>((i % 7) - 3);
+  token[5] = 100.0f;
+  std::vector<int32_t> table = {0};
+  for (KvLayout layout : {KvLayout::kDimMajor, KvLayout::kTokenMajor}) {
+    PagedStore s = make_store(TensorType::kQ8_0, 1, bs, nkv, hd, layout, 0x5A);
+    store_all(s.layer, table.data(), 1, token.data());
+    for (int i = 32; i < hd; ++i) {  // the groups without the large channel
+      EXPECT_NEAR(kv_decode_elem(s.layer, table.data(), 0, 0, i, 1), token[static_cast<size_t>(i)],
+                  0.03 / 254 * (1 + std::ldexp(1.0, -10)) + 1e-9)
+          << i;
+    }
+    EXPECT_NEAR(kv_decode_elem(s.layer, table.data(), 0, 0, 5, 1), 100.0f, 100.0 / 254 * 1.001);
+  }
 }
 
 TEST(KvCodec, F16OutwardRounding) {
@@ -103,7 +125,8 @@ TEST(KvCodec, ElementErrorsStayWithinTheStatedBounds) {
               bound = std::fabs(x) * std::ldexp(1.0, -11) + 1e-7;
             } else if (dtype == TensorType::kQ8_0) {
               float amax = 0;
-              for (int c = 0; c < hd; ++c)
+              const int g = kv_channel_group(hd);
+              for (int c = i / g * g; c < i / g * g + g; ++c)
                 amax = std::max(amax, std::fabs(vals[static_cast<size_t>(p * dim + h * hd + c)]));
               bound = amax / 254.0 * (1 + std::ldexp(1.0, -10)) + 1e-7;
             } else {
@@ -116,7 +139,7 @@ TEST(KvCodec, ElementErrorsStayWithinTheStatedBounds) {
                   hi = std::max(hi, vals[static_cast<size_t>(t * dim + h * hd + i)]);
                 }
               } else {
-                const int g = kv_q4_value_group(hd);
+                const int g = kv_channel_group(hd);
                 for (int c = i / g * g; c < i / g * g + g; ++c) {
                   lo = std::min(lo, vals[static_cast<size_t>(p * dim + h * hd + c)]);
                   hi = std::max(hi, vals[static_cast<size_t>(p * dim + h * hd + c)]);
