@@ -5,7 +5,8 @@
 // pages, so where the kernel allows them (THP "madvise", Debian's default, or
 // "always") a stream over it needs one TLB entry per 2 MiB instead of one per
 // 4 KiB: the packed weights decode streams (ops/packed_weights.h; on the
-// 2-vCPU Zen 5 a 1b decode step's matmuls ran 12% faster, bench/
+// 2-vCPU Zen 5 VM a 1b decode step's matmuls ran 1.27-1.36x faster in two
+// of seven paired runs and at parity in the others, bench/
 // huge_pages_bench.cc). Smaller buffers, the last partial 2 MiB and every
 // buffer where huge pages are refused are ordinary pages; nothing else
 // changes, and no buffer takes more memory than its size rounded to a page.
