@@ -103,9 +103,8 @@ DecodeWeights make_weights(bool huge, TensorType type) {
     std::vector<float> row(static_cast<size_t>(s.n_in));
     for (int64_t o = 0; o < s.n_out; ++o) {
       for (float& v : row) v = dist(rng);
-      if (!ladder::gguf::quantize_row_fitted(type, row.data(), stored_of[i].data() + o * rb, row.size()).is_ok()) {
-        return {};
-      }
+      uint8_t* dst = stored_of[i].data() + o * rb;
+      if (!ladder::gguf::quantize_row_fitted(type, row.data(), dst, row.size()).is_ok()) return {};
     }
   }
   for (int l = 0; l < kLayers; ++l) {
@@ -169,7 +168,9 @@ void paired(benchmark::State& state, size_t bytes, const std::function<void(bool
     ratios.push_back((a1 + a2) / (b1 + b2));
   }
   std::sort(ratios.begin(), ratios.end());
-  const auto at = [&](double q) { return ratios[static_cast<size_t>(q * static_cast<double>(ratios.size() - 1))]; };
+  const auto at = [&](double q) {
+    return ratios[static_cast<size_t>(q * static_cast<double>(ratios.size() - 1))];
+  };
   const double n = 2.0 * static_cast<double>(ratios.size());
   state.counters["small_GBps"] = static_cast<double>(bytes) * n / small_s / 1e9;
   state.counters["huge_GBps"] = static_cast<double>(bytes) * n / huge_s / 1e9;

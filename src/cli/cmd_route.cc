@@ -90,10 +90,10 @@ CommandRegistrar register_route{
           ->check(CLI::IsMember({"measured", "always", "never"}))
           ->capture_default_str();
       cmd->add_option("--tpot-ms", c.tpot_ms,
-                      "TPOT objective for --prefill-policy measured: a prompt whose step on the decode worker "
-                      "would keep the sequences decoding there (or likely to arrive during it) longer than this "
-                      "between two tokens goes to a prefill worker; 0 = the tightest tenant slo.tpot_ms in "
-                      "--tenants, none if no tenant sets one")
+                      "TPOT objective for --prefill-policy measured: a prompt whose step on the decode "
+                      "worker would keep the sequences decoding there (or likely to arrive during it) "
+                      "longer than this between two tokens goes to a prefill worker; 0 = the tightest "
+                      "tenant slo.tpot_ms in --tenants, none if no tenant sets one")
           ->check(CLI::Range(0.0, 1e9))
           ->capture_default_str();
       cmd->add_option("--max-queue", c.max_queue, "Requests waiting for admission")

@@ -7,7 +7,8 @@
 // 4 KiB: the packed weights decode streams (ops/packed_weights.h; on the
 // 2-vCPU Zen 5 VM a 1b decode step's matmuls ran 1.27-1.36x faster in two
 // of seven paired runs and at parity in the others, bench/
-// huge_pages_bench.cc). Smaller buffers, the last partial 2 MiB and every
+// huge_pages_bench.cc), and the bandwidth probe that is their roofline
+// (ops/roofline.h). Smaller buffers, the last partial 2 MiB and every
 // buffer where huge pages are refused are ordinary pages; nothing else
 // changes, and no buffer takes more memory than its size rounded to a page.
 #pragma once

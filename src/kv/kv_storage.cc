@@ -140,7 +140,8 @@ Result<std::unique_ptr<KvStorage>> make_arena_storage(const KvShape& shape, size
   if (memory.empty()) return resource_exhausted(fmt::format("cannot allocate {} bytes of KV storage", total));
   const size_t slot_bytes =
       ops::kv_layer_staging_bytes(shape.dtype, shape.block_size, shape.n_kv_heads, shape.head_dim);
-  return std::unique_ptr<KvStorage>(new ArenaKvStorage(shape, k_bytes, v_bytes, slot_bytes, std::move(memory)));
+  return std::unique_ptr<KvStorage>(
+      new ArenaKvStorage(shape, k_bytes, v_bytes, slot_bytes, std::move(memory)));
 }
 
 }  // namespace ladder::kv

@@ -135,7 +135,8 @@ size_t kv_layer_block_bytes(TensorType dtype, KvLayout layout, int block_size, i
   switch (dtype) {
     case TensorType::kF32: return bs * kvh * hd * 4;
     case TensorType::kF16: return bs * kvh * hd * 2;
-    case TensorType::kQ8_0: return bs * kvh * (hd + 2 * (hd / static_cast<size_t>(kv_channel_group(head_dim))));
+    case TensorType::kQ8_0:
+      return bs * kvh * (hd + 2 * (hd / static_cast<size_t>(kv_channel_group(head_dim))));
     case TensorType::kQ4_0:
       if (layout == KvLayout::kDimMajor) return kvh * hd * (4 + bs / 2);
       return bs * kvh * (4 * (hd / static_cast<size_t>(kv_channel_group(head_dim))) + hd / 2);

@@ -319,7 +319,8 @@ HWY_INLINE void with_value_rows(const PagedKvLayer& v, int32_t block_id, int kvh
   if (v.dtype == TensorType::kQ8_0) {
     const int64_t g = kv_channel_group(v.head_dim), ng = hd / g;
     widen_f16(reinterpret_cast<const uint16_t*>(p + bs * nkv * hd), n * nkv * ng, params);
-    fn(Q8Rows{reinterpret_cast<const int8_t*>(p) + kvh * hd, params + kvh * ng, nkv * hd, nkv * ng, g}, 0, hd);
+    const auto* q = reinterpret_cast<const int8_t*>(p) + kvh * hd;
+    fn(Q8Rows{q, params + kvh * ng, nkv * hd, nkv * ng, g}, 0, hd);
     return;
   }
   const int64_t g = kv_channel_group(static_cast<int>(hd)), ng = hd / g, half = hd / 2;

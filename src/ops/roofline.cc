@@ -12,6 +12,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/check.h"
+#include "common/page_memory.h"
 #include "hwy/aligned_allocator.h"
 #include "ops/amx.h"
 #include "ops/roofline.h"
@@ -46,15 +48,19 @@ int64_t read_floats(size_t bytes) {
 // 1 MiB ahead stays inside the allocation.
 constexpr int64_t kSlackFloats = (int64_t{1} << 20) / static_cast<int64_t>(sizeof(float));
 
+// On the kind of pages the packed weights get (common/page_memory.h): huge
+// pages where granted, which some machines stream faster.
 struct ReadBuffer {
-  hwy::AlignedFreeUniquePtr<float[]> data;
+  PageMemory memory;
+  float* data = nullptr;
   int64_t n = 0;  // floats timed
 
   ReadBuffer(ThreadPool& pool, int64_t floats) : n(floats) {
     const int64_t total = floats + kSlackFloats;
-    data = hwy::AllocateAligned<float>(static_cast<size_t>(total));
-    pool.parallel_for(total, kGrainFloats,
-                      [&](int64_t b, int64_t e) { std::fill(data.get() + b, data.get() + e, 1.0f); });
+    memory = PageMemory::map(static_cast<size_t>(total) * sizeof(float), PageMemory::Pages::kHuge);
+    LADDER_CHECK(!memory.empty(), "cannot map the bandwidth probe's buffer");
+    data = reinterpret_cast<float*>(memory.data());
+    pool.parallel_for(total, kGrainFloats, [&](int64_t b, int64_t e) { std::fill(data + b, data + e, 1.0f); });
   }
 };
 
@@ -66,7 +72,7 @@ double read_best(ThreadPool& pool, const ReadBuffer& buf, StreamStrategy s, int 
   for (int rep = 0; rep < reps; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     pool.parallel_for(buf.n, kGrainFloats, [&](int64_t b, int64_t e) {
-      sink.store(read_fn(buf.data.get() + b, e - b, s), std::memory_order_relaxed);
+      sink.store(read_fn(buf.data + b, e - b, s), std::memory_order_relaxed);
     });
     best = std::max(best, static_cast<double>(buf.n) * sizeof(float) / seconds_since(t0) / 1e9);
   }

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/check.h"
+#include "common/page_memory.h"
 #include "ops/roofline.h"
 
 namespace ladder::ops {
@@ -72,7 +74,10 @@ double measure_stream_read_gbps(int threads, size_t bytes, int passes) {
   const int kTimed = std::max(1, passes);
   const size_t chunks = std::max<size_t>(1, bytes / kChunkBytes);
   const size_t words = chunks * kChunkWords;
-  const std::unique_ptr<uint64_t[]> data(new uint64_t[words]);
+  // The pages the probe and the packed weights get (common/page_memory.h).
+  const PageMemory memory = PageMemory::map(words * sizeof(uint64_t), PageMemory::Pages::kHuge);
+  LADDER_CHECK(!memory.empty(), "cannot map the read check's buffer");
+  auto* const data = reinterpret_cast<uint64_t*>(memory.data());
   // Pass 0 is the untimed first touch and read; passes 1..kTimed are timed.
   // The calling thread reads too (as STREAM's OpenMP master does), and
   // threads take 1 MiB chunks in turn rather than fixed halves, so a reader
@@ -85,7 +90,7 @@ double measure_stream_read_gbps(int threads, size_t bytes, int passes) {
   auto read_pass = [&](int pass) {
     std::atomic<size_t>& next = next_chunk[pass % 2];
     for (size_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) {
-      uint64_t* p = data.get() + c * kChunkWords;
+      uint64_t* p = data + c * kChunkWords;
       if (pass == 0) std::fill(p, p + kChunkWords, static_cast<uint64_t>(c));
       sink.fetch_add(sum_chunk(p), std::memory_order_relaxed);
       done.fetch_add(1, std::memory_order_acq_rel);

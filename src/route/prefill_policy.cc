@@ -74,7 +74,8 @@ PrefillDecision PrefillPolicy::decide(int64_t n_local, int64_t n_remote, int64_t
     return {remote_.samples() <= local_.samples() ? PrefillWhere::kRemote : PrefillWhere::kLocal, "exploring"};
   }
   if (tpot_ms_ > 0) {
-    const int64_t chunk = load.prefill_chunk_tokens > 0 ? std::min(n_local, load.prefill_chunk_tokens) : n_local;
+    const int64_t chunk =
+        load.prefill_chunk_tokens > 0 ? std::min(n_local, load.prefill_chunk_tokens) : n_local;
     const double step_ms = *cost_at(local_, static_cast<double>(chunk));
     if (step_ms > tpot_ms_) {
       const double whole_s = *cost_at(local_, static_cast<double>(n_local)) / 1000;

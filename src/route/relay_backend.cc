@@ -359,7 +359,9 @@ PrefillDecision RelayBackend::decide_prefill(bool no_full_block, int64_t n_local
   arrivals.arrive(now_s);
   const DecodeWorkerLoad load{decode.prefill_chunk_tokens, arrivals.per_second(now_s)};
   PrefillDecision d{PrefillWhere::kLocal, "no_full_block"};  // nothing a prefill worker could send
-  if (!no_full_block) d = policy_.decide(n_local, n_remote, decode.others_in_flight, a.any, a.least_in_flight, load);
+  if (!no_full_block) {
+    d = policy_.decide(n_local, n_remote, decode.others_in_flight, a.any, a.least_in_flight, load);
+  }
   ++decisions_[{d.where == PrefillWhere::kRemote ? "remote" : "local", d.reason}];
   return d;
 }
@@ -671,8 +673,8 @@ std::string RelayBackend::extra_metrics() const {
       "# TYPE ladder_router_prefill_threshold_tokens gauge\nladder_router_prefill_threshold_tokens {}\n",
       threshold ? *threshold : -1.0);
   out += fmt::format(
-      "# HELP ladder_router_tpot_objective_ms The TPOT objective the prefill policy keeps decoding steps under "
-      "(--tpot-ms, else the tightest tenant tpot_ms; 0: none).\n"
+      "# HELP ladder_router_tpot_objective_ms The TPOT objective the prefill policy keeps decoding "
+      "steps under (--tpot-ms, else the tightest tenant tpot_ms; 0: none).\n"
       "# TYPE ladder_router_tpot_objective_ms gauge\nladder_router_tpot_objective_ms {}\n",
       tpot_objective_ms_);
   out +=

@@ -296,8 +296,8 @@ tpot_ms = 500
   EXPECT_EQ(health(c.decode[0]->port())["prefill_chunk_tokens"], 256);
   EXPECT_EQ(metric_value(metrics(router), "ladder_router_tpot_objective_ms"), 0.001);
   auto tpot_slo = [&] {
-    const double v =
-        metric_value(metrics(router), "ladder_router_prefill_decisions_total{where=\"remote\",reason=\"tpot_slo\"}");
+    const char* series = "ladder_router_prefill_decisions_total{where=\"remote\",reason=\"tpot_slo\"}";
+    const double v = metric_value(metrics(router), series);
     return v > 0 ? v : 0;  // absent: none
   };
   // Measure both paths first (the policy explores until it has).
