@@ -8,15 +8,20 @@
 # Usage: scripts/bench_llamacpp.sh LLAMA_CPP_BUILD_DIR [LADDER_BUILD_DIR]
 #   LLAMA_CPP_BUILD_DIR holds bin/llama-bench and bin/llama-batched-bench of a
 #   llama.cpp you built yourself (CPU only, e.g. cmake -DGGML_NATIVE=ON). This
-#   script never downloads or builds llama.cpp.
+#   script never downloads or builds llama.cpp. A tree without those tools:
+#   set LLAMA_BENCH="BUILD/bench/llamacpp_timing bench" and
+#   LLAMA_BATCHED_BENCH="BUILD/bench/llamacpp_timing batched" (Ladder built
+#   with -DLADDER_LLAMA_CPP_INCLUDE/LIBS, bench/CMakeLists.txt).
 # Environment: LADDER_BENCH_THREADS (2), LADDER_BENCH_ROUNDS (5),
-#   LADDER_BENCH_TYPES ("f32 q8_0 q4_0 q4_k"), LADDER_BENCH_MODELS (the
-#   model cache of scripts/bench.sh). On a shared, loaded machine export
-#   OMP_WAIT_POLICY=passive: llama.cpp's OpenMP threads otherwise spin at
-#   every barrier and its decode collapses (docs/BENCHMARKS.md, Intel Xeon).
+#   LADDER_BENCH_TYPES ("f32 f16 bf16 q8_0 q4_0 q4_k q6_k"),
+#   LADDER_BENCH_PRESET (110m; 1b for Llama-3.2-1B shapes, weights far past
+#   the caches), LADDER_BENCH_MODELS (the model cache of scripts/bench.sh).
+#   On a shared, loaded machine export OMP_WAIT_POLICY=passive: llama.cpp's
+#   OpenMP threads otherwise spin at every barrier and its decode collapses
+#   (docs/BENCHMARKS.md, Intel Xeon).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 LLAMA=$1
@@ -24,9 +29,12 @@ BUILD_DIR=${2:-build}
 LADDER="$BUILD_DIR/src/cli/ladder"
 THREADS=${LADDER_BENCH_THREADS:-2}
 ROUNDS=${LADDER_BENCH_ROUNDS:-5}
-TYPES=${LADDER_BENCH_TYPES:-"f32 q8_0 q4_0 q4_k"}
+TYPES=${LADDER_BENCH_TYPES:-"f32 f16 bf16 q8_0 q4_0 q4_k q6_k"}
+PRESET=${LADDER_BENCH_PRESET:-110m}
 MODELS=${LADDER_BENCH_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/ladder/bench}
-for tool in "$LLAMA/bin/llama-bench" "$LLAMA/bin/llama-batched-bench" "$LADDER"; do
+read -ra LLAMA_BENCH <<<"${LLAMA_BENCH:-$LLAMA/bin/llama-bench}"
+read -ra LLAMA_BATCHED <<<"${LLAMA_BATCHED_BENCH:-$LLAMA/bin/llama-batched-bench}"
+for tool in "${LLAMA_BENCH[0]}" "${LLAMA_BATCHED[0]}" "$LADDER"; do
   [[ -x "$tool" ]] || { echo "error: $tool not found or not executable" >&2; exit 2; }
 done
 command -v python3 > /dev/null || { echo "error: python3 is needed to read the results" >&2; exit 2; }
@@ -34,18 +42,18 @@ mkdir -p "$MODELS"
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs; threads $THREADS; rounds $ROUNDS; llama.cpp OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset (active: spinning)}"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs; model $PRESET; threads $THREADS; rounds $ROUNDS; llama.cpp OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset (active: spinning)}"
 "$LADDER" info | sed -n '/kernel fingerprint/,/AMX/p'
 for T in $TYPES; do
-  M="$MODELS/110m-$T.gguf"
-  [[ -f "$M" ]] || "$LADDER" synth --preset 110m --dtype "$T" -o "$M"
+  M="$MODELS/$PRESET-$T.gguf"
+  [[ -f "$M" ]] || "$LADDER" synth --preset "$PRESET" --dtype "$T" -o "$M"
   for R in $(seq 1 "$ROUNDS"); do
     echo "== $T round $R/$ROUNDS (load average $(cut -d' ' -f1 /proc/loadavg))"
     "$LADDER" bench model -m "$M" --batch 1,16 --steps 32 --prompt 512 --repeats 1 -t "$THREADS" \
       2> /dev/null > "$OUT/ladder-$T-$R.txt"
-    "$LLAMA/bin/llama-bench" -m "$M" -t "$THREADS" -p 512 -n 32 -r 1 -o csv \
+    "${LLAMA_BENCH[@]}" -m "$M" -t "$THREADS" -p 512 -n 32 -r 1 -o csv \
       2> /dev/null > "$OUT/llama-$T-$R.csv"
-    "$LLAMA/bin/llama-batched-bench" -m "$M" -t "$THREADS" -c 2048 -b 2048 -ub 512 -npp 64 -ntg 32 -npl 16 \
+    "${LLAMA_BATCHED[@]}" -m "$M" -t "$THREADS" -c 2048 -b 2048 -ub 512 -npp 64 -ntg 32 -npl 16 \
       2> /dev/null > "$OUT/batched-$T-$R.txt" || true
   done
 done

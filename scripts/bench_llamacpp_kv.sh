@@ -48,7 +48,7 @@ for R in $(seq 1 "$ROUNDS"); do
       "$LADDER" bench model -m "$M" --batch 1 --context "$D" --steps 32 --prompt 16 --repeats 1 \
         --kv-dtype "$F" -t "$THREADS" 2> /dev/null > "$OUT/ladder-$F-$D-$R.txt"
       T=${LLAMA_TYPE[$F]}
-      "$LLAMA/bin/llama-batched-bench" -m "$M" -t "$THREADS" -c 4096 -b 2048 -ub 512 -fa -ctk "$T" -ctv "$T" \
+      "$LLAMA/bin/llama-batched-bench" -m "$M" -t "$THREADS" -c 4096 -b 2048 -ub 512 -fa on -ctk "$T" -ctv "$T" \
         -npp "$D" -ntg 32 -npl 1 2> /dev/null > "$OUT/llama-$F-$D-$R.txt" || true
     done
   done

@@ -90,9 +90,11 @@ RelayBackend::~RelayBackend() { stop(); }
 Status RelayBackend::open() {
   // The tenants are loaded by now: the TPOT objective may come from them.
   tpot_objective_ms_ = config_.tpot_ms;
-  for (size_t t = 0; t < tenants_.size() && config_.tpot_ms <= 0; ++t) {
-    const double ms = tenants_.tenant(static_cast<int>(t)).slo.tpot_ms;
-    if (ms > 0 && (tpot_objective_ms_ <= 0 || ms < tpot_objective_ms_)) tpot_objective_ms_ = ms;
+  if (config_.tpot_ms <= 0) {  // no --tpot-ms: the tightest tenant TPOT SLO, if any
+    for (size_t t = 0; t < tenants_.size(); ++t) {
+      const double ms = tenants_.tenant(static_cast<int>(t)).slo.tpot_ms;
+      if (ms > 0 && (tpot_objective_ms_ <= 0 || ms < tpot_objective_ms_)) tpot_objective_ms_ = ms;
+    }
   }
   {
     std::lock_guard lock(policy_mu_);
