@@ -9,7 +9,9 @@
 #
 # Usage: scripts/bench_llamacpp_kv.sh LLAMA_CPP_BUILD_DIR [LADDER_BUILD_DIR]
 #   LLAMA_CPP_BUILD_DIR holds bin/llama-batched-bench of a llama.cpp you
-#   built yourself (CPU only). This script never downloads or builds it.
+#   built yourself (CPU only). This script never downloads or builds it. A
+#   tree without that tool: set LLAMA_BATCHED_BENCH="BUILD/bench/llamacpp_timing
+#   batched" (bench/CMakeLists.txt).
 # Environment: LADDER_BENCH_THREADS (2), LADDER_BENCH_ROUNDS (3),
 #   LADDER_KV_DEPTHS ("2048 3968"), LADDER_BENCH_WEIGHTS (q8_0),
 #   LADDER_BENCH_MODELS (the model cache of scripts/bench.sh). llama.cpp runs
@@ -17,7 +19,7 @@
 #   spin at every barrier, and on a shared machine its decode collapses.
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 LLAMA=$1
@@ -28,7 +30,8 @@ ROUNDS=${LADDER_BENCH_ROUNDS:-3}
 DEPTHS=${LADDER_KV_DEPTHS:-"2048 3968"}
 WEIGHTS=${LADDER_BENCH_WEIGHTS:-q8_0}
 MODELS=${LADDER_BENCH_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/ladder/bench}
-for tool in "$LLAMA/bin/llama-batched-bench" "$LADDER"; do
+read -ra LLAMA_BATCHED <<<"${LLAMA_BATCHED_BENCH:-$LLAMA/bin/llama-batched-bench}"
+for tool in "${LLAMA_BATCHED[0]}" "$LADDER"; do
   [[ -x "$tool" ]] || { echo "error: $tool not found or not executable" >&2; exit 2; }
 done
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -48,7 +51,7 @@ for R in $(seq 1 "$ROUNDS"); do
       "$LADDER" bench model -m "$M" --batch 1 --context "$D" --steps 32 --prompt 16 --repeats 1 \
         --kv-dtype "$F" -t "$THREADS" 2> /dev/null > "$OUT/ladder-$F-$D-$R.txt"
       T=${LLAMA_TYPE[$F]}
-      "$LLAMA/bin/llama-batched-bench" -m "$M" -t "$THREADS" -c 4096 -b 2048 -ub 512 -fa on -ctk "$T" -ctv "$T" \
+      "${LLAMA_BATCHED[@]}" -m "$M" -t "$THREADS" -c 4096 -b 2048 -ub 512 -fa on -ctk "$T" -ctv "$T" \
         -npp "$D" -ntg 32 -npl 1 2> /dev/null > "$OUT/llama-$F-$D-$R.txt" || true
     done
   done
