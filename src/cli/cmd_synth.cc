@@ -115,7 +115,8 @@ CommandRegistrar register_synth{"synth", 50, [](CLI::App& app) -> CommandRun {
       ->check(CLI::IsMember({"tiny", "110m", "1b", "retrieval"}));
   cmd->add_option("--arch", a->arch,
                   "Architecture, with llama.cpp's metadata keys and tensor names: llama; mistral (llama's tensors "
-                  "under its own name); qwen2 (adds Q, K and V biases; NeoX-style RoPE); qwen3 (adds per-head Q and K "
+                  "under the name mistral, which Ladder serves but llama.cpp does not load: its Mistral files say "
+                  "llama); qwen2 (adds Q, K and V biases; NeoX-style RoPE); qwen3 (adds per-head Q and K "
                   "RMSNorm weights; NeoX-style RoPE); phi3 (Q, K and V in one attn_qkv matrix, gate and up in one "
                   "ffn_up; NeoX-style RoPE); gemma2 (adds norms of the attention and FFN outputs, GELU FFN, "
                   "embedding scaled by sqrt(dim), soft caps 50 on attention scores and 30 on logits; tied output, "

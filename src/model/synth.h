@@ -22,7 +22,8 @@ enum class SynthWeights {
 };
 
 // The architectures `ladder synth --arch` writes, as llama.cpp names them:
-// llama; mistral (llama's tensors under its own name); qwen2 (llama's plus
+// llama; mistral (llama's tensors under the name mistral: Ladder serves it,
+// llama.cpp knows no such architecture, its Mistral files say llama); qwen2 (llama's plus
 // Q, K and V biases, NeoX-style RoPE: Ladder's model reads the name); qwen3
 // (llama's plus per-head Q and K RMSNorm weights, NeoX-style RoPE); phi3
 // (Q, K and V in one attn_qkv matrix, gate and up in one ffn_up, NeoX-style
