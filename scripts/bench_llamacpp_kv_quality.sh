@@ -27,19 +27,15 @@ fi
 LLAMA=$1
 BUILD_DIR=$(realpath -m "${2:-build}")
 OUT=$(realpath -m "${3:-${TMPDIR:-/tmp}/ladder-kv-vs-llamacpp}")
-INCLUDE=${LLAMA_CPP_INCLUDE:-"$LLAMA/include;$LLAMA/ggml/include"}
-LIBS=${LLAMA_CPP_LIBS:-"$LLAMA/build/bin/libllama.so;$LLAMA/build/bin/libggml.so;$LLAMA/build/bin/libggml-base.so"}
 THREADS=${LADDER_BENCH_THREADS:-2}
 TYPES=${LLAMA_KV_TYPES:-"q8_0 q4_0"}
 export KV_QUALITY_REQUESTS=${KV_QUALITY_REQUESTS:-36} KV_QUALITY_FILL=${KV_QUALITY_FILL:-0.6}
 export KV_QUALITY_FORMATS=${KV_QUALITY_FORMATS:-"q8 q4"} LADDER_BENCH_THREADS=$THREADS
-IFS=';' read -ra include_dirs <<<"$INCLUDE"
-[[ -f "${include_dirs[0]}/llama.h" ]] || { echo "error: no llama.h in ${include_dirs[0]} (set LLAMA_CPP_INCLUDE)" >&2; exit 2; }
 
 cd "$(dirname "$0")/.."
 echo "== building bench/llamacpp_kv_quality against $LLAMA" >&2
-cmake -S . -B "$BUILD_DIR" -DLADDER_LLAMA_CPP_INCLUDE="$INCLUDE" -DLADDER_LLAMA_CPP_LIBS="$LIBS" >/dev/null
-cmake --build "$BUILD_DIR" --target ladder llamacpp_kv_quality -j "$(nproc)" >/dev/null
+source scripts/llamacpp_tools.sh
+build_llamacpp_tools "$LLAMA" "$BUILD_DIR" llamacpp_kv_quality
 mkdir -p "$OUT"
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs; $KV_QUALITY_REQUESTS requests per slice, fill $KV_QUALITY_FILL"

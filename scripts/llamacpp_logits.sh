@@ -25,8 +25,6 @@ if [[ $# -lt 1 ]]; then
 fi
 LLAMA=$1
 BUILD_DIR=$(realpath -m "${2:-build}")
-INCLUDE=${LLAMA_CPP_INCLUDE:-"$LLAMA/include;$LLAMA/ggml/include"}
-LIBS=${LLAMA_CPP_LIBS:-"$LLAMA/build/bin/libllama.so;$LLAMA/build/bin/libggml.so;$LLAMA/build/bin/libggml-base.so"}
 VERSION=${LLAMA_CPP_VERSION:-unknown}
 ARCHS=${LLAMA_LOGITS_ARCHS:-"llama qwen2 qwen3 phi3 gemma2 gemma3"}
 TYPES=${LLAMA_LOGITS_TYPES:-"f32 f16 q8_0 q4_k"}
@@ -35,8 +33,8 @@ PROMPT="1 45 100 211 300 77 5 499 260 18 402 133"
 command -v jq >/dev/null || { echo "error: jq is needed" >&2; exit 2; }
 
 cd "$(dirname "$0")/.."
-cmake -S . -B "$BUILD_DIR" -DLADDER_LLAMA_CPP_INCLUDE="$INCLUDE" -DLADDER_LLAMA_CPP_LIBS="$LIBS" >/dev/null
-cmake --build "$BUILD_DIR" --target ladder llamacpp_logits -j "$(nproc)" >/dev/null
+source scripts/llamacpp_tools.sh
+build_llamacpp_tools "$LLAMA" "$BUILD_DIR" llamacpp_logits
 OUT=tests/data/llamacpp_logits
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
