@@ -17,17 +17,19 @@
 #   (the directories of llama.h and ggml.h, ';'-separated) and
 #   LLAMA_CPP_LIBS (the libraries to link, ';'-separated).
 # Environment: LLAMA_CPP_VERSION (recorded in each file, e.g. "b10256
-#   (6c8dcaa)"), LLAMA_LOGITS_ARCHS, LLAMA_LOGITS_TYPES.
+#   (6c8dcaa)"), LLAMA_LOGITS_ARCHS, LLAMA_LOGITS_TYPES,
+#   LLAMA_LOGITS_WINDOW_ARCHS (also written with an 8-position window).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 LLAMA=$1
 BUILD_DIR=$(realpath -m "${2:-build}")
 VERSION=${LLAMA_CPP_VERSION:-unknown}
-ARCHS=${LLAMA_LOGITS_ARCHS:-"llama qwen2 qwen3 phi3 gemma2 gemma3"}
-TYPES=${LLAMA_LOGITS_TYPES:-"f32 f16 q8_0 q4_k"}
+ARCHS=${LLAMA_LOGITS_ARCHS-"llama qwen2 qwen3 phi3 gemma2 gemma3"}
+TYPES=${LLAMA_LOGITS_TYPES-"f32 f16 q8_0 q4_k"}
+SWA_ARCHS=${LLAMA_LOGITS_WINDOW_ARCHS-"gemma2 gemma3"}
 # The prompt: token ids of the built-in vocabulary (BOS first).
 PROMPT="1 45 100 211 300 77 5 499 260 18 402 133"
 command -v jq >/dev/null || { echo "error: jq is needed" >&2; exit 2; }
@@ -50,4 +52,18 @@ for A in $ARCHS; do
       '{llama_cpp: $v, synth: {arch: $a, dtype: $t, args: $shape}} + .' "$TMP/out.json" >"$OUT/$A-$T.json"
     echo "$OUT/$A-$T.json"
   done
+done
+# Sliding windows shorter than the 44 positions (F32 weights): every other
+# layer of gemma2, five of six of gemma3. Not the other architectures:
+# llama.cpp b10256 ignores attention.sliding_window for llama, qwen2 and
+# qwen3 and turns it off for phi3 (its "Phi SWA is currently disabled"),
+# where Ladder applies it to every layer, as the models' own configurations do.
+for A in $SWA_ARCHS; do
+  "$BUILD_DIR/src/cli/ladder" synth "${SHAPE[@]}" --sliding-window 8 --arch "$A" --dtype f32 -o "$TMP/m.gguf" >/dev/null
+  # shellcheck disable=SC2086
+  "$BUILD_DIR/bench/llamacpp_logits" "$TMP/m.gguf" 32 $PROMPT 2>"$TMP/log" >"$TMP/out.json" ||
+    { cat "$TMP/log" >&2; echo "error: llama.cpp failed on $A with a window" >&2; exit 1; }
+  jq -c --arg a "$A" --arg v "$VERSION" --arg shape "${SHAPE[*]} --sliding-window 8" \
+    '{llama_cpp: $v, synth: {arch: $a, dtype: "f32", args: $shape}} + .' "$TMP/out.json" >"$OUT/$A-f32-window8.json"
+  echo "$OUT/$A-f32-window8.json"
 done

@@ -61,6 +61,8 @@ model::SynthOptions synth_options(const nlohmann::json& synth) {
       o.n_vocab = std::stoll(value);
     } else if (flag == "--seed") {
       o.seed = std::stoull(value);
+    } else if (flag == "--sliding-window") {
+      o.sliding_window = std::stoll(value);
     } else {
       ADD_FAILURE() << "a synth argument this test does not read: " << flag;
     }
@@ -106,6 +108,10 @@ TEST(LlamaCppReference, EveryArchitectureAndWeightTypeIsPresent) {
       const std::string name = std::string(arch) + "-" + dtype + ".json";
       EXPECT_NE(std::find(files.begin(), files.end(), name), files.end()) << name << " in " << data_dir();
     }
+  }
+  // Windows shorter than the prompt, where llama.cpp applies them.
+  for (const char* name : {"gemma2-f32-window8.json", "gemma3-f32-window8.json"}) {
+    EXPECT_NE(std::find(files.begin(), files.end(), name), files.end()) << name << " in " << data_dir();
   }
 }
 
