@@ -11,6 +11,8 @@
 #include "gguf/quant.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
+#include "ops/hadamard.h"
+#include "ops/kv_codec.h"
 #include "ops/matmul.h"
 #include "ops/packed_weights.h"
 
@@ -372,6 +374,7 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
     const ops::PagedKvLayer& kl = kv.k[static_cast<size_t>(l)];
     const ops::PagedKvLayer& vl = kv.v[static_cast<size_t>(l)];
     const float* inv_freq = c.layer_rope_inv_freq(l).data();
+    const bool rotate_qk = ops::kv_dtype_rotated(kl.dtype), rotate_v = ops::kv_dtype_rotated(vl.dtype);
     // The previous layer's FFN output joins the residual stream here.
     for_rows(dim, [&](int64_t t0, int64_t t1) {
       if (l > 0) add_row(x + t0 * dim, proj + t0 * dim, (t1 - t0) * dim);
@@ -397,6 +400,11 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
                   inv_freq, c.rope_style, c.rope_attn_factor);
         ops::rope(kr, static_cast<int>(c.n_kv_heads), static_cast<int>(c.head_dim), static_cast<int>(c.rope_dims),
                   p, inv_freq, c.rope_style, c.rope_attn_factor);
+        if (rotate_qk) {  // the scores are unchanged; the cache holds rotated keys
+          ops::hadamard_rotate(qr, c.n_heads, c.head_dim);
+          ops::hadamard_rotate(kr, c.n_kv_heads, c.head_dim);
+        }
+        if (rotate_v) ops::hadamard_rotate(vr, c.n_kv_heads, c.head_dim);
         ops::kv_store(kl, row_table[static_cast<size_t>(t)], p, kr);
         ops::kv_store(vl, row_table[static_cast<size_t>(t)], p, vr);
       }
@@ -411,6 +419,11 @@ Status LlamaModel::forward_layers(std::span<const BatchSequence> batch, const Kv
     });
     ops::attention_batch(q, pos.data(), att_seqs, static_cast<int>(c.n_heads), kl, vl, c.attn_scale, att, pool,
                          {c.layer_window(l), c.attn_softcap});
+    if (rotate_v) {  // rotated values gave a rotated output; H is its own inverse
+      for_rows(qd, [&](int64_t t0, int64_t t1) {
+        ops::hadamard_rotate(att + t0 * qd, (t1 - t0) * c.n_heads, c.head_dim);
+      });
+    }
     mul(L.wo, att, T, proj, pool);
     for_rows(dim, [&](int64_t t0, int64_t t1) {
       if (!L.post_attn_norm.empty()) {

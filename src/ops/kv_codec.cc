@@ -95,6 +95,8 @@ bool kv_dtype_quantized(TensorType dtype) {
   return dtype == TensorType::kQ8_0 || dtype == TensorType::kQ4_0;
 }
 
+bool kv_dtype_rotated(TensorType dtype) { return dtype == TensorType::kQ8_0; }
+
 const char* kv_dtype_short_name(TensorType dtype) {
   switch (dtype) {
     case TensorType::kF32: return "f32";

@@ -12,6 +12,7 @@
 //       of 32), written token by token:
 //       K int8 [kvh][hd][bs] then scales f16 [kvh][hd/g][bs];
 //       V int8 [bs][kvh][hd] then scales f16 [bs][kvh][hd/g].
+//       The vectors stored are the heads rotated (kv_dtype_rotated).
 //       x = q * scale, |x - x'| <= scale / 2, scale >= max|x| / 127 over
 //       the group. Groups of 32 rather than the whole head: a head's
 //       channels differ in size (keys most: a few large channels), and one
@@ -48,6 +49,14 @@ bool kv_dtype_staged(TensorType dtype);
 // Formats that store KV with per-group scales (Q8, Q4): approximate, the
 // third rung's; F32 and F16 are exact enough for rung 1.
 bool kv_dtype_quantized(TensorType dtype);
+// Formats whose heads are stored rotated (ops/hadamard.h): the model
+// rotates each head's query, key and value before the cache and the
+// attention output back after it, so the cache holds H k and H v. Q8: a
+// head's few large channels would otherwise set their group's int8 grid
+// (llama.cpp rotates its quantized caches the same way; docs/BENCHMARKS.md).
+// Q4 is not rotated: its keys are scaled per channel (KIVI), which keeps
+// large channels apart already and which a rotation would undo.
+bool kv_dtype_rotated(TensorType dtype);
 // Short name: "f32", "f16", "q8", "q4"; and back (case-insensitive).
 const char* kv_dtype_short_name(TensorType dtype);
 std::optional<TensorType> kv_dtype_from_short_name(std::string_view name);

@@ -103,7 +103,16 @@ void ShadowVerifier::run() {
       // is queued was served by the configuration serving now.
       c = std::move(pending_.front());
       pending_.pop_front();
+      judging_ = true;
     }
+    // Whichever way this case ends, it no longer waits for the reference.
+    struct Judged {
+      ShadowVerifier* v;
+      ~Judged() {
+        std::lock_guard lock(v->mu_);
+        v->judging_ = false;
+      }
+    } judged{this};
     c.slice = evidence_.slice_key(c.slice);
     engine::Request r = c.request;
     r.constraint = c.grammar ? std::make_shared<GrammarConstraint>(c.grammar) : nullptr;
@@ -265,8 +274,9 @@ std::string ShadowVerifier::render_metrics() const {
   out += fmt::format("ladder_shadow_requests_total{{outcome=\"dropped\"}} {}\n", dropped_full_);
   out += fmt::format("ladder_shadow_requests_total{{outcome=\"stale\"}} {}\n", stale_);
   out += fmt::format("ladder_shadow_requests_total{{outcome=\"error\"}} {}\n", reference_errors_);
-  series("ladder_shadow_pending", "gauge", "Shadow samples waiting for the reference");
-  out += fmt::format("ladder_shadow_pending {}\n", pending_.size());
+  series("ladder_shadow_pending", "gauge",
+         "Shadow samples waiting for the reference (queued or being judged)");
+  out += fmt::format("ladder_shadow_pending {}\n", pending_.size() + (judging_ ? 1 : 0));
   const auto standings = evidence_.standings();
   series("ladder_shadow_slice_shadowed", "gauge", "Requests of a slice shadowed since this configuration serves");
   for (const auto& s : standings) out += fmt::format("ladder_shadow_slice_shadowed{} {}\n", label(s.slice), s.shadowed);

@@ -142,6 +142,7 @@ class ShadowVerifier {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<ShadowCase> pending_;
+  bool judging_ = false;  // the judging thread holds a case taken from pending_
   bool stopping_ = false;
   std::mt19937_64 rng_;
   climb::ShadowEvidence evidence_;
