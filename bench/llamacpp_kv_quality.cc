@@ -29,6 +29,7 @@
 #include "harness/quality.h"
 #include "harness/token_logprob.h"
 #include "llama.h"
+#include "llamacpp_types.h"
 
 namespace {
 
@@ -47,13 +48,6 @@ struct Position {
 };
 
 using Output = std::vector<Position>;
-
-int ggml_type_of(const std::string& name) {  // ggml_type values, stable across llama.cpp releases
-  static const std::map<std::string, int> types = {{"f16", 1},  {"q4_0", 2}, {"q4_1", 3},
-                                                   {"q5_0", 6}, {"q5_1", 7}, {"q8_0", 8}};
-  auto it = types.find(name);
-  return it == types.end() ? -1 : it->second;
-}
 
 Position top_of(const float* logits, int n_vocab) {
   double max = logits[0];
@@ -153,7 +147,7 @@ int main(int argc, char** argv) {
   const int ctx_arg = std::atoi(argv[3]), threads = std::atoi(argv[4]);
   std::vector<std::string> types(argv + 5, argv + argc);
   for (const auto& t : types) {
-    if (ggml_type_of(t) < 0 || t == "f16") {
+    if (!ladder::bench::ggml_cache_type(t) || t == "f16" || t == "f32") {
       std::fprintf(stderr, "error: unknown KV type '%s' (q8_0 q4_0 q4_1 q5_0 q5_1)\n", t.c_str());
       return 2;
     }
@@ -200,7 +194,7 @@ int main(int argc, char** argv) {
 
   std::vector<Output> reference;
   {
-    llama_context* ctx = open_context(model, n_ctx, threads, ggml_type_of("f16"));
+    llama_context* ctx = open_context(model, n_ctx, threads, *ladder::bench::ggml_cache_type("f16"));
     if (ctx == nullptr) return 1;
     for (const Request& r : requests) reference.push_back(generate(ctx, vocab, r));
     llama_free(ctx);
@@ -209,7 +203,7 @@ int main(int argc, char** argv) {
       "| kv | slice | prompt tokens (mean) | exact | mean_match | mean / max KL "
       "|\n|---|---|---|---|---|---|\n");
   for (const std::string& type : types) {
-    llama_context* ctx = open_context(model, n_ctx, threads, ggml_type_of(type));
+    llama_context* ctx = open_context(model, n_ctx, threads, *ladder::bench::ggml_cache_type(type));
     if (ctx == nullptr) {
       std::fprintf(stderr, "error: llama.cpp refused a %s KV cache for this model\n", type.c_str());
       return 1;

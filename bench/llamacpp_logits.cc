@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "llama.h"
+#include "llamacpp_types.h"
 
 namespace {
 
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
   // queries and sums for an F16 cache): the reference stays as close to the
   // model's arithmetic as llama.cpp goes.
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  cp.type_k = cp.type_v = static_cast<decltype(cp.type_k)>(0);  // GGML_TYPE_F32
+  cp.type_k = cp.type_v = static_cast<decltype(cp.type_k)>(*ladder::bench::ggml_cache_type("f32"));
   llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == nullptr) fail("llama.cpp refused the context");
   const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));

@@ -19,11 +19,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <random>
 #include <string>
 
 #include "llama.h"
+#include "llamacpp_types.h"
 
 namespace {
 
@@ -48,12 +48,10 @@ int int_option(int argc, char** argv, const char* name, int fallback) {
   std::exit(1);
 }
 
-int ggml_type_of(const char* name) {  // ggml_type values, stable across llama.cpp releases
-  static const std::map<std::string, int> types = {{"f32", 0},  {"f16", 1},  {"q4_0", 2}, {"q4_1", 3},
-                                                   {"q5_0", 6}, {"q5_1", 7}, {"q8_0", 8}};
-  auto it = types.find(name != nullptr ? name : "f16");
-  if (it == types.end()) fail("unknown cache type (f32 f16 q8_0 q4_0 q4_1 q5_0 q5_1)");
-  return it->second;
+int cache_type(const char* name) {
+  const auto t = ladder::bench::ggml_cache_type(name != nullptr ? name : "f16");
+  if (!t) fail("unknown cache type (f32 f16 q8_0 q4_0 q4_1 q5_0 q5_1)");
+  return *t;
 }
 
 struct Session {
@@ -103,8 +101,8 @@ Session open_session(int argc, char** argv, int n_ctx, int n_batch, int n_ubatch
                          : std::strcmp(fa, "off") == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED
                                                        : LLAMA_FLASH_ATTN_TYPE_AUTO;
   }
-  cp.type_k = static_cast<decltype(cp.type_k)>(ggml_type_of(option(argc, argv, "-ctk")));
-  cp.type_v = static_cast<decltype(cp.type_v)>(ggml_type_of(option(argc, argv, "-ctv")));
+  cp.type_k = static_cast<decltype(cp.type_k)>(cache_type(option(argc, argv, "-ctk")));
+  cp.type_v = static_cast<decltype(cp.type_v)>(cache_type(option(argc, argv, "-ctv")));
   s.ctx = llama_init_from_model(s.model, cp);
   if (s.ctx == nullptr) fail("llama.cpp refused the context");
   s.n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(s.model));

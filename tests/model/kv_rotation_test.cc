@@ -33,19 +33,9 @@ double mean_kl_to_f32_kv(const model::LlamaModel& m, const std::vector<int32_t>&
   }
   double sum = 0;
   for (size_t t = 0; t < seq.size(); ++t) {
-    double lse[2];
-    for (int i = 0; i < 2; ++i) {
-      const float* l = logits[i].data() + t * n_vocab;
-      double mx = l[0];
-      for (size_t v = 1; v < n_vocab; ++v) mx = std::max(mx, static_cast<double>(l[v]));
-      double z = 0;
-      for (size_t v = 0; v < n_vocab; ++v) z += std::exp(l[v] - mx);
-      lse[i] = mx + std::log(z);
-    }
-    for (size_t v = 0; v < n_vocab; ++v) {
-      const double lp = logits[0][t * n_vocab + v] - lse[0], lq = logits[1][t * n_vocab + v] - lse[1];
-      sum += std::exp(lp) * (lp - lq);
-    }
+    const auto lp = log_softmax(logits[0].data() + t * n_vocab, static_cast<int64_t>(n_vocab));
+    const auto lq = log_softmax(logits[1].data() + t * n_vocab, static_cast<int64_t>(n_vocab));
+    for (size_t v = 0; v < n_vocab; ++v) sum += std::exp(lp[v]) * (lp[v] - lq[v]);
   }
   return sum / static_cast<double>(seq.size());
 }

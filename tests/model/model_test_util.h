@@ -116,6 +116,18 @@ inline double max_abs_difference(const std::vector<std::vector<double>>& a, cons
   return worst;
 }
 
+// ln softmax(x), in double.
+inline std::vector<double> log_softmax(const float* x, int64_t n) {
+  double mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, static_cast<double>(x[i]));
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(x[i] - mx);
+  const double lse = mx + std::log(sum);
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = x[i] - lse;
+  return out;
+}
+
 // Greedy continuation of `prompt` for n tokens, one sequence alone.
 inline std::vector<int32_t> greedy(const model::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
                                    ops::ThreadPool& pool) {

@@ -68,17 +68,6 @@ std::string write_model(TensorType type) {
   return path;
 }
 
-std::vector<double> log_softmax(const float* x, int64_t n) {
-  double mx = x[0];
-  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, static_cast<double>(x[i]));
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp(x[i] - mx);
-  const double lse = mx + std::log(sum);
-  std::vector<double> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = x[i] - lse;
-  return out;
-}
-
 struct Agreement {
   double top1 = 0;  // fraction of positions whose argmax matches the reference
   double kl = 0;    // mean KL(reference || candidate), nats
