@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git lld
   clang libclang-rt-14-dev clang-format clang-tidy
   # libraries
   libboost-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev

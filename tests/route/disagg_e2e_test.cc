@@ -300,8 +300,23 @@ tpot_ms = 500
     const double v = metric_value(metrics(router), series);
     return v > 0 ? v : 0;  // absent: none
   };
-  // Measure both paths first (the policy explores until it has).
-  for (int i = 0; i < 2 * PrefillPolicy::kMinSamples; ++i) {
+  // Measure both paths first: the policy explores until it holds
+  // kMinSamples of each. A sample can be skipped (a prefill worker still
+  // counted busy by the router when the next prompt arrives, as under a
+  // sanitizer), so send prompts until a decision is made on the measurements.
+  const std::string decisions = "ladder_router_prefill_decisions_total{where=";
+  auto measured = [&] {
+    const std::string text = metrics(router);
+    double n = 0;
+    for (const char* where : {"remote", "local"}) {
+      for (const char* reason : {"tpot_slo", "cheaper_remote", "cheaper_local"}) {
+        n += std::max(0.0, metric_value(text, decisions + "\"" + where + "\",reason=\"" + reason + "\"}"));
+      }
+    }
+    return n > 0;
+  };
+  for (int i = 0; !measured(); ++i) {
+    ASSERT_LT(i, 10 * PrefillPolicy::kMinSamples) << metrics(router);
     complete(router, {{"prompt", std::to_string(i) + " " + story(2)}, {"max_tokens", 2}, {"temperature", 0}},
              "key-alpha");
   }
