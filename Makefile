@@ -4,6 +4,11 @@ ASAN_DIR  ?= build-asan
 TSAN_DIR  ?= build-tsan
 FUZZ_DIR  ?= build-fuzz
 JOBS      ?= $(shell nproc)
+# The Release suites wait on the clock for about half their time (replays keep
+# their traces' timestamps, the chaos test runs for a fixed time, drains and
+# slow readers are timed): one test more than there are cores keeps the cores
+# busy. The sanitized suites are bound by compute and run JOBS at a time.
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 FUZZ_SECONDS ?= 600
 SHARED    ?= $(abspath ../shared)
 
@@ -64,7 +69,7 @@ build: configure
 # cmake/LadderModule.cmake says why) and a ThreadSanitizer build (engine,
 # server, harness, route, chaos), whose servers are the sanitized `ladder` binaries.
 test: deps build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1200
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(TEST_JOBS) --timeout 1200
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-tsan
 
