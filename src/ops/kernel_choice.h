@@ -1,7 +1,7 @@
 // The kernel strategy this machine runs, chosen once per process: how decode
 // streams weights (plain loads or a software prefetch of some kind and
-// distance) and whether Q8_0/Q4_0 weights are repacked at load or read as
-// stored. Both are measured here, not assumed from the vendor: a short
+// distance), apart for quantized and for float weights, and whether
+// Q8_0/Q4_0 weights are repacked at load or read as stored. Both are measured here, not assumed from the vendor: a short
 // calibration (about a second) times the real decode kernels under each
 // candidate, and its result is cached per CPU model in
 // $XDG_CACHE_HOME/ladder/ (~/.cache/ladder/), so later processes on the same
@@ -23,7 +23,13 @@
 namespace ladder::ops {
 
 struct KernelChoice {
-  StreamStrategy decode_stream;  // weights streamed by one-row (decode) matmuls
+  // Weights streamed by one-row (decode) matmuls: quantized ones (the
+  // integer kernels, several operations per byte) and float ones (F32, F16,
+  // BF16: one FMA per load). They need not agree: on a Zen 5 a float stream
+  // ran 20-40% faster on the hardware prefetchers alone, where the quantized
+  // ones gained from a non-temporal prefetch (docs/BENCHMARKS.md).
+  StreamStrategy decode_stream;
+  StreamStrategy float_stream;
   bool repack_q32 = true;        // repack Q8_0/Q4_0 at load (when the target can)
   // Where the choice came from: "measured", "cache FILE", "fallback (...)" or "set".
   std::string source;

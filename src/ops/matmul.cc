@@ -188,7 +188,7 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
   const int64_t n_in = outs[0].w->n_in;
   thread_local std::vector<Product> products;
   products.clear();
-  const StreamStrategy stream = kernel_choice().decode_stream;
+  const KernelChoice& choice = kernel_choice();
   const int64_t amx_row_tiles = amx_int8_active() ? rows / detail::kAmxTileRows : 0;
   bool quantize = false;
   bool split_bf16 = false;
@@ -209,7 +209,7 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     p.t.x = x;
     p.t.y = out.y;
     p.t.y_stride = w.n_out;
-    p.t.stream = stream;
+    p.t.stream = is_float_type(w.type) ? choice.float_stream : choice.decode_stream;
     // Q5_K has a packed kernel but no unpacked integer one: unpacked, or on
     // a target without the packed kernel, it dequantizes.
     const bool packed = use_packed(w, out.packed);
