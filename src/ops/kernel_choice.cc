@@ -322,7 +322,8 @@ KernelChoice calibrate_kernel_choice() {
       }
       detail::MatmulTask tf = fmat.t;
       tf.stream = candidates[i];
-      best_float[i] = std::min(best_float[i], time_pass(kCalFloatOut, [&](int64_t b, int64_t e) { fmat.cols(tf, b, e); }));
+      best_float[i] = std::min(best_float[i],
+                               time_pass(kCalFloatOut, [&](int64_t b, int64_t e) { fmat.cols(tf, b, e); }));
     }
     best_stored = std::min(best_stored, time_pass(mats[0].n_out, [&](int64_t b, int64_t e) {
                              detail::matmul_int_cols(mats[0].t, b, e);
@@ -350,8 +351,8 @@ KernelChoice calibrate_kernel_choice() {
     float_text += fmt::format("{}{} {:.1f}", i == 0 ? "" : ", ", to_string(candidates[i]),
                               static_cast<double>(fmat.bytes) / best_float[i] / 1e9);
   }
-  c.float_stream = candidates[static_cast<size_t>(
-      std::min_element(best_float.begin(), best_float.end()) - best_float.begin())];
+  const auto fastest = std::min_element(best_float.begin(), best_float.end());
+  c.float_stream = candidates[static_cast<size_t>(fastest - best_float.begin())];
   const size_t stored_bytes = row_bytes(traits_of(TensorType::kQ8_0), kCalIn) * kCalOut;
   const double best_packed_q8 = *std::min_element(best[0].begin(), best[0].end());
   // Repacking must win by time per matrix (the packed Q8_0 layout is 6% larger).

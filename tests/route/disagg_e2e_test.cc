@@ -108,6 +108,15 @@ json complete(int port, const json& body, const std::string& key = "") {
   return json::parse(r.body, nullptr, false);
 }
 
+// The router's count of prompts placed `where` for `reason` in a /metrics
+// text (0 when the series is absent: none yet).
+double prefill_decisions(const std::string& metrics_text, const char* where, const char* reason) {
+  const std::string series =
+      fmt::format("ladder_router_prefill_decisions_total{{where=\"{}\",reason=\"{}\"}}", where, reason);
+  const double v = metric_value(metrics_text, series);
+  return v > 0 ? v : 0;
+}
+
 std::string story(int sentences) {
   static const char* kSentences[] = {
       "Once upon a time, there was a little girl named Lily. ",
@@ -244,11 +253,7 @@ TEST(Disagg, MeasuredPrefillPolicyCountsEveryDecisionAndKeepsOutputs) {
   complete(router, {{"prompt", "0 " + story(2)}, {"max_tokens", 8}, {"temperature", 0}});
 
   const std::string rm = metrics(router);
-  auto decisions = [&](const char* where, const char* reason) {
-    const double v = metric_value(
-        rm, fmt::format("ladder_router_prefill_decisions_total{{where=\"{}\",reason=\"{}\"}}", where, reason));
-    return v > 0 ? v : 0;  // absent: none
-  };
+  auto decisions = [&](const char* where, const char* reason) { return prefill_decisions(rm, where, reason); };
   double total = 0;
   for (const char* where : {"remote", "local"}) {
     for (const char* reason : {"cached", "no_prefill_worker", "prefill_busy", "exploring", "tpot_slo",
@@ -295,22 +300,17 @@ tpot_ms = 500
   const int router = c.router->port();
   EXPECT_EQ(health(c.decode[0]->port())["prefill_chunk_tokens"], 256);
   EXPECT_EQ(metric_value(metrics(router), "ladder_router_tpot_objective_ms"), 0.001);
-  auto tpot_slo = [&] {
-    const char* series = "ladder_router_prefill_decisions_total{where=\"remote\",reason=\"tpot_slo\"}";
-    const double v = metric_value(metrics(router), series);
-    return v > 0 ? v : 0;  // absent: none
-  };
+  auto tpot_slo = [&] { return prefill_decisions(metrics(router), "remote", "tpot_slo"); };
   // Measure both paths first: the policy explores until it holds
   // kMinSamples of each. A sample can be skipped (a prefill worker still
   // counted busy by the router when the next prompt arrives, as under a
   // sanitizer), so send prompts until a decision is made on the measurements.
-  const std::string decisions = "ladder_router_prefill_decisions_total{where=";
   auto measured = [&] {
     const std::string text = metrics(router);
     double n = 0;
     for (const char* where : {"remote", "local"}) {
       for (const char* reason : {"tpot_slo", "cheaper_remote", "cheaper_local"}) {
-        n += std::max(0.0, metric_value(text, decisions + "\"" + where + "\",reason=\"" + reason + "\"}"));
+        n += prefill_decisions(text, where, reason);
       }
     }
     return n > 0;
