@@ -43,8 +43,9 @@ void add_kv_dtype_option(CLI::App* cmd, TensorType* out) {
          "--kv-dtype",
          [out](const std::string& v) { *out = *ops::kv_dtype_from_short_name(v); },
          "KV cache format: f16 (half the memory and bandwidth of f32), f32, q8 (int8 of the heads "
-         "Hadamard-rotated, a scale per token, head and 32 channels: about half of f16) or q4 (KIVI-style 4-bit, keys per channel "
-         "and values per token, recent tokens in f16 until their block fills: about a third of f16)")
+         "Hadamard-rotated, a scale per token, head and 32 channels: about half of f16) or q4 "
+         "(KIVI-style 4-bit, keys per channel and values per token, recent tokens in f16 until their "
+         "block fills: about a third of f16)")
       ->check(CLI::IsMember({"f16", "f32", "q8", "q4"}, CLI::ignore_case))
       ->type_name("f16|f32|q8|q4")
       ->default_str(ops::kv_dtype_short_name(*out));

@@ -26,9 +26,9 @@ namespace ladder::ops {
 struct KernelChoice {
   // Weights streamed by one-row (decode) matmuls: quantized ones (the
   // integer kernels, several operations per byte) and float ones (F32, F16,
-  // BF16: one FMA per load). They need not agree: on a Zen 5 a float stream
-  // ran 20-40% faster on the hardware prefetchers alone, where the quantized
-  // ones gained from a non-temporal prefetch (docs/BENCHMARKS.md).
+  // BF16: one FMA per load). They need not agree: on a Zen 5 at one thread
+  // F16 decode ran 30-50% faster on plain loads than under the quantized
+  // streams' NTA+16K, which those gained from (docs/BENCHMARKS.md).
   StreamStrategy decode_stream;
   StreamStrategy float_stream;
   bool repack_q32 = true;        // repack Q8_0/Q4_0 at load (when the target can)

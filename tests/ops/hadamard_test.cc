@@ -4,19 +4,14 @@
 
 #include <bit>
 #include <cmath>
-#include <random>
 #include <vector>
+
+#include "ops_test_util.h"
 
 namespace ladder::ops {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using testing::random_floats;
 
 TEST(Hadamard, BlockIsTheLargestPowerOfTwoDividingTheHead) {
   EXPECT_EQ(hadamard_block(128), 128);
@@ -31,7 +26,7 @@ TEST(Hadamard, MatchesTheMatrixDefinition) {
   for (int64_t dim : {8, 64, 96, 128}) {
     const int64_t b = hadamard_block(dim);
     const int64_t n_vectors = 3;
-    const auto x = random_vector(static_cast<size_t>(n_vectors * dim), 7);
+    const auto x = random_floats(static_cast<size_t>(n_vectors * dim), 7);
     auto y = x;
     hadamard_rotate(y.data(), n_vectors, dim);
     for (int64_t s = 0; s < n_vectors * dim; s += b) {
@@ -50,7 +45,7 @@ TEST(Hadamard, MatchesTheMatrixDefinition) {
 
 TEST(Hadamard, IsItsOwnInverseAndKeepsDotProducts) {
   const int64_t dim = 128;
-  const auto q = random_vector(dim, 1), k = random_vector(dim, 2);
+  const auto q = random_floats(dim, 1), k = random_floats(dim, 2);
   auto hq = q, hk = k;
   hadamard_rotate(hq.data(), 1, dim);
   hadamard_rotate(hk.data(), 1, dim);
@@ -77,7 +72,7 @@ TEST(Hadamard, SpreadsALargeChannelOverTheBlock) {
 }
 
 TEST(Hadamard, LeavesAnOddHeadAlone) {
-  auto x = random_vector(14, 3);
+  auto x = random_floats(14, 3);
   const auto before = x;
   hadamard_rotate(x.data(), 2, 7);
   EXPECT_EQ(x, before);
