@@ -35,14 +35,14 @@ namespace {
 
 // Bump when the candidates or the measurement change, so old caches are
 // ignored rather than trusted.
-constexpr int kCacheVersion = 3;
+constexpr int kCacheVersion = 4;
 
 // The calibration matrices: 2048 x 32768 of Q8_0 (about 68 MiB) and of
-// Q4_0 (36 MiB), and 2048 x 16384 of F16 (64 MiB), beyond the private caches
-// and most last-level caches, so they stream.
+// Q4_0 (36 MiB), 2048 x 16384 of F16 and 2048 x 8192 of F32 (64 MiB each),
+// beyond the private caches and most last-level caches, so they stream.
 constexpr int64_t kCalIn = 2048;
 constexpr int64_t kCalOut = 32768;
-constexpr int64_t kCalFloatOut = 16384;
+constexpr int64_t kCalFloatBytes = int64_t{64} << 20;
 
 // The CPU as CPUID names it: brand string and family/model/stepping (a VM's
 // brand string is often generic, e.g. "Intel(R) Xeon(R) Processor", while the
@@ -102,7 +102,7 @@ std::optional<KernelChoice> read_kernel_choice(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
   KernelChoice c;
-  bool have_stream = false, have_float = false, have_repack = false;
+  bool have_stream = false, have_f32 = false, have_f16 = false, have_repack = false;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     const size_t eq = line.find('=');
@@ -113,11 +113,11 @@ std::optional<KernelChoice> read_kernel_choice(const std::string& path) {
       if (!s.is_ok()) return std::nullopt;
       c.decode_stream = s.value();
       have_stream = true;
-    } else if (key == "float_stream") {
+    } else if (key == "f32_stream" || key == "f16_stream") {
       auto s = parse_stream_strategy(value);
       if (!s.is_ok()) return std::nullopt;
-      c.float_stream = s.value();
-      have_float = true;
+      (key == "f32_stream" ? c.f32_stream : c.f16_stream) = s.value();
+      (key == "f32_stream" ? have_f32 : have_f16) = true;
     } else if (key == "repack_q32") {
       if (value != "0" && value != "1") return std::nullopt;
       c.repack_q32 = value == "1";
@@ -126,7 +126,7 @@ std::optional<KernelChoice> read_kernel_choice(const std::string& path) {
       c.detail = value;
     }
   }
-  if (!have_stream || !have_float || !have_repack) return std::nullopt;
+  if (!have_stream || !have_f32 || !have_f16 || !have_repack) return std::nullopt;
   c.source = "cache " + path;
   return c;
 }
@@ -143,7 +143,8 @@ bool write_kernel_choice(const std::string& path, const KernelChoice& c) {
     out << "# Ladder's decode kernel choice for " << cpu_identity() << ", target " << active_target_name()
         << " (delete to measure again)\n";
     out << "decode_stream=" << to_string(c.decode_stream) << "\n";
-    out << "float_stream=" << to_string(c.float_stream) << "\n";
+    out << "f32_stream=" << to_string(c.f32_stream) << "\n";
+    out << "f16_stream=" << to_string(c.f16_stream) << "\n";
     out << "repack_q32=" << (c.repack_q32 ? 1 : 0) << "\n";
     out << "detail=" << c.detail << "\n";
     if (!out.flush()) return false;
@@ -208,41 +209,50 @@ struct CalMatrix {
   }
 };
 
-// The float calibration matrix: F16, packed where the target packs float
-// weights (as models load them), else as stored.
+// A float calibration matrix (F32 or F16, kCalFloatBytes of random weights
+// in [-1, 1]), packed where the target packs float weights (as models load
+// them), else as stored.
 struct CalFloatMatrix {
   hwy::AlignedFreeUniquePtr<uint8_t[]> data;
   size_t bytes = 0;
   bool packed = false;
   detail::MatmulTask t;
 
-  CalFloatMatrix(ThreadPool& pool, const float* x, float* y) {
-    const size_t rb = static_cast<size_t>(kCalIn) * sizeof(uint16_t);
-    auto stored = hwy::AllocateAligned<uint8_t>(rb * static_cast<size_t>(kCalFloatOut));
-    pool.parallel_for(kCalFloatOut, 256, [&](int64_t b, int64_t e) {
+  CalFloatMatrix(TensorType type, ThreadPool& pool, const float* x, float* y) {
+    const size_t elem = type == TensorType::kF32 ? sizeof(float) : sizeof(uint16_t);
+    const size_t rb = static_cast<size_t>(kCalIn) * elem;
+    const int64_t n_out = kCalFloatBytes / static_cast<int64_t>(rb);
+    auto stored = hwy::AllocateAligned<uint8_t>(rb * static_cast<size_t>(n_out));
+    pool.parallel_for(n_out, 256, [&](int64_t b, int64_t e) {
       std::minstd_rand rng(static_cast<uint32_t>(b + 1));
-      uint16_t* h = reinterpret_cast<uint16_t*>(stored.get() + static_cast<size_t>(b) * rb);
+      uint8_t* row = stored.get() + static_cast<size_t>(b) * rb;
       for (int64_t i = 0; i < (e - b) * kCalIn; ++i) {
-        h[i] = f32_to_f16(static_cast<float>(rng() % 2001) / 1000.0f - 1.0f);
+        const float v = static_cast<float>(rng() % 2001) / 1000.0f - 1.0f;
+        if (type == TensorType::kF32) {
+          std::memcpy(row + i * 4, &v, 4);
+        } else {
+          const uint16_t h = f32_to_f16(v);
+          std::memcpy(row + i * 2, &h, 2);
+        }
       }
     });
-    t.type = TensorType::kF16;
+    t.type = type;
     t.n_in = kCalIn;
     t.rows = 1;
     t.x = x;
     t.y = y;
     t.w = stored.get();
     t.w_row_bytes = rb;
-    t.y_stride = kCalFloatOut;
-    bytes = rb * static_cast<size_t>(kCalFloatOut);
+    t.y_stride = n_out;
+    bytes = rb * static_cast<size_t>(n_out);
     packed = detail::has_float_packed();
     if (!packed) {
       data = std::move(stored);
       return;
     }
-    data = hwy::AllocateAligned<uint8_t>(detail::float_packed_bytes(t.type, kCalIn, kCalFloatOut));
+    data = hwy::AllocateAligned<uint8_t>(detail::float_packed_bytes(t.type, kCalIn, n_out));
     const int64_t group = detail::float_pack_group_cols();
-    pool.parallel_for((kCalFloatOut + group - 1) / group, 1,
+    pool.parallel_for((n_out + group - 1) / group, 1,
                       [&](int64_t b, int64_t e) { detail::pack_float_groups(t, b, e, data.get()); });
     t.w = nullptr;  // the kernel reads `data`
   }
@@ -286,9 +296,10 @@ KernelChoice calibrate_kernel_choice() {
   // Q8_0 (one byte a weight, little work per byte) and Q4_0 (half a byte,
   // twice the work per byte): the strategy must serve both kinds of stream.
   CalMatrix mats[] = {{TensorType::kQ8_0, kCalOut, pool, row}, {TensorType::kQ4_0, kCalOut, pool, row}};
-  // F16 (one FMA per load; F32 and BF16 run the same kernel shape), timed
-  // apart: its best strategy is the float weights' own.
-  const CalFloatMatrix fmat(pool, x.data(), y.data());
+  // F32 and F16 (BF16 runs the F16 kernel's shape), each timed apart: one
+  // FMA per load, over 64 or 32 bytes of weights, want their own streams.
+  const CalFloatMatrix fmats[] = {{TensorType::kF32, pool, x.data(), y.data()},
+                                  {TensorType::kF16, pool, x.data(), y.data()}};
 
   // Seconds per pass over a matrix, as CPU time of the threads that ran it
   // divided by their number: a thread that a shared machine deschedules for
@@ -307,7 +318,7 @@ KernelChoice calibrate_kernel_choice() {
   const std::vector<StreamStrategy> candidates = candidate_stream_strategies();
   // best[m][i]: matrix m under candidate i; best_stored: Q8_0 as stored.
   std::vector<std::vector<double>> best(2, std::vector<double>(candidates.size(), 1e30));
-  std::vector<double> best_float(candidates.size(), 1e30);
+  std::vector<std::vector<double>> best_float(2, std::vector<double>(candidates.size(), 1e30));
   double best_stored = 1e30;
   constexpr int kRounds = 4;
   for (int round = 0; round < kRounds; ++round) {
@@ -320,10 +331,13 @@ KernelChoice calibrate_kernel_choice() {
                                 detail::matmul_packed_cols(ts, mats[m].packed.get(), sums, b, e);
                               }));
       }
-      detail::MatmulTask tf = fmat.t;
-      tf.stream = candidates[i];
-      best_float[i] = std::min(best_float[i],
-                               time_pass(kCalFloatOut, [&](int64_t b, int64_t e) { fmat.cols(tf, b, e); }));
+      for (size_t f = 0; f < 2; ++f) {
+        detail::MatmulTask tf = fmats[f].t;
+        tf.stream = candidates[i];
+        best_float[f][i] = std::min(best_float[f][i], time_pass(tf.y_stride, [&](int64_t b, int64_t e) {
+                                      fmats[f].cols(tf, b, e);
+                                    }));
+      }
     }
     best_stored = std::min(best_stored, time_pass(mats[0].n_out, [&](int64_t b, int64_t e) {
                              detail::matmul_int_cols(mats[0].t, b, e);
@@ -345,22 +359,25 @@ KernelChoice calibrate_kernel_choice() {
     detail_text += fmt::format("{}{} {}", i == 0 ? "" : ", ", to_string(candidates[i]), speeds);
     if (score > best_score) best_score = score, c.decode_stream = candidates[i];
   }
-  // The float weights' strategy: the fastest pass over the F16 matrix.
+  // Each float type's strategy: the fastest pass over its matrix.
   std::string float_text;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    float_text += fmt::format("{}{} {:.1f}", i == 0 ? "" : ", ", to_string(candidates[i]),
-                              static_cast<double>(fmat.bytes) / best_float[i] / 1e9);
+  for (size_t f = 0; f < 2; ++f) {
+    float_text += fmt::format("{}{}x{} {}{}:", f == 0 ? "" : "; ", kCalIn, fmats[f].t.y_stride,
+                              tensor_type_name(fmats[f].t.type), fmats[f].packed ? " packed" : "");
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      float_text += fmt::format("{} {} {:.1f}", i == 0 ? "" : ",", to_string(candidates[i]),
+                                static_cast<double>(fmats[f].bytes) / best_float[f][i] / 1e9);
+    }
+    const auto fastest = std::min_element(best_float[f].begin(), best_float[f].end());
+    (f == 0 ? c.f32_stream : c.f16_stream) = candidates[static_cast<size_t>(fastest - best_float[f].begin())];
   }
-  const auto fastest = std::min_element(best_float.begin(), best_float.end());
-  c.float_stream = candidates[static_cast<size_t>(fastest - best_float.begin())];
   const size_t stored_bytes = row_bytes(traits_of(TensorType::kQ8_0), kCalIn) * kCalOut;
   const double best_packed_q8 = *std::min_element(best[0].begin(), best[0].end());
   // Repacking must win by time per matrix (the packed Q8_0 layout is 6% larger).
   c.repack_q32 = best_packed_q8 <= best_stored * 1.02;
   c.detail = fmt::format(
-      "{}x{} decode GB/s of packed Q8_0/Q4_0: {}; Q8_0 as stored {:.1f}; {}x{} F16{}: {} ({} threads)", kCalIn,
-      kCalOut, detail_text, static_cast<double>(stored_bytes) / best_stored / 1e9, kCalIn, kCalFloatOut,
-      fmat.packed ? " packed" : "", float_text, pool.size());
+      "{}x{} decode GB/s of packed Q8_0/Q4_0: {}; Q8_0 as stored {:.1f}; {} ({} threads)", kCalIn, kCalOut,
+      detail_text, static_cast<double>(stored_bytes) / best_stored / 1e9, float_text, pool.size());
   c.source = "measured";
   return c;
 }
@@ -413,8 +430,8 @@ std::string describe_kernel_paths() {
   const KernelChoice& c = kernel_choice();
   const bool packs = detail::has_packed(TensorType::kQ8_0);
   std::string out = fmt::format("kernel fingerprint: {}\n", kernel_fingerprint());
-  out += fmt::format("decode streaming: {} for quantized weights, {} for float weights ({})\n",
-                     to_string(c.decode_stream), to_string(c.float_stream), c.source);
+  out += fmt::format("decode streaming: {} for quantized weights, {} for F32, {} for F16/BF16 ({})\n",
+                     to_string(c.decode_stream), to_string(c.f32_stream), to_string(c.f16_stream), c.source);
   if (!c.detail.empty()) out += fmt::format("  calibration: {}\n", c.detail);
   out += fmt::format("Q8_0/Q4_0 weights: {}\n",
                      !packs ? "as stored (no packed kernels on this target)"

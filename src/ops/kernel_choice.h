@@ -1,6 +1,6 @@
 // The kernel strategy this machine runs, chosen once per process: how decode
 // streams weights (plain loads or a software prefetch of some kind and
-// distance), apart for quantized and for float weights, and whether
+// distance), apart for quantized, F32 and 16-bit float weights, and whether
 // Q8_0/Q4_0 weights are repacked at load or read as stored. Both are
 // measured here, not assumed from the vendor: a short calibration (about a
 // second) times the real decode kernels under each candidate, and its
@@ -25,12 +25,15 @@ namespace ladder::ops {
 
 struct KernelChoice {
   // Weights streamed by one-row (decode) matmuls: quantized ones (the
-  // integer kernels, several operations per byte) and float ones (F32, F16,
-  // BF16: one FMA per load). They need not agree: on a Zen 5 at one thread
-  // F16 decode ran 30-50% faster on plain loads than under the quantized
-  // streams' NTA+16K, which those gained from (docs/BENCHMARKS.md).
+  // integer kernels, several operations per byte), F32 ones (one FMA per 64
+  // bytes) and F16/BF16 ones (one conversion and FMA per 32 bytes). They
+  // need not agree: on a Zen 5 at one thread F16 decode ran 30-50% faster on
+  // plain loads than under the quantized streams' NTA+16K, which those gained
+  // from, and F32 decode ran 15% faster on plain loads than under the NTA+4K
+  // that F16 measured best (docs/BENCHMARKS.md).
   StreamStrategy decode_stream;
-  StreamStrategy float_stream;
+  StreamStrategy f32_stream;
+  StreamStrategy f16_stream;  // F16 and BF16
   bool repack_q32 = true;        // repack Q8_0/Q4_0 at load (when the target can)
   // Where the choice came from: "measured", "cache FILE", "fallback (...)" or "set".
   std::string source;
@@ -51,7 +54,7 @@ void set_kernel_choice(const KernelChoice& choice);
 KernelChoice calibrate_kernel_choice();
 
 // The cache file of this CPU model and SIMD target:
-// $XDG_CACHE_HOME/ladder/kernels-v2-<cpu>.txt (else ~/.cache/ladder/...);
+// $XDG_CACHE_HOME/ladder/kernels-v<version>-<cpu>.txt (else ~/.cache/ladder/...);
 // empty when neither variable is set.
 std::string kernel_choice_cache_path();
 

@@ -92,8 +92,12 @@ size_t FloatPackedBytes(TensorType type, int64_t n_in, int64_t n_out) {
 
 // kHint >= 0: a one-row (decode) call prefetches each column's weights
 // t.stream.distance bytes ahead with that locality (ops/kernel_choice.h).
-// `packed` null: the stored layout (t.w); else the packed one.
-template <TensorType kType, int kHint = -1>
+// kPacked: reads `packed` (the layout above), else the stored layout (t.w).
+// A compile-time choice: the packed chunk stride is then a constant, so the
+// decode loop addresses every column from one pointer and issues its
+// prefetches unrolled (a runtime stride left a branchy prefetch loop in the
+// loop body).
+template <TensorType kType, int kHint, bool kPacked>
 struct FloatTile {
   using WT = WeightElem<kType>;
   const detail::MatmulTask& t;
@@ -108,9 +112,9 @@ struct FloatTile {
     const float* xr[R];
     const WT* wc[C];
     // Elements between a column's consecutive chunks of N.
-    const size_t stride = packed == nullptr ? N : C * N;
+    const size_t stride = kPacked ? C * N : N;
     for (int i = 0; i < R; ++i) xr[i] = t.x + r_idx[i] * t.n_in;
-    if (packed == nullptr) {
+    if constexpr (!kPacked) {
       for (int c = 0; c < C; ++c) wc[c] = reinterpret_cast<const WT*>(t.w + o_idx[c] * t.w_row_bytes);
     } else {
       const WT* group = packed + static_cast<size_t>(o_idx[0] / C) * C * ((n + N - 1) / N) * N;
@@ -124,11 +128,13 @@ struct FloatTile {
     for (; k + N <= n; k += N, kw += stride) {
       VF wv[C];
       if constexpr (kHint >= 0) {
-        if (packed == nullptr) {
+        if constexpr (!kPacked) {
           for (int c = 0; c < C; ++c) __builtin_prefetch(wc[c] + kw + ahead, 0, kHint);
         } else {  // the group's chunks are one run: each of its lines once
-          for (size_t b = 0; b < stride * sizeof(WT); b += 64) {
-            __builtin_prefetch(reinterpret_cast<const char*>(wc[0] + kw + ahead) + b, 0, kHint);
+          const char* line = reinterpret_cast<const char*>(wc[0] + kw + ahead);
+          constexpr size_t kRunBytes = C * hn::MaxLanes(DF()) * sizeof(WT);
+          for (size_t b = 0; b < kRunBytes; b += 64) {
+            __builtin_prefetch(line + b, 0, kHint);
           }
         }
       }
@@ -163,8 +169,13 @@ void float_cols(const detail::MatmulTask& t, int64_t o_begin, int64_t o_end,
                 const WeightElem<kType>* packed = nullptr) {
   const int64_t block = col_block_for<kFloatCols>(t.w_row_bytes);
   const auto drive = [&]<int kHint>() {
-    FloatTile<kType, kHint> tile{t, packed};
-    drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, block, tile);
+    if (packed != nullptr) {
+      FloatTile<kType, kHint, true> tile{t, packed};
+      drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, block, tile);
+    } else {
+      FloatTile<kType, kHint, false> tile{t};
+      drive_tiles<kFloatRows, kFloatCols>(t, o_begin, o_end, block, tile);
+    }
   };
   // Decode streams the weights under the machine's strategy; prefetching
   // never changes a result.

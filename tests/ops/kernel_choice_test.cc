@@ -40,23 +40,29 @@ TEST_F(KernelChoiceTest, CacheRoundTripsAndRejectsMalformedFiles) {
   const std::string path = dir + "/nested/kernels.txt";
   KernelChoice c;
   c.decode_stream = {Prefetch::kT1, 16384};
-  c.float_stream = {Prefetch::kNta, 4096};
+  c.f32_stream = {Prefetch::kNone, 0};
+  c.f16_stream = {Prefetch::kNta, 4096};
   c.repack_q32 = false;
   c.detail = "plain 10.0, T1+16K 20.0";
   ASSERT_TRUE(write_kernel_choice(path, c));
   const auto back = read_kernel_choice(path);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->decode_stream, c.decode_stream);
-  EXPECT_EQ(back->float_stream, c.float_stream);
+  EXPECT_EQ(back->f32_stream, c.f32_stream);
+  EXPECT_EQ(back->f16_stream, c.f16_stream);
   EXPECT_FALSE(back->repack_q32);
   EXPECT_EQ(back->detail, c.detail);
   EXPECT_EQ(back->source, "cache " + path);
-  // The last but one: a file of the previous version, without float_stream.
-  for (const char* bad : {"decode_stream=T9+1K\nfloat_stream=plain\nrepack_q32=1\n",
-                          "decode_stream=plain\nfloat_stream=T7+4K\nrepack_q32=1\n",
-                          "decode_stream=plain\nfloat_stream=plain\n", "float_stream=plain\nrepack_q32=1\n",
-                          "decode_stream=plain\nfloat_stream=plain\nrepack_q32=2\n",
-                          "decode_stream=plain\nrepack_q32=1\n", "garbage\n"}) {
+  // The last but one: a file of the previous version (one float_stream for
+  // every float type).
+  for (const char* bad : {"decode_stream=T9+1K\nf32_stream=plain\nf16_stream=plain\nrepack_q32=1\n",
+                          "decode_stream=plain\nf32_stream=T7+4K\nf16_stream=plain\nrepack_q32=1\n",
+                          "decode_stream=plain\nf32_stream=plain\nf16_stream=NTA\nrepack_q32=1\n",
+                          "decode_stream=plain\nf32_stream=plain\nf16_stream=plain\n",
+                          "f32_stream=plain\nf16_stream=plain\nrepack_q32=1\n",
+                          "decode_stream=plain\nf32_stream=plain\nf16_stream=plain\nrepack_q32=2\n",
+                          "decode_stream=plain\nf16_stream=plain\nrepack_q32=1\n",
+                          "decode_stream=plain\nfloat_stream=plain\nrepack_q32=1\n", "garbage\n"}) {
     std::ofstream(path) << bad;
     EXPECT_FALSE(read_kernel_choice(path).has_value()) << bad;
   }
@@ -94,12 +100,14 @@ TEST_F(KernelChoiceTest, EveryStreamStrategyGivesTheSameBits) {
     std::vector<float> want(n_out), got(n_out);
     KernelChoice c = kernel_choice();
     c.decode_stream = {};
-    c.float_stream = {};
+    c.f32_stream = {};
+    c.f16_stream = {};
     set_kernel_choice(c);
     matmul(wm, packed, x.data(), 1, want.data(), pool);
     for (const StreamStrategy& s : candidate_stream_strategies()) {
       c.decode_stream = s;
-      c.float_stream = s;
+      c.f32_stream = s;
+      c.f16_stream = s;
       set_kernel_choice(c);
       matmul(wm, packed, x.data(), 1, got.data(), pool);
       ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << to_string(s);
@@ -149,7 +157,7 @@ TEST(KernelChoice, DescribesTheActivePaths) {
   EXPECT_NE(d.find("kernel fingerprint: " + kernel_fingerprint()), std::string::npos) << d;
   const KernelChoice& c = kernel_choice();
   EXPECT_NE(d.find("decode streaming: " + to_string(c.decode_stream) + " for quantized weights, " +
-                   to_string(c.float_stream) + " for float weights"),
+                   to_string(c.f32_stream) + " for F32, " + to_string(c.f16_stream) + " for F16/BF16"),
             std::string::npos)
       << d;
   EXPECT_NE(d.find("AMX:"), std::string::npos) << d;
