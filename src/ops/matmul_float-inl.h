@@ -94,9 +94,8 @@ size_t FloatPackedBytes(TensorType type, int64_t n_in, int64_t n_out) {
 // t.stream.distance bytes ahead with that locality (ops/kernel_choice.h).
 // kPacked: reads `packed` (the layout above), else the stored layout (t.w).
 // A compile-time choice: the packed chunk stride is then a constant, so the
-// decode loop addresses every column from one pointer and issues its
-// prefetches unrolled (a runtime stride left a branchy prefetch loop in the
-// loop body).
+// decode loop issues its prefetches unrolled (a runtime stride left a
+// branchy prefetch loop in the loop body).
 template <TensorType kType, int kHint, bool kPacked>
 struct FloatTile {
   using WT = WeightElem<kType>;
