@@ -18,18 +18,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "avx512_bench.h"
 #include "hwy/aligned_allocator.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
-#include <immintrin.h>
-
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the unused merge
-// operand, which -Wmaybe-uninitialized reports at every inlined call.
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 namespace {
 
@@ -38,9 +31,6 @@ constexpr int64_t kOut = 32768;
 constexpr int64_t kCols = 4;     // the float tile's width
 constexpr int64_t kChunk = 32;   // bf16 elements per 512-bit vector
 constexpr int64_t kGroups = kOut / kCols;
-
-#define LADDER_BENCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-#define LADDER_BENCH_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 bool has_avx512_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;

@@ -29,6 +29,7 @@
 #include <random>
 #include <vector>
 
+#include "avx512_bench.h"
 #include "common/page_memory.h"
 #include "common/tensor_type.h"
 #include "ops/matmul.h"
@@ -36,28 +37,11 @@
 #include "ops/thread_pool.h"
 
 #if defined(__x86_64__)
-#include <cpuid.h>
-#include <immintrin.h>
-
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the unused merge
-// operand, which -Wmaybe-uninitialized reports at every inlined call.
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
 namespace {
 
 using ladder::PageMemory;
 using ladder::TensorType;
 namespace ops = ladder::ops;
-
-#define LADDER_BENCH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-
-bool has_avx512f() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 16)) != 0;
-}
 
 ops::ThreadPool& pool() {
   static ops::ThreadPool p(1);
@@ -207,8 +191,8 @@ void pass(Case c) {
 }
 
 void Orders(benchmark::State& state) {
-  if (!has_avx512f()) {
-    state.SkipWithError("needs AVX-512F");
+  if (!__builtin_cpu_supports("avx512bw")) {
+    state.SkipWithError("needs AVX-512 (F, BW, VL)");
     return;
   }
   const Weights& d = weights();
