@@ -274,4 +274,18 @@ double metric_value(const std::string& text, const std::string& series) {
   return -1;
 }
 
+std::string metrics(int port) {
+  return http_request(port, "GET", "/metrics", "", {{"Authorization", std::string("Bearer ") + kTestAdminKey}}).body;
+}
+
+std::string wait_metric(int port, const std::string& series, double value) {
+  std::string text;
+  for (int i = 0; i < 500; ++i) {
+    text = metrics(port);
+    if (metric_value(text, series) == value) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return text;
+}
+
 }  // namespace ladder::testing

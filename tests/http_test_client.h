@@ -74,4 +74,12 @@ std::vector<std::string> sse_payloads(const std::string& body);
 // text, e.g. `ladder_kv_blocks_used` or `x{tenant="a"}`); -1 when absent.
 double metric_value(const std::string& metrics_text, const std::string& series);
 
+// GET /metrics of the server at `port` with the admin key (every tenant).
+std::string metrics(int port);
+
+// Polls /metrics until `series` reads `value` (or 10 s pass); returns the
+// last text. A server counts a request when it settles it, after the reply
+// has gone out, so a client may read its reply before the count moves.
+std::string wait_metric(int port, const std::string& series, double value);
+
 }  // namespace ladder::testing

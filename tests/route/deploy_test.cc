@@ -4,10 +4,8 @@
 // a running router, prefill worker and decode worker (check_deploy.py).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "http_test_client.h"
 #include "test_support.h"
@@ -36,25 +34,14 @@ TEST(Deploy, ManifestsAndDashboardMatchTheServer) {
   ASSERT_EQ(http_request(router.port(), "POST", "/v1/completions", body).status, 200);
   std::vector<std::string> args = {"python3", std::string(LADDER_TEST_SOURCE_DIR) + "/route/check_deploy.py",
                                    std::string(LADDER_TEST_SOURCE_DIR) + "/../deploy", "--metrics"};
-  const std::map<std::string, std::string> admin = {
-      {"Authorization", std::string("Bearer ") + kTestAdminKey}};
-  // A server counts a request when it settles it, which may come just after
-  // the client has read the whole reply (the per-tenant counters have no
-  // sample before their first request): scrape until some output counts the
-  // request, then check what was scraped.
-  std::vector<std::string> scraped;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (bool counted = false; !counted && std::chrono::steady_clock::now() < deadline;) {
-    if (!scraped.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    scraped.clear();
-    for (int port : {router.port(), prefill.port(), decode.port()}) {
-      HttpReply m = http_request(port, "GET", "/metrics", "", admin);
-      ASSERT_EQ(m.status, 200);
-      counted |= m.body.find("\nladder_requests_total{") != std::string::npos;
-      scraped.push_back(m.body);
-    }
+  // The router counts the request once it settles it, which may come just
+  // after the reply (the per-tenant counters the dashboard queries have no
+  // sample before it): wait for the count, then scrape every server.
+  wait_metric(router.port(), "ladder_requests_total{tenant=\"anonymous\",status=\"200\"}", 1);
+  int i = 0;
+  for (int port : {router.port(), prefill.port(), decode.port()}) {
+    args.push_back(save("metrics-" + std::to_string(i++) + ".txt", metrics(port)));
   }
-  for (size_t i = 0; i < scraped.size(); ++i) args.push_back(save("metrics-" + std::to_string(i) + ".txt", scraped[i]));
   CommandResult serve_help = run_command({ladder_bin(), "serve", "--help"});
   CommandResult route_help = run_command({ladder_bin(), "route", "--help"});
   ASSERT_EQ(serve_help.exit_code, 0);

@@ -57,12 +57,6 @@ json health(int port) {
   return json::parse(r.body, nullptr, false);
 }
 
-std::string metrics(int port) {
-  return http_request(port, "GET", "/metrics", "",
-                      {{"Authorization", std::string("Bearer ") + kTestAdminKey}})
-      .body;
-}
-
 // A router in front of one prefill and `n_decode` decode workers.
 struct Cluster {
   std::unique_ptr<ServerProcess> prefill;

@@ -41,21 +41,6 @@ inline json post_json(int port, const std::string& path, const json& body, const
   return json::parse(r.body, nullptr, false);
 }
 
-inline std::string metrics(int port) {
-  return http_request(port, "GET", "/metrics", "", {{"Authorization", std::string("Bearer ") + kTestAdminKey}}).body;
-}
-
-// Polls /metrics until `series` reads `value` (or 10 s pass); returns the last text.
-inline std::string wait_metric(int port, const std::string& series, double value) {
-  std::string text;
-  for (int i = 0; i < 500; ++i) {
-    text = metrics(port);
-    if (metric_value(text, series) == value) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return text;
-}
-
 // An OpenAI-style error body with this status, param (empty: null) and
 // code (empty: any).
 inline void expect_error(const HttpReply& r, int status, const std::string& param, const std::string& code) {
