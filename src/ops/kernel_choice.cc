@@ -396,8 +396,9 @@ KernelChoice load_or_calibrate() {
   const double t0 = now_s();
   KernelChoice c = calibrate_kernel_choice();
   if (c.source == "measured") {
-    spdlog::info("ops: measured the decode kernels in {:.0f} ms: {} streaming, Q8_0/Q4_0 {}",
-                 1e3 * (now_s() - t0), to_string(c.decode_stream), c.repack_q32 ? "repacked" : "as stored");
+    spdlog::info("ops: measured the decode kernels in {:.0f} ms: {} streaming (F32 {}, F16/BF16 {}), Q8_0/Q4_0 {}",
+                 1e3 * (now_s() - t0), to_string(c.decode_stream), to_string(c.f32_stream),
+                 to_string(c.f16_stream), c.repack_q32 ? "repacked" : "as stored");
     if (!path.empty() && !write_kernel_choice(path, c)) {
       spdlog::warn("ops: cannot write the kernel choice cache {}; it will be measured again", path);
     }

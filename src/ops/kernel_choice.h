@@ -2,8 +2,8 @@
 // streams weights (plain loads or a software prefetch of some kind and
 // distance), apart for quantized, F32 and 16-bit float weights, and whether
 // Q8_0/Q4_0 weights are repacked at load or read as stored. Both are
-// measured here, not assumed from the vendor: a short calibration (about a
-// second) times the real decode kernels under each candidate, and its
+// measured here, not assumed from the vendor: a short calibration (under two
+// seconds) times the real decode kernels under each candidate, and its
 // result is cached per CPU model in
 // $XDG_CACHE_HOME/ladder/ (~/.cache/ladder/), so later processes on the same
 // CPU model read it back. LADDER_KERNEL_CALIBRATION=0 skips the measurement
