@@ -40,7 +40,10 @@ TEST(Deploy, ManifestsAndDashboardMatchTheServer) {
   wait_metric(router.port(), "ladder_requests_total{tenant=\"anonymous\",status=\"200\"}", 1);
   int i = 0;
   for (int port : {router.port(), prefill.port(), decode.port()}) {
-    args.push_back(save("metrics-" + std::to_string(i++) + ".txt", metrics(port)));
+    HttpReply m =
+        http_request(port, "GET", "/metrics", "", {{"Authorization", std::string("Bearer ") + kTestAdminKey}});
+    ASSERT_EQ(m.status, 200) << m.body;
+    args.push_back(save("metrics-" + std::to_string(i++) + ".txt", m.body));
   }
   CommandResult serve_help = run_command({ladder_bin(), "serve", "--help"});
   CommandResult route_help = run_command({ladder_bin(), "route", "--help"});
