@@ -2,9 +2,12 @@
 // streams weights (plain loads or a software prefetch of some kind and
 // distance), apart for quantized, F32 and 16-bit float weights, and whether
 // Q8_0/Q4_0 weights are repacked at load or read as stored. Both are
-// measured here, not assumed from the vendor: a short calibration (under two
-// seconds) times the real decode kernels under each candidate, and its
-// result is cached per CPU model in
+// measured here, not assumed from the vendor: a short calibration (about two
+// seconds) times the real decode kernels under each candidate in paired
+// rounds, a screen of every candidate then a confirmation of each leader
+// against the fallback (ops/paired_choice.h), so the fallback is left only
+// for a strategy that beats it by 5% in most rounds. Its result is cached
+// per CPU model in
 // $XDG_CACHE_HOME/ladder/ (~/.cache/ladder/), so later processes on the same
 // CPU model read it back. LADDER_KERNEL_CALIBRATION=0 skips the measurement
 // and takes the fallback (plain loads, repacked), which needs no timing and
@@ -34,7 +37,7 @@ struct KernelChoice {
   StreamStrategy decode_stream;
   StreamStrategy f32_stream;
   StreamStrategy f16_stream;  // F16 and BF16
-  bool repack_q32 = true;        // repack Q8_0/Q4_0 at load (when the target can)
+  bool repack_q32 = true;     // repack Q8_0/Q4_0 at load (when the target can)
   // Where the choice came from: "measured", "cache FILE", "fallback (...)" or "set".
   std::string source;
   // The calibration's timings, for `ladder info` and the roofline report.
