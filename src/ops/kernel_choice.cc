@@ -400,8 +400,8 @@ KernelChoice calibrate_kernel_choice() {
   const size_t stored_bytes = row_bytes(traits_of(TensorType::kQ8_0), kCalIn) * kCalOut;
   c.detail = fmt::format(
       "{} threads; plain loads GB/s (median): packed Q8_0 {:.1f}, Q4_0 {:.1f}, {}x{} {} F32 {:.1f}, {}x{} {} "
-      "F16 {:.1f}, Q8_0 as stored {:.1f}; screen ({} rounds; median speed-up over plain loads, rounds won): "
-      "{}; confirmed ({} rounds, A B B A; taken at x{:.2f} in {:.0f}% of rounds): {}",
+      "F16 {:.1f}, Q8_0 as stored {:.1f} | screen ({} rounds; median speed-up over plain loads, rounds won): "
+      "{} | confirmed ({} rounds, A B B A; taken at x{:.2f} in {:.0f}% of rounds): {}",
       pool.size(), gbps(mats[0].packed_bytes, plain_passes[0]), gbps(mats[1].packed_bytes, plain_passes[1]),
       kCalIn, fmats[0].t.y_stride, fmats[0].packed ? "packed" : "stored",
       gbps(fmats[0].bytes, plain_passes[2]), kCalIn, fmats[1].t.y_stride,
@@ -464,7 +464,12 @@ std::string describe_kernel_paths() {
   std::string out = fmt::format("kernel fingerprint: {}\n", kernel_fingerprint());
   out += fmt::format("decode streaming: {} for quantized weights, {} for F32, {} for F16/BF16 ({})\n",
                      to_string(c.decode_stream), to_string(c.f32_stream), to_string(c.f16_stream), c.source);
-  if (!c.detail.empty()) out += fmt::format("  calibration: {}\n", c.detail);
+  if (!c.detail.empty()) {
+    // The detail is one line in the cache file; its parts go on lines of their own here.
+    std::string detail = c.detail;
+    for (size_t at = 0; (at = detail.find(" | ", at)) != std::string::npos;) detail.replace(at, 3, "\n    ");
+    out += fmt::format("  calibration: {}\n", detail);
+  }
   out += fmt::format("Q8_0/Q4_0 weights: {}\n",
                      !packs ? "as stored (no packed kernels on this target)"
                             : (c.repack_q32 || amx_int8_active() ? "repacked at load (16 columns interleaved)"
