@@ -432,6 +432,8 @@ KernelChoice load_or_calibrate() {
         c.repack_q32 ? "repacked" : "as stored");
     if (!path.empty() && !write_kernel_choice(path, c)) {
       spdlog::warn("ops: cannot write the kernel choice cache {}; it will be measured again", path);
+    } else if (!path.empty()) {
+      c.source = "measured, cached in " + path;
     }
   }
   return c;

@@ -38,7 +38,8 @@ struct KernelChoice {
   StreamStrategy f32_stream;
   StreamStrategy f16_stream;  // F16 and BF16
   bool repack_q32 = true;     // repack Q8_0/Q4_0 at load (when the target can)
-  // Where the choice came from: "measured", "cache FILE", "fallback (...)" or "set".
+  // Where the choice came from: "measured" (and "measured, cached in FILE"),
+  // "cache FILE", "fallback (...)" or "set".
   std::string source;
   // The calibration's timings, for `ladder info` and the roofline report.
   std::string detail;
