@@ -373,29 +373,25 @@ KernelChoice calibrate_kernel_choice() {
   c.repack_q32 = out[3].chosen == 0;
   std::vector<std::string> names;
   for (const StreamStrategy& s : candidates) names.push_back(to_string(s));
-  const char* what[] = {"Q8_0+Q4_0", "F32", "F16", "Q8_0 as stored"};
+  const char* what[] = {"Q8_0+Q4_0", "F32", "F16", "Q8_0 layout"};
   std::string screen_text, confirm_text;
   for (size_t k = 0; k < out.size(); ++k) {
-    const bool layout = k == 3;
     const std::vector<std::string> contest_names =
-        layout ? std::vector<std::string>{"repacked", "as stored"} : names;
-    screen_text += fmt::format("{}{}: {}", k == 0 ? "" : "; ", what[k],
-                               layout ? fmt::format("x{:.2f} in {}/{}", out[k].screen.speedup[1],
-                                                    out[k].screen.wins[1], out[k].screen.rounds)
-                                      : describe_paired_choice(out[k].screen, contest_names));
-    confirm_text += k == 0 ? "" : "; ";
+        k == 3 ? std::vector<std::string>{"repacked", "as stored"} : names;
+    const std::string sep = k == 0 ? "" : "; ";
+    screen_text +=
+        fmt::format("{}{}: {}", sep, what[k], describe_paired_choice(out[k].screen, contest_names));
     if (out[k].leader == 0) {
-      confirm_text += fmt::format("{}: none led", what[k]);
+      confirm_text += fmt::format("{}{}: none led", sep, what[k]);
       continue;
     }
     const PairedChoice& cf = out[k].confirmed;
-    confirm_text += fmt::format("{}{} x{:.2f} in {}/{}, {}", layout ? "" : what[k],
-                                layout ? what[k] : ": " + names[out[k].leader], cf.speedup[1], cf.wins[1],
-                                cf.rounds, out[k].chosen != 0 ? "taken" : "not taken");
+    confirm_text +=
+        fmt::format("{}{}: {} x{:.2f} in {}/{}, {}", sep, what[k], contest_names[out[k].leader],
+                    cf.speedup[1], cf.wins[1], cf.rounds, out[k].chosen != 0 ? "taken" : "not taken");
   }
-  auto gbps = [](size_t bytes, std::vector<double> t) {
-    std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
-    return static_cast<double>(bytes) / t[t.size() / 2] / 1e9;
+  auto gbps = [](size_t bytes, const std::vector<double>& t) {
+    return static_cast<double>(bytes) / median(t) / 1e9;
   };
   const size_t stored_bytes = row_bytes(traits_of(TensorType::kQ8_0), kCalIn) * kCalOut;
   c.detail = fmt::format(

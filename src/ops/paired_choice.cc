@@ -9,17 +9,14 @@
 
 namespace ladder::ops {
 
-namespace {
-
 double median(std::vector<double> v) {
+  LADDER_CHECK(!v.empty(), "the median of nothing");
   const size_t n = v.size();
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2), v.end());
   const double hi = v[n / 2];
   if (n % 2 == 1) return hi;
   return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2)));
 }
-
-}  // namespace
 
 PairedChoice choose_against_baseline(const std::vector<std::vector<std::vector<double>>>& seconds,
                                      const PairedChoiceRule& rule) {
@@ -53,7 +50,6 @@ PairedChoice choose_against_baseline(const std::vector<std::vector<std::vector<d
       out.index = c;
     }
   }
-  out.wins[0] = 0;
   return out;
 }
 

@@ -41,6 +41,9 @@ struct PairedChoice {
   int rounds = 0;
 };
 
+// The median (the mean of the middle two for an even count); checked non-empty.
+double median(std::vector<double> values);
+
 // seconds[w][r][c]: one pass over workload w in round r by candidate c
 // (candidate 0 is the baseline). A candidate's ratio in a round is the
 // geometric mean over workloads of baseline / candidate, so each workload

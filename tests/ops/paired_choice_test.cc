@@ -67,6 +67,13 @@ TEST(PairedChoice, MedianOfAnEvenNumberOfRoundsAveragesTheMiddleTwo) {
   EXPECT_NEAR(choose_against_baseline({t}).speedup[1], 1.15, 1e-12);
 }
 
+TEST(PairedChoice, MedianOfOddAndEvenCounts) {
+  EXPECT_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_EQ(median({7.0}), 7.0);
+  EXPECT_DEATH(median({}), "median of nothing");
+}
+
 TEST(PairedChoice, RejectsRaggedOrNonPositiveTimings) {
   EXPECT_DEATH(choose_against_baseline({}), "at least one");
   EXPECT_DEATH(choose_against_baseline({{{1.0, 1.0}, {1.0}}}), "every candidate");
