@@ -38,7 +38,7 @@ namespace {
 
 // Bump when the candidates or the measurement change, so old caches are
 // ignored rather than trusted.
-constexpr int kCacheVersion = 5;
+constexpr int kCacheVersion = 6;
 
 // The calibration matrices: 2048 x 32768 of Q8_0 (about 68 MiB) and of
 // Q4_0 (36 MiB), 2048 x 16384 of F16 and 2048 x 8192 of F32 (64 MiB each),
@@ -46,6 +46,16 @@ constexpr int kCacheVersion = 5;
 constexpr int64_t kCalIn = 2048;
 constexpr int64_t kCalOut = 32768;
 constexpr int64_t kCalFloatBytes = int64_t{64} << 20;
+// Read (plain loads) before every timed pass, so that each pass starts the
+// way a model's matmul does: the caches full of other data, none of the
+// matrix about to be read. Without it a pass found the tail of the previous
+// pass over the same matrix still in the last-level cache, and a strategy
+// whose loads do not allocate there (NTA) kept that tail and read part of
+// the matrix from the cache: it led screens at x1.04-1.20 and ran slower
+// in the engine (docs/BENCHMARKS.md). As large as a calibration matrix: the
+// calibration already assumes its matrices stream past the last-level
+// cache (CPUID's cache sizes do not help: a VM may report the socket's).
+constexpr size_t kCalEvictBytes = size_t{64} << 20;
 // Rounds of the screen and of the confirmation (ops/paired_choice.h): on
 // simulated noise harsher than a shared 2-vCPU VM's, they leave plain loads
 // for equal candidates in under 0.5% of calibrations and take one 15%
@@ -310,10 +320,25 @@ KernelChoice calibrate_kernel_choice() {
   const CalFloatMatrix fmats[] = {{TensorType::kF32, pool, x.data(), y.data()},
                                   {TensorType::kF16, pool, x.data(), y.data()}};
 
+  // Other data to pass through the caches before each timed pass
+  // (kCalEvictBytes), one 64-byte line read per line; the sum keeps the reads.
+  const auto evict = hwy::AllocateAligned<uint64_t>(kCalEvictBytes / sizeof(uint64_t));
+  constexpr int64_t kLine = 64 / sizeof(uint64_t), kPage = 4096 / sizeof(uint64_t);
+  const int64_t evict_pages = static_cast<int64_t>(kCalEvictBytes / 4096);
+  pool.parallel_for(evict_pages, 64, [&](int64_t b, int64_t e) {
+    std::fill(evict.get() + b * kPage, evict.get() + e * kPage, uint64_t{1});
+  });
+  std::atomic<uint64_t> evict_sum{0};
   // Seconds per pass over a matrix, as CPU time of the threads that ran it
   // divided by their number: a thread that a shared machine deschedules for
   // a while does not count that while against the strategy it was running.
+  // The eviction read before it is not timed.
   auto time_pass = [&](int64_t n_out, const std::function<void(int64_t, int64_t)>& cols) {
+    pool.parallel_for(evict_pages, 64, [&](int64_t b, int64_t e) {
+      uint64_t sum = 0;
+      for (int64_t i = b * kPage; i < e * kPage; i += kLine) sum += evict[static_cast<size_t>(i)];
+      evict_sum.fetch_add(sum, std::memory_order_relaxed);
+    });
     std::atomic<int64_t> cpu_ns{0};
     pool.parallel_for(n_out, 64, [&](int64_t b, int64_t e) {
       const int64_t t0 = thread_cpu_ns();
@@ -395,10 +420,10 @@ KernelChoice calibrate_kernel_choice() {
   };
   const size_t stored_bytes = row_bytes(traits_of(TensorType::kQ8_0), kCalIn) * kCalOut;
   c.detail = fmt::format(
-      "{} threads; plain loads GB/s (median): packed Q8_0 {:.1f}, Q4_0 {:.1f}, {}x{} {} F32 {:.1f}, {}x{} {} "
+      "{} threads, each pass after {} MiB of other reads; plain loads GB/s (median): packed Q8_0 {:.1f}, Q4_0 {:.1f}, {}x{} {} F32 {:.1f}, {}x{} {} "
       "F16 {:.1f}, Q8_0 as stored {:.1f} | screen ({} rounds; median speed-up over plain loads, rounds won): "
       "{} | confirmed ({} rounds, A B B A; taken at x{:.2f} in {:.0f}% of rounds): {}",
-      pool.size(), gbps(mats[0].packed_bytes, plain_passes[0]), gbps(mats[1].packed_bytes, plain_passes[1]),
+      pool.size(), kCalEvictBytes >> 20, gbps(mats[0].packed_bytes, plain_passes[0]), gbps(mats[1].packed_bytes, plain_passes[1]),
       kCalIn, fmats[0].t.y_stride, fmats[0].packed ? "packed" : "stored",
       gbps(fmats[0].bytes, plain_passes[2]), kCalIn, fmats[1].t.y_stride,
       fmats[1].packed ? "packed" : "stored", gbps(fmats[1].bytes, plain_passes[3]),
