@@ -256,7 +256,7 @@ json served_facts(int port) {
   return json::parse(testing::http_request(port, "GET", "/v1/models", "").body)["data"][0]["ladder"];
 }
 
-TEST(ShadowServe, APromotedQ4RollsBackToRungOneWhenLongPromptsStopVerifying) {
+TEST(ShadowServe, APromotedApproximateKvRollsBackToRungOneWhenLongPromptsStopVerifying) {
   // The climb's identity of this model, as a server reports it.
   json identity;
   {
@@ -267,8 +267,14 @@ TEST(ShadowServe, APromotedQ4RollsBackToRungOneWhenLongPromptsStopVerifying) {
                 {"tokenizer_digest", facts["tokenizer_digest"]},
                 {"engine_revision", facts["revision"]}};
   }
-  // q4 KV was promoted with approximate short prompts and long ones held
-  // to exactness 90% of the time.
+  // q4 KV with window eviction at a 32-token budget was promoted with
+  // approximate short prompts (which fit the budget) and long ones held to
+  // exactness 90% of the time. The long prompts below (75-100 tokens) lose
+  // most of their KV to the window and none of them verifies, so the first
+  // look decides whichever of them the reference judges first. (Under q4 KV
+  // alone 65 of these 96 verify, about 68%: near enough to the margin that
+  // the look that decided depended on which samples were judged first, and
+  // on a busy machine the test failed.)
   const json margin = {{"default", {{"verify", "approx"}, {"margin", 0.9}}},
                        {"slices", {{"long_context", {{"verify", "exact"}, {"margin", 0.9}}}}},
                        {"approx_thresholds", {{"default", {{"min_match", 0.25}}}}},
@@ -277,12 +283,14 @@ TEST(ShadowServe, APromotedQ4RollsBackToRungOneWhenLongPromptsStopVerifying) {
   {
     std::ofstream out(ledger);
     out << ledger_line(identity, 1, "dense", "baseline", json::array(), margin).dump() << "\n"
-        << ledger_line(identity, 2, "q4-kv", "promoted", {"--kv-dtype", "q4"}, margin).dump() << "\n";
+        << ledger_line(identity, 2, "q4-kv", "promoted",
+                       {"--kv-dtype", "q4", "--kv-evict", "window", "--kv-budget", "32"}, margin).dump() << "\n";
   }
   ServerProcess s({"-m", stories(), "--ledger", ledger, "--shadow-rate", "1", "--shadow-budget", "1"});
   ASSERT_TRUE(s.ok()) << s.log();
   EXPECT_NE(s.log().find("serving rung 2 'q4-kv'"), std::string::npos) << s.log();
   EXPECT_EQ(served_facts(s.port())["config"]["kv_dtype"], "Q4_0");
+  EXPECT_EQ(served_facts(s.port())["config"]["kv_evict"]["policy"], "window");
 
   // Short prompts, in a slice the client names.
   for (int i = 0; i < 12; ++i) {
@@ -333,12 +341,14 @@ TEST(ShadowServe, APromotedQ4RollsBackToRungOneWhenLongPromptsStopVerifying) {
   // The evidence, in /v1/models and in the ledger.
   const json facts = served_facts(s.port());
   EXPECT_EQ(facts["config"]["kv_dtype"], "F16");
+  EXPECT_EQ(facts["config"]["kv_evict"]["policy"], "none");
   EXPECT_EQ(facts["shadow"]["serving"]["rung"], 1);
   ASSERT_EQ(facts["shadow"]["rollbacks"].size(), 1u);
   const json& evidence = facts["shadow"]["rollbacks"][0]["evidence"];
   EXPECT_EQ(evidence["slice"], "long_context");
-  // A slice that rarely verifies is found at the first look: 8 windows of 4.
+  // A slice that never verifies is found at the first look: 8 windows of 4.
   EXPECT_EQ(evidence["shadowed"], 8 * climb::ShadowEvidence::kWindow);
+  EXPECT_EQ(evidence["verified"], 0);
   EXPECT_LT(evidence["upper"].get<double>(), 0.9);
   ASSERT_FALSE(evidence["first_failures"].empty());
   EXPECT_EQ(long_ids.count(evidence["first_failures"][0]["request_id"].get<std::string>()), 1u);
