@@ -33,8 +33,12 @@ endfunction()
 # LEVEL) compiles a glue target
 #  - in Release at LEVEL instead of -O3: -O2 for modules and the executable,
 #    whose time goes to I/O and allocation rather than loops (the server's
-#    unity unit compiles 23% faster), -O1 for test suites (32-36% faster on
-#    the largest units; a suite runs at the speed of the modules it calls);
+#    unity unit compiles 23% faster), -O0 for test suites (their code is
+#    fixtures, clients and assertions; a suite runs at the speed of the
+#    modules it calls: the server's and the harness's units compile in
+#    20-23 s against 35-37 s at -O1), -O1 for those marked
+#    OPTIMIZE_TEST_CODE, whose own code computes (reference kernels, fuzz
+#    and property loops: at -O0 the grammar suite ran 3x longer);
 #  - under ASan/UBSan without UBSan's null and alignment checks: they are
 #    most of UBSan's compile time (the server's unity unit: 52 s with them,
 #    39 s without, 36 s ASan alone) and here instrument mostly Boost's and
@@ -67,17 +71,18 @@ function(ladder_module name)
   endif()
 endfunction()
 
-# ladder_test_suite(NAME DEPS dep... [NO_UNITY] [COST SECONDS]
-# [SANITIZED_COST SECONDS]): every tests/NAME/*_test.cc becomes one
-# GoogleTest binary ladder_NAME_tests, registered with CTest. NO_UNITY: its
-# files are compiled one by one (suites of small files whose per-file
-# fixtures share names; batching them would gain little). COST and
+# ladder_test_suite(NAME DEPS dep... [NO_UNITY] [OPTIMIZE_TEST_CODE]
+# [COST SECONDS] [SANITIZED_COST SECONDS]): every tests/NAME/*_test.cc
+# becomes one GoogleTest binary ladder_NAME_tests, registered with CTest.
+# NO_UNITY: its files are compiled one by one (suites of small files whose
+# per-file fixtures share names; batching them would gain little).
+# OPTIMIZE_TEST_CODE: see ladder_glue. COST and
 # SANITIZED_COST: about how long the suite runs in the Release build and in
 # the slower sanitizer build, so that `ctest -j` starts the long ones first
 # instead of leaving one to run alone at the end (a fresh build has no
 # measured times yet).
 function(ladder_test_suite name)
-  cmake_parse_arguments(ARG "NO_UNITY" "COST;SANITIZED_COST" "DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "NO_UNITY;OPTIMIZE_TEST_CODE" "COST;SANITIZED_COST" "DEPS;LABELS" ${ARGN})
   if(LADDER_SANITIZE AND ARG_SANITIZED_COST)
     set(ARG_COST ${ARG_SANITIZED_COST})
   endif()
@@ -93,7 +98,11 @@ function(ladder_test_suite name)
   if(NOT ARG_NO_UNITY)
     ladder_unity(ladder_${name}_tests)
   endif()
-  ladder_glue(ladder_${name}_tests -O1)
+  if(ARG_OPTIMIZE_TEST_CODE)
+    ladder_glue(ladder_${name}_tests -O1)
+  else()
+    ladder_glue(ladder_${name}_tests -O0)
+  endif()
   add_test(NAME ${name} COMMAND ladder_${name}_tests)
   set_tests_properties(${name} PROPERTIES
     ENVIRONMENT "LADDER_BIN=$<TARGET_FILE:ladder>"
