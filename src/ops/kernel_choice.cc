@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -38,7 +39,7 @@ namespace {
 
 // Bump when the candidates or the measurement change, so old caches are
 // ignored rather than trusted.
-constexpr int kCacheVersion = 6;
+constexpr int kCacheVersion = 7;
 
 // The calibration matrices: 2048 x 32768 of Q8_0 (about 68 MiB) and of
 // Q4_0 (36 MiB), 2048 x 16384 of F16 and 2048 x 8192 of F32 (64 MiB each),
@@ -121,7 +122,7 @@ std::optional<KernelChoice> read_kernel_choice(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
   KernelChoice c;
-  bool have_stream = false, have_f32 = false, have_f16 = false, have_repack = false;
+  bool have_stream = false, have_kquant = false, have_f32 = false, have_f16 = false, have_repack = false;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     const size_t eq = line.find('=');
@@ -132,6 +133,11 @@ std::optional<KernelChoice> read_kernel_choice(const std::string& path) {
       if (!s.is_ok()) return std::nullopt;
       c.decode_stream = s.value();
       have_stream = true;
+    } else if (key == "kquant_stream") {
+      auto s = parse_stream_strategy(value);
+      if (!s.is_ok()) return std::nullopt;
+      c.kquant_stream = s.value();
+      have_kquant = true;
     } else if (key == "f32_stream" || key == "f16_stream") {
       auto s = parse_stream_strategy(value);
       if (!s.is_ok()) return std::nullopt;
@@ -145,7 +151,7 @@ std::optional<KernelChoice> read_kernel_choice(const std::string& path) {
       c.detail = value;
     }
   }
-  if (!have_stream || !have_f32 || !have_f16 || !have_repack) return std::nullopt;
+  if (!have_stream || !have_kquant || !have_f32 || !have_f16 || !have_repack) return std::nullopt;
   c.source = "cache " + path;
   return c;
 }
@@ -162,6 +168,7 @@ bool write_kernel_choice(const std::string& path, const KernelChoice& c) {
     out << "# Ladder's decode kernel choice for " << cpu_identity() << ", target " << active_target_name()
         << " (delete to measure again)\n";
     out << "decode_stream=" << to_string(c.decode_stream) << "\n";
+    out << "kquant_stream=" << to_string(c.kquant_stream) << "\n";
     out << "f32_stream=" << to_string(c.f32_stream) << "\n";
     out << "f16_stream=" << to_string(c.f16_stream) << "\n";
     out << "repack_q32=" << (c.repack_q32 ? 1 : 0) << "\n";
@@ -186,13 +193,20 @@ int64_t thread_cpu_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-// Random rows of Q8_0 or Q4_0 blocks with small finite scales.
+// Random rows of blocks with small finite scales: Q8_0 and Q4_0 (d first),
+// Q4_K (d and dmin first) or Q6_K (d last); the other bytes (quants, and the
+// K-quants' 6- and 8-bit sub-block scales) are any bytes.
 void fill_blocks(TensorType type, uint8_t* data, size_t bytes, uint32_t seed) {
   std::minstd_rand rng(seed);
   for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(rng() & 0xFF);
   const size_t block = traits_of(type).block_bytes;
   const uint16_t d = f32_to_f16(0.01f);
-  for (size_t b = 0; b + block <= bytes; b += block) std::memcpy(data + b, &d, 2);  // scale first
+  std::vector<size_t> scales = {0};
+  if (type == TensorType::kQ4_K) scales = {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+  if (type == TensorType::kQ6_K) scales = {offsetof(BlockQ6_K, d)};
+  for (size_t b = 0; b + block <= bytes; b += block) {
+    for (size_t at : scales) std::memcpy(data + b + at, &d, 2);
+  }
 }
 
 KernelChoice fallback(const std::string& why) {
@@ -225,6 +239,10 @@ struct CalMatrix {
     packed = hwy::AllocateAligned<uint8_t>(packed_bytes);
     pool.parallel_for(n_out / 16, 1,
                       [&](int64_t b, int64_t e) { detail::pack_groups(t, b, e, packed.get()); });
+    if (type != TensorType::kQ8_0) {  // only Q8_0 is also timed as stored
+      stored.reset();
+      t.w = nullptr;
+    }
   }
 };
 
@@ -299,10 +317,11 @@ KernelChoice calibrate_kernel_choice() {
   std::vector<int8_t> xq(kCalIn);
   std::vector<uint8_t> xu(kCalIn);
   std::vector<float> xd(kCalIn / detail::kActBlock), xsum(kCalIn / detail::kActBlock), y(kCalOut);
-  std::vector<int32_t> sums32(kCalIn / 32);
+  std::vector<int32_t> sums32(kCalIn / 32), sums16(kCalIn / 16);
   detail::quantize_activations_simd(x.data(), 1, kCalIn, xq.data(), xu.data(), xd.data(), xsum.data());
-  for (int64_t b = 0; b < kCalIn / 32; ++b) {
-    for (int64_t j = 0; j < 32; ++j) sums32[static_cast<size_t>(b)] += xq[static_cast<size_t>(b * 32 + j)];
+  for (int64_t j = 0; j < kCalIn; ++j) {
+    sums32[static_cast<size_t>(j / 32)] += xq[static_cast<size_t>(j)];
+    sums16[static_cast<size_t>(j / 16)] += xq[static_cast<size_t>(j)];
   }
   detail::MatmulTask row;
   row.n_in = kCalIn;
@@ -314,16 +333,23 @@ KernelChoice calibrate_kernel_choice() {
   row.y = y.data();
   // Q8_0 (one byte a weight, little work per byte) and Q4_0 (half a byte,
   // twice the work per byte): the strategy must serve both kinds of stream.
-  CalMatrix mats[] = {{TensorType::kQ8_0, kCalOut, pool, row}, {TensorType::kQ4_0, kCalOut, pool, row}};
+  // Q4_K and Q6_K (super-blocks: more scales and unpacking per byte) are
+  // timed apart, for the K-quants' own strategy.
+  CalMatrix mats[] = {{TensorType::kQ8_0, kCalOut, pool, row},
+                      {TensorType::kQ4_0, kCalOut, pool, row},
+                      {TensorType::kQ4_K, kCalOut / 2, pool, row},
+                      {TensorType::kQ6_K, kCalOut / 2, pool, row}};
   // F32 and F16 (BF16 runs the F16 kernel's shape), each timed apart: one
   // FMA per load, over 64 or 32 bytes of weights, want their own streams.
   const CalFloatMatrix fmats[] = {{TensorType::kF32, pool, x.data(), y.data()},
                                   {TensorType::kF16, pool, x.data(), y.data()}};
 
   // Other data to pass through the caches before each timed pass
-  // (kCalEvictBytes), one 64-byte line read per line; the sum keeps the reads.
+  // (kCalEvictBytes), every word summed: a loop the compiler vectorizes,
+  // which streams at the memory's speed (one load per 64-byte line ran at
+  // half of it, and took 40% of the calibration); the sum keeps the reads.
   const auto evict = hwy::AllocateAligned<uint64_t>(kCalEvictBytes / sizeof(uint64_t));
-  constexpr int64_t kLine = 64 / sizeof(uint64_t), kPage = 4096 / sizeof(uint64_t);
+  constexpr int64_t kPage = 4096 / sizeof(uint64_t);
   const int64_t evict_pages = static_cast<int64_t>(kCalEvictBytes / 4096);
   pool.parallel_for(evict_pages, 64, [&](int64_t b, int64_t e) {
     std::fill(evict.get() + b * kPage, evict.get() + e * kPage, uint64_t{1});
@@ -336,7 +362,7 @@ KernelChoice calibrate_kernel_choice() {
   auto time_pass = [&](int64_t n_out, const std::function<void(int64_t, int64_t)>& cols) {
     pool.parallel_for(evict_pages, 64, [&](int64_t b, int64_t e) {
       uint64_t sum = 0;
-      for (int64_t i = b * kPage; i < e * kPage; i += kLine) sum += evict[static_cast<size_t>(i)];
+      for (int64_t i = b * kPage; i < e * kPage; ++i) sum += evict[static_cast<size_t>(i)];
       evict_sum.fetch_add(sum, std::memory_order_relaxed);
     });
     std::atomic<int64_t> cpu_ns{0};
@@ -349,17 +375,18 @@ KernelChoice calibrate_kernel_choice() {
   };
   const std::vector<StreamStrategy> candidates = candidate_stream_strategies();  // [0] is plain loads
   const size_t n_cand = candidates.size();
-  // One pass over workload w (packed Q8_0, packed Q4_0, F32, F16) under a strategy.
+  // One pass over workload w (packed Q8_0, Q4_0, Q4_K, Q6_K, then F32, F16) under a strategy.
   auto time_workload = [&](size_t w, const StreamStrategy& s) {
-    if (w < 2) {
+    if (w < 4) {
       detail::MatmulTask ts = mats[w].t;
       ts.stream = s;
-      const int32_t* sums = sums32.data();  // packed Q8_0 and Q4_0 both read sum(xq) per 32
+      const int64_t group = detail::packed_sum_group(ts.type);
+      const int32_t* sums = group == 32 ? sums32.data() : group == 16 ? sums16.data() : nullptr;
       return time_pass(mats[w].n_out, [&](int64_t b, int64_t e) {
         detail::matmul_packed_cols(ts, mats[w].packed.get(), sums, b, e);
       });
     }
-    const CalFloatMatrix& fm = fmats[w - 2];
+    const CalFloatMatrix& fm = fmats[w - 4];
     detail::MatmulTask tf = fm.t;
     tf.stream = s;
     return time_pass(tf.y_stride, [&](int64_t b, int64_t e) { fm.cols(tf, b, e); });
@@ -367,23 +394,24 @@ KernelChoice calibrate_kernel_choice() {
   auto time_stored_q8 = [&] {
     return time_pass(mats[0].n_out, [&](int64_t b, int64_t e) { detail::matmul_int_cols(mats[0].t, b, e); });
   };
-  // The workloads: 0-3 packed Q8_0, packed Q4_0, F32, F16 under each
-  // candidate strategy; 4 packed Q8_0 under plain loads (0) against Q8_0 as
-  // stored (1). The contests: the quantized streams (Q8_0 and Q4_0 judged
-  // together: the strategy must serve both kinds of stream), F32, F16, and
-  // the layout (Q8_0 and Q4_0 stay repacked, the fallback, unless Q8_0 as
-  // stored wins).
-  const std::vector<size_t> n_candidates = {n_cand, n_cand, n_cand, n_cand, 2};
-  const std::vector<PairedContest> contests = {{{0, 1}}, {{2}}, {{3}}, {{4}}};
+  // The workloads: 0-5 packed Q8_0, Q4_0, Q4_K, Q6_K, F32 and F16 under
+  // each candidate strategy; 6 packed Q8_0 under plain loads (0) against
+  // Q8_0 as stored (1). The contests: Q8_0 and Q4_0 judged together (the
+  // strategy must serve both kinds of stream), Q4_K and Q6_K together, F32,
+  // F16, and the layout (Q8_0 and Q4_0 stay repacked, the fallback, unless
+  // Q8_0 as stored wins).
+  constexpr size_t kLayout = 6;
+  const std::vector<size_t> n_candidates = {n_cand, n_cand, n_cand, n_cand, n_cand, n_cand, 2};
+  const std::vector<PairedContest> contests = {{{0, 1}}, {{2, 3}}, {{4}}, {{5}}, {{kLayout}}};
   // Every pass under plain loads (and of Q8_0 as stored), for the speeds
-  // the report shows: [packed Q8_0, packed Q4_0, F32, F16, Q8_0 as stored].
-  std::array<std::vector<double>, 5> plain_passes;
+  // the report shows, by workload.
+  std::array<std::vector<double>, kLayout + 1> plain_passes;
   const PassTimer timer = [&](size_t w, size_t i) {
-    const double t = w < 4    ? time_workload(w, candidates[i])
-                     : i == 0 ? time_workload(0, candidates[0])
-                              : time_stored_q8();
-    if (w < 4 && i == 0) plain_passes[w].push_back(t);
-    if (w == 4 && i == 1) plain_passes[4].push_back(t);
+    const double t = w < kLayout ? time_workload(w, candidates[i])
+                     : i == 0    ? time_workload(0, candidates[0])
+                                 : time_stored_q8();
+    if (w < kLayout && i == 0) plain_passes[w].push_back(t);
+    if (w == kLayout && i == 1) plain_passes[kLayout].push_back(t);
     return t;
   };
   PairedProtocol protocol;
@@ -393,16 +421,17 @@ KernelChoice calibrate_kernel_choice() {
 
   KernelChoice c;
   c.decode_stream = candidates[out[0].chosen];
-  c.f32_stream = candidates[out[1].chosen];
-  c.f16_stream = candidates[out[2].chosen];
-  c.repack_q32 = out[3].chosen == 0;
+  c.kquant_stream = candidates[out[1].chosen];
+  c.f32_stream = candidates[out[2].chosen];
+  c.f16_stream = candidates[out[3].chosen];
+  c.repack_q32 = out[4].chosen == 0;
   std::vector<std::string> names;
   for (const StreamStrategy& s : candidates) names.push_back(to_string(s));
-  const char* what[] = {"Q8_0+Q4_0", "F32", "F16", "Q8_0 layout"};
+  const char* what[] = {"Q8_0+Q4_0", "Q4_K+Q6_K", "F32", "F16", "Q8_0 layout"};
   std::string screen_text, confirm_text;
   for (size_t k = 0; k < out.size(); ++k) {
     const std::vector<std::string> contest_names =
-        k == 3 ? std::vector<std::string>{"repacked", "as stored"} : names;
+        k == 4 ? std::vector<std::string>{"repacked", "as stored"} : names;
     const std::string sep = k == 0 ? "" : "; ";
     screen_text +=
         fmt::format("{}{}: {}", sep, what[k], describe_paired_choice(out[k].screen, contest_names));
@@ -420,14 +449,17 @@ KernelChoice calibrate_kernel_choice() {
   };
   const size_t stored_bytes = row_bytes(traits_of(TensorType::kQ8_0), kCalIn) * kCalOut;
   c.detail = fmt::format(
-      "{} threads, each pass after {} MiB of other reads; plain loads GB/s (median): packed Q8_0 {:.1f}, Q4_0 {:.1f}, {}x{} {} F32 {:.1f}, {}x{} {} "
-      "F16 {:.1f}, Q8_0 as stored {:.1f} | screen ({} rounds; median speed-up over plain loads, rounds won): "
-      "{} | confirmed ({} rounds, A B B A; taken at x{:.2f} in {:.0f}% of rounds): {}",
-      pool.size(), kCalEvictBytes >> 20, gbps(mats[0].packed_bytes, plain_passes[0]), gbps(mats[1].packed_bytes, plain_passes[1]),
-      kCalIn, fmats[0].t.y_stride, fmats[0].packed ? "packed" : "stored",
-      gbps(fmats[0].bytes, plain_passes[2]), kCalIn, fmats[1].t.y_stride,
-      fmats[1].packed ? "packed" : "stored", gbps(fmats[1].bytes, plain_passes[3]),
-      gbps(stored_bytes, plain_passes[4]), kScreenRounds, screen_text, kConfirmRounds,
+      "{} threads, each pass after {} MiB of other reads; plain loads GB/s (median): packed Q8_0 {:.1f}, "
+      "Q4_0 {:.1f}, Q4_K {:.1f}, Q6_K {:.1f}, {}x{} {} F32 {:.1f}, {}x{} {} F16 {:.1f}, Q8_0 as stored "
+      "{:.1f} | "
+      "screen ({} rounds; median speed-up over plain loads, rounds won): {} | confirmed ({} rounds, A B B A; "
+      "taken at x{:.2f} in {:.0f}% of rounds): {}",
+      pool.size(), kCalEvictBytes >> 20, gbps(mats[0].packed_bytes, plain_passes[0]),
+      gbps(mats[1].packed_bytes, plain_passes[1]), gbps(mats[2].packed_bytes, plain_passes[2]),
+      gbps(mats[3].packed_bytes, plain_passes[3]), kCalIn, fmats[0].t.y_stride,
+      fmats[0].packed ? "packed" : "stored", gbps(fmats[0].bytes, plain_passes[4]), kCalIn,
+      fmats[1].t.y_stride, fmats[1].packed ? "packed" : "stored", gbps(fmats[1].bytes, plain_passes[5]),
+      gbps(stored_bytes, plain_passes[kLayout]), kScreenRounds, screen_text, kConfirmRounds,
       protocol.rule.min_speedup, 100 * protocol.rule.min_win_fraction, confirm_text);
   c.source = "measured";
   return c;
@@ -448,9 +480,10 @@ KernelChoice load_or_calibrate() {
   KernelChoice c = calibrate_kernel_choice();
   if (c.source == "measured") {
     spdlog::info(
-        "ops: measured the decode kernels in {:.0f} ms: {} streaming (F32 {}, F16/BF16 {}), Q8_0/Q4_0 {}",
-        1e3 * (now_s() - t0), to_string(c.decode_stream), to_string(c.f32_stream), to_string(c.f16_stream),
-        c.repack_q32 ? "repacked" : "as stored");
+        "ops: measured the decode kernels in {:.0f} ms: {} streaming (K-quants {}, F32 {}, F16/BF16 {}), "
+        "Q8_0/Q4_0 {}",
+        1e3 * (now_s() - t0), to_string(c.decode_stream), to_string(c.kquant_stream), to_string(c.f32_stream),
+        to_string(c.f16_stream), c.repack_q32 ? "repacked" : "as stored");
     if (!path.empty() && !write_kernel_choice(path, c)) {
       spdlog::warn("ops: cannot write the kernel choice cache {}; it will be measured again", path);
     } else if (!path.empty()) {
@@ -461,6 +494,18 @@ KernelChoice load_or_calibrate() {
 }
 
 }  // namespace
+
+const StreamStrategy& stream_for(const KernelChoice& c, TensorType type) {
+  switch (type) {
+    case TensorType::kF32: return c.f32_stream;
+    case TensorType::kF16:
+    case TensorType::kBF16: return c.f16_stream;
+    case TensorType::kQ4_K:
+    case TensorType::kQ5_K:
+    case TensorType::kQ6_K: return c.kquant_stream;
+    default: return c.decode_stream;
+  }
+}
 
 const KernelChoice& kernel_choice() {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -485,8 +530,10 @@ std::string describe_kernel_paths() {
   const KernelChoice& c = kernel_choice();
   const bool packs = detail::has_packed(TensorType::kQ8_0);
   std::string out = fmt::format("kernel fingerprint: {}\n", kernel_fingerprint());
-  out += fmt::format("decode streaming: {} for quantized weights, {} for F32, {} for F16/BF16 ({})\n",
-                     to_string(c.decode_stream), to_string(c.f32_stream), to_string(c.f16_stream), c.source);
+  out +=
+      fmt::format("decode streaming: {} for Q8_0/Q4_0, {} for K-quants, {} for F32, {} for F16/BF16 ({})\n",
+                  to_string(c.decode_stream), to_string(c.kquant_stream), to_string(c.f32_stream),
+                  to_string(c.f16_stream), c.source);
   if (!c.detail.empty()) {
     // The detail is one line in the cache file; its parts go on lines of their own here.
     std::string detail = c.detail;

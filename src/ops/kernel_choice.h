@@ -1,8 +1,8 @@
 // The kernel strategy this machine runs, chosen once per process: how decode
 // streams weights (plain loads or a software prefetch of some kind and
-// distance), apart for quantized, F32 and 16-bit float weights, and whether
+// distance), apart for Q8_0/Q4_0, K-quant, F32 and 16-bit float weights, and whether
 // Q8_0/Q4_0 weights are repacked at load or read as stored. Both are
-// measured here, not assumed from the vendor: a short calibration (about two
+// measured here, not assumed from the vendor: a short calibration (a few
 // seconds) times the real decode kernels under each candidate in paired
 // rounds, a screen of every candidate then a confirmation of each leader
 // against the fallback (ops/paired_choice.h), so the fallback is left only
@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 
+#include "common/tensor_type.h"
 #include "ops/stream_strategy.h"
 
 namespace ladder::ops {
@@ -34,7 +35,12 @@ struct KernelChoice {
   // plain loads than under the quantized streams' NTA+16K, which those gained
   // from, and F32 decode ran 15% faster on plain loads than under the NTA+4K
   // that F16 measured best (docs/BENCHMARKS.md).
-  StreamStrategy decode_stream;
+  // The K-quants (Q4_K, Q5_K, Q6_K: super-blocks of scales and quants) are
+  // timed apart from Q8_0/Q4_0: on that Zen 5 at 1B scale, plain loads
+  // (Q8_0/Q4_0's choice) ran Q6_K decode at 0.42x and Q4_K at 0.55x of
+  // T2+4K, which Q8_0/Q4_0 did not gain from (0.98x-1.04x).
+  StreamStrategy decode_stream;  // Q8_0 and Q4_0
+  StreamStrategy kquant_stream;  // Q4_K, Q5_K and Q6_K
   StreamStrategy f32_stream;
   StreamStrategy f16_stream;  // F16 and BF16
   bool repack_q32 = true;     // repack Q8_0/Q4_0 at load (when the target can)
@@ -44,6 +50,9 @@ struct KernelChoice {
   // The calibration's timings, for `ladder info` and the roofline report.
   std::string detail;
 };
+
+// The strategy `c` gives one-row matmuls over weights of `type`.
+const StreamStrategy& stream_for(const KernelChoice& c, TensorType type);
 
 // The choice of this process (calibrated or read from the cache on the first
 // call; thread-safe).

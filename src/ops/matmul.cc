@@ -209,9 +209,7 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     p.t.x = x;
     p.t.y = out.y;
     p.t.y_stride = w.n_out;
-    p.t.stream = w.type == TensorType::kF32 ? choice.f32_stream
-                 : is_float_type(w.type)        ? choice.f16_stream
-                                                : choice.decode_stream;
+    p.t.stream = stream_for(choice, w.type);
     // Q5_K has a packed kernel but no unpacked integer one: unpacked, or on
     // a target without the packed kernel, it dequantizes.
     const bool packed = use_packed(w, out.packed);

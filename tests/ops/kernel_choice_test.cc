@@ -40,6 +40,7 @@ TEST_F(KernelChoiceTest, CacheRoundTripsAndRejectsMalformedFiles) {
   const std::string path = dir + "/nested/kernels.txt";
   KernelChoice c;
   c.decode_stream = {Prefetch::kT1, 16384};
+  c.kquant_stream = {Prefetch::kT2, 4096};
   c.f32_stream = {Prefetch::kNone, 0};
   c.f16_stream = {Prefetch::kNta, 4096};
   c.repack_q32 = false;
@@ -48,21 +49,27 @@ TEST_F(KernelChoiceTest, CacheRoundTripsAndRejectsMalformedFiles) {
   const auto back = read_kernel_choice(path);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->decode_stream, c.decode_stream);
+  EXPECT_EQ(back->kquant_stream, c.kquant_stream);
   EXPECT_EQ(back->f32_stream, c.f32_stream);
   EXPECT_EQ(back->f16_stream, c.f16_stream);
   EXPECT_FALSE(back->repack_q32);
   EXPECT_EQ(back->detail, c.detail);
   EXPECT_EQ(back->source, "cache " + path);
-  // The last but one: a file of the previous version (one float_stream for
-  // every float type).
-  for (const char* bad : {"decode_stream=T9+1K\nf32_stream=plain\nf16_stream=plain\nrepack_q32=1\n",
-                          "decode_stream=plain\nf32_stream=T7+4K\nf16_stream=plain\nrepack_q32=1\n",
-                          "decode_stream=plain\nf32_stream=plain\nf16_stream=NTA\nrepack_q32=1\n",
-                          "decode_stream=plain\nf32_stream=plain\nf16_stream=plain\n",
-                          "f32_stream=plain\nf16_stream=plain\nrepack_q32=1\n",
-                          "decode_stream=plain\nf32_stream=plain\nf16_stream=plain\nrepack_q32=2\n",
-                          "decode_stream=plain\nf16_stream=plain\nrepack_q32=1\n",
-                          "decode_stream=plain\nfloat_stream=plain\nrepack_q32=1\n", "garbage\n"}) {
+  // The last three but one: files of earlier versions (no kquant_stream;
+  // one float_stream for every float type).
+  const std::string k = "kquant_stream=plain\n";
+  for (const std::string& bad : std::vector<std::string>{
+           "decode_stream=T9+1K\n" + k + "f32_stream=plain\nf16_stream=plain\nrepack_q32=1\n",
+           std::string(
+               "decode_stream=plain\nkquant_stream=T2\nf32_stream=plain\nf16_stream=plain\nrepack_q32=1\n"),
+           "decode_stream=plain\n" + k + "f32_stream=T7+4K\nf16_stream=plain\nrepack_q32=1\n",
+           "decode_stream=plain\n" + k + "f32_stream=plain\nf16_stream=NTA\nrepack_q32=1\n",
+           "decode_stream=plain\n" + k + "f32_stream=plain\nf16_stream=plain\n",
+           k + "f32_stream=plain\nf16_stream=plain\nrepack_q32=1\n",
+           "decode_stream=plain\n" + k + "f32_stream=plain\nf16_stream=plain\nrepack_q32=2\n",
+           std::string("decode_stream=plain\nf32_stream=plain\nf16_stream=plain\nrepack_q32=1\n"),
+           "decode_stream=plain\n" + k + "f16_stream=plain\nrepack_q32=1\n",
+           "decode_stream=plain\n" + k + "float_stream=plain\nrepack_q32=1\n", std::string("garbage\n")}) {
     std::ofstream(path) << bad;
     EXPECT_FALSE(read_kernel_choice(path).has_value()) << bad;
   }
@@ -100,12 +107,14 @@ TEST_F(KernelChoiceTest, EveryStreamStrategyGivesTheSameBits) {
     std::vector<float> want(n_out), got(n_out);
     KernelChoice c = kernel_choice();
     c.decode_stream = {};
+    c.kquant_stream = {};
     c.f32_stream = {};
     c.f16_stream = {};
     set_kernel_choice(c);
     matmul(wm, packed, x.data(), 1, want.data(), pool);
     for (const StreamStrategy& s : candidate_stream_strategies()) {
       c.decode_stream = s;
+      c.kquant_stream = s;
       c.f32_stream = s;
       c.f16_stream = s;
       set_kernel_choice(c);
@@ -144,6 +153,26 @@ TEST_F(KernelChoiceTest, PackWeightsFollowsTheChoice) {
   }
 }
 
+// Each weight family streams under its own strategy: Q8_0/Q4_0 (and the
+// other block types the integer kernels read) under decode_stream, the
+// K-quants under kquant_stream, F32 and F16/BF16 under theirs.
+TEST(KernelChoice, EachWeightFamilyGetsItsOwnStream) {
+  KernelChoice c;
+  c.decode_stream = {Prefetch::kT0, 1024};
+  c.kquant_stream = {Prefetch::kT1, 4096};
+  c.f32_stream = {Prefetch::kT2, 4096};
+  c.f16_stream = {Prefetch::kNta, 16384};
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ4_1}) {
+    EXPECT_EQ(stream_for(c, t), c.decode_stream) << tensor_type_name(t);
+  }
+  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+    EXPECT_EQ(stream_for(c, t), c.kquant_stream) << tensor_type_name(t);
+  }
+  EXPECT_EQ(stream_for(c, TensorType::kF32), c.f32_stream);
+  EXPECT_EQ(stream_for(c, TensorType::kF16), c.f16_stream);
+  EXPECT_EQ(stream_for(c, TensorType::kBF16), c.f16_stream);
+}
+
 TEST(KernelFingerprint, NamesTheTargetAndTheKQuantLayout) {
   const std::string f = kernel_fingerprint();
   EXPECT_EQ(f.rfind(active_target_name(), 0), 0u) << f;
@@ -156,8 +185,9 @@ TEST(KernelChoice, DescribesTheActivePaths) {
   const std::string d = describe_kernel_paths();
   EXPECT_NE(d.find("kernel fingerprint: " + kernel_fingerprint()), std::string::npos) << d;
   const KernelChoice& c = kernel_choice();
-  EXPECT_NE(d.find("decode streaming: " + to_string(c.decode_stream) + " for quantized weights, " +
-                   to_string(c.f32_stream) + " for F32, " + to_string(c.f16_stream) + " for F16/BF16"),
+  EXPECT_NE(d.find("decode streaming: " + to_string(c.decode_stream) + " for Q8_0/Q4_0, " +
+                   to_string(c.kquant_stream) + " for K-quants, " + to_string(c.f32_stream) + " for F32, " +
+                   to_string(c.f16_stream) + " for F16/BF16"),
             std::string::npos)
       << d;
   EXPECT_NE(d.find("AMX:"), std::string::npos) << d;

@@ -283,12 +283,14 @@ TEST(ShadowServe, APromotedApproximateKvRollsBackToRungOneWhenLongPromptsStopVer
   {
     std::ofstream out(ledger);
     out << ledger_line(identity, 1, "dense", "baseline", json::array(), margin).dump() << "\n"
-        << ledger_line(identity, 2, "q4-kv", "promoted",
-                       {"--kv-dtype", "q4", "--kv-evict", "window", "--kv-budget", "32"}, margin).dump() << "\n";
+        << ledger_line(identity, 2, "q4-window", "promoted",
+                       {"--kv-dtype", "q4", "--kv-evict", "window", "--kv-budget", "32"}, margin)
+               .dump()
+        << "\n";
   }
   ServerProcess s({"-m", stories(), "--ledger", ledger, "--shadow-rate", "1", "--shadow-budget", "1"});
   ASSERT_TRUE(s.ok()) << s.log();
-  EXPECT_NE(s.log().find("serving rung 2 'q4-kv'"), std::string::npos) << s.log();
+  EXPECT_NE(s.log().find("serving rung 2 'q4-window'"), std::string::npos) << s.log();
   EXPECT_EQ(served_facts(s.port())["config"]["kv_dtype"], "Q4_0");
   EXPECT_EQ(served_facts(s.port())["config"]["kv_evict"]["policy"], "window");
 
@@ -336,7 +338,7 @@ TEST(ShadowServe, APromotedApproximateKvRollsBackToRungOneWhenLongPromptsStopVer
   for (auto& t : clients) t.join();
   ASSERT_EQ(rollbacks, 1) << "after " << sent << " long prompts:\n" << metrics(s.port()) << s.log();
   for (int st : statuses) EXPECT_EQ(st, 200);
-  EXPECT_NE(s.log().find("rolled back rung 2 'q4-kv' -> rung 1 'dense'"), std::string::npos) << s.log();
+  EXPECT_NE(s.log().find("rolled back rung 2 'q4-window' -> rung 1 'dense'"), std::string::npos) << s.log();
 
   // The evidence, in /v1/models and in the ledger.
   const json facts = served_facts(s.port());
@@ -355,11 +357,12 @@ TEST(ShadowServe, APromotedApproximateKvRollsBackToRungOneWhenLongPromptsStopVer
   auto rollbacks_written = climb::load_rollbacks(ledger);
   ASSERT_TRUE(rollbacks_written.is_ok()) << rollbacks_written.status().message();
   ASSERT_EQ(rollbacks_written->size(), 1u);
-  EXPECT_EQ((*rollbacks_written)[0].from_name, "q4-kv");
+  EXPECT_EQ((*rollbacks_written)[0].from_name, "q4-window");
   EXPECT_EQ((*rollbacks_written)[0].to_rung, 1);
   EXPECT_EQ((*rollbacks_written)[0].slice, "long_context");
   const auto shown = testing::run_command({testing::ladder_bin(), "ledger", "show", ledger});
-  EXPECT_NE(shown.out.find("rung 2 'q4-kv' -> rung 1 'dense'"), std::string::npos) << shown.out << shown.err;
+  EXPECT_NE(shown.out.find("rung 2 'q4-window' -> rung 1 'dense'"), std::string::npos)
+      << shown.out << shown.err;
 
   // New requests are served by rung 1: exact against the reference. Samples
   // of the long prompts may still wait in the reference's queue (the loop
@@ -385,7 +388,7 @@ TEST(ShadowServe, APromotedApproximateKvRollsBackToRungOneWhenLongPromptsStopVer
   // The rollback stands when the server restarts with the same ledger.
   ServerProcess again({"-m", stories(), "--ledger", ledger});
   ASSERT_TRUE(again.ok()) << again.log();
-  EXPECT_NE(again.log().find("rung 2 'q4-kv' was rolled back"), std::string::npos) << again.log();
+  EXPECT_NE(again.log().find("rung 2 'q4-window' was rolled back"), std::string::npos) << again.log();
   EXPECT_EQ(served_facts(again.port())["config"]["kv_dtype"], "F16");
 }
 
