@@ -42,8 +42,9 @@ namespace {
 constexpr int kCacheVersion = 7;
 
 // The calibration matrices: 2048 x 32768 of Q8_0 (about 68 MiB) and of
-// Q4_0 (36 MiB), 2048 x 16384 of F16 and 2048 x 8192 of F32 (64 MiB each),
-// beyond the private caches and most last-level caches, so they stream.
+// Q4_0 (36 MiB), 2048 x 16384 of Q4_K (18 MiB), Q6_K (26 MiB) and F16, and
+// 2048 x 8192 of F32 (64 MiB each), beyond the private caches; with the
+// eviction read below, every pass streams them from memory.
 constexpr int64_t kCalIn = 2048;
 constexpr int64_t kCalOut = 32768;
 constexpr int64_t kCalFloatBytes = int64_t{64} << 20;
