@@ -36,7 +36,7 @@ endfunction()
 #    unity unit compiles 23% faster), -O0 for test suites (their code is
 #    fixtures, clients and assertions; a suite runs at the speed of the
 #    modules it calls: the server's and the harness's units compile in
-#    20-23 s against 35-37 s at -O1), -O1 for those marked
+#    20-23 s against 31-37 s at -O1), -O1 for those marked
 #    OPTIMIZE_TEST_CODE, whose own code computes (reference kernels, fuzz
 #    and property loops: at -O0 the grammar suite ran 3x longer);
 #  - under ASan/UBSan without UBSan's null and alignment checks: they are
