@@ -71,18 +71,25 @@ function(ladder_module name)
   endif()
 endfunction()
 
-# ladder_test_suite(NAME DEPS dep... [NO_UNITY] [OPTIMIZE_TEST_CODE]
-# [COST SECONDS] [SANITIZED_COST SECONDS]): every tests/NAME/*_test.cc
-# becomes one GoogleTest binary ladder_NAME_tests, registered with CTest.
-# NO_UNITY: its files are compiled one by one (suites of small files whose
-# per-file fixtures share names; batching them would gain little).
+# ladder_test_suite(NAME DEPS dep... [OPTIMIZE_TEST_CODE]
+# [COST SECONDS] [SANITIZED_COST SECONDS] [PARTS FILTER...]): every
+# tests/NAME/*_test.cc becomes one GoogleTest binary ladder_NAME_tests,
+# registered with CTest.
 # OPTIMIZE_TEST_CODE: see ladder_glue. COST and
 # SANITIZED_COST: about how long the suite runs in the Release build and in
 # the slower sanitizer build, so that `ctest -j` starts the long ones first
 # instead of leaving one to run alone at the end (a fresh build has no
-# measured times yet).
+# measured times yet); with PARTS, each entry's.
+# PARTS: in the Release build the binary is registered once per GoogleTest
+# filter, NAME/1, NAME/2, ... (the tests the filter matches that no earlier
+# one did), plus NAME for the tests none matched, all labelled NAME: a suite
+# whose long tests wait on the clock then runs them side by side instead of
+# one after another at the end of `ctest -j`. A filter keeps together the tests
+# that share a process-wide fixture (it would run once per entry otherwise).
+# The sanitizer builds register the suite whole: the Makefile hands their
+# exclusions to GoogleTest in GTEST_FILTER, which a --gtest_filter overrides.
 function(ladder_test_suite name)
-  cmake_parse_arguments(ARG "NO_UNITY;OPTIMIZE_TEST_CODE" "COST;SANITIZED_COST" "DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "OPTIMIZE_TEST_CODE" "COST;SANITIZED_COST" "DEPS;LABELS;PARTS" ${ARGN})
   if(LADDER_SANITIZE AND ARG_SANITIZED_COST)
     set(ARG_COST ${ARG_SANITIZED_COST})
   endif()
@@ -95,19 +102,35 @@ function(ladder_test_suite name)
   target_compile_options(ladder_${name}_tests PRIVATE ${LADDER_WARNINGS})
   target_link_libraries(ladder_${name}_tests PRIVATE ${ARG_DEPS} ladder_test_support GTest::gtest GTest::gtest_main GTest::gmock)
   target_compile_definitions(ladder_${name}_tests PRIVATE LADDER_TEST_SOURCE_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
-  if(NOT ARG_NO_UNITY)
-    ladder_unity(ladder_${name}_tests)
-  endif()
+  ladder_unity(ladder_${name}_tests)
   if(ARG_OPTIMIZE_TEST_CODE)
     ladder_glue(ladder_${name}_tests -O1)
   else()
     ladder_glue(ladder_${name}_tests -O0)
   endif()
-  add_test(NAME ${name} COMMAND ladder_${name}_tests)
-  set_tests_properties(${name} PROPERTIES
+  set(entries ${name})
+  if(ARG_PARTS AND NOT LADDER_SANITIZE)
+    set(taken "")
+    set(i 0)
+    foreach(filter IN LISTS ARG_PARTS)
+      math(EXPR i "${i} + 1")
+      if(taken)
+        add_test(NAME ${name}/${i} COMMAND ladder_${name}_tests "--gtest_filter=${filter}-${taken}")
+        string(APPEND taken ":${filter}")
+      else()
+        add_test(NAME ${name}/${i} COMMAND ladder_${name}_tests "--gtest_filter=${filter}")
+        set(taken "${filter}")
+      endif()
+      list(APPEND entries ${name}/${i})
+    endforeach()
+    add_test(NAME ${name} COMMAND ladder_${name}_tests "--gtest_filter=-${taken}")
+  else()
+    add_test(NAME ${name} COMMAND ladder_${name}_tests)
+  endif()
+  set_tests_properties(${entries} PROPERTIES
     ENVIRONMENT "LADDER_BIN=$<TARGET_FILE:ladder>"
     LABELS "${name};${ARG_LABELS}")
   if(ARG_COST)
-    set_tests_properties(${name} PROPERTIES COST ${ARG_COST})
+    set_tests_properties(${entries} PROPERTIES COST ${ARG_COST})
   endif()
 endfunction()

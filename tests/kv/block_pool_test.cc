@@ -4,7 +4,7 @@
 
 #include <vector>
 
-namespace ladder::kv {
+namespace ladder::kv::block_pool_test {
 namespace {
 
 BlockKey key_of(uint8_t tag) {
@@ -80,4 +80,4 @@ TEST(BlockPool, MisuseIsACheckFailure) {
 }
 
 }  // namespace
-}  // namespace ladder::kv
+}  // namespace ladder::kv::block_pool_test

@@ -14,7 +14,7 @@
 #include "ops/attention.h"
 #include "ops/kv_codec.h"
 
-namespace ladder::kv {
+namespace ladder::kv::host_tier_test {
 namespace {
 
 constexpr int kBs = 4;
@@ -427,4 +427,4 @@ TEST(KvHostTier, EveryFormatComesBackByteForByte) {
 }
 
 }  // namespace
-}  // namespace ladder::kv
+}  // namespace ladder::kv::host_tier_test

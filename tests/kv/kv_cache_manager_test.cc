@@ -7,10 +7,11 @@
 
 #include "kv/kv_test_support.h"
 
-namespace ladder::kv {
+namespace ladder::kv::cache_manager_test {
 namespace {
 
 using Ids = std::vector<BlockId>;
+using testing::table;
 
 std::unique_ptr<KvCacheManager> manager(int32_t n_blocks, bool prefix_caching = true) {
   return testing::arena_manager({.n_layers = 1, .n_kv_heads = 1, .head_dim = 2, .block_size = 4,
@@ -20,10 +21,6 @@ std::unique_ptr<KvCacheManager> manager(int32_t n_blocks, bool prefix_caching = 
 
 std::vector<int32_t> tokens(int n, int32_t first = 10) { return testing::token_run(n, first); }
 
-Ids table(const KvCacheManager& m, SeqId id) {
-  auto b = m.block_table(id);
-  return Ids(b.begin(), b.end());
-}
 
 const BlockKey kNsA = namespace_digest({"a", "m", "t", "f32-b4-kt"});
 const BlockKey kNsB = namespace_digest({"b", "m", "t", "f32-b4-kt"});
@@ -134,4 +131,4 @@ TEST(KvCacheManager, WithoutPrefixCachingNothingIsKept) {
 }
 
 }  // namespace
-}  // namespace ladder::kv
+}  // namespace ladder::kv::cache_manager_test

@@ -10,10 +10,11 @@
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_test_support.h"
 
-namespace ladder::kv {
+namespace ladder::kv::eviction_test {
 namespace {
 
 using Ids = std::vector<BlockId>;
+using testing::table;
 constexpr BlockId G = kNoBlock;
 
 EvictionPolicy window(int64_t budget, int64_t sinks) {
@@ -35,10 +36,6 @@ std::unique_ptr<KvCacheManager> manager(int32_t n_blocks, const EvictionPolicy& 
 
 std::vector<int32_t> tokens(int n) { return testing::token_run(n, 100); }
 
-Ids table(const KvCacheManager& m, SeqId id) {
-  auto b = m.block_table(id);
-  return Ids(b.begin(), b.end());
-}
 
 const BlockKey kNs = namespace_digest({"tenant", "m", "t", "f32-b4-kt"});
 
@@ -209,4 +206,4 @@ TEST(KvEviction, StagedFormatGivesBackTheSlotsOfEvictedBlocks) {
 }
 
 }  // namespace
-}  // namespace ladder::kv
+}  // namespace ladder::kv::eviction_test

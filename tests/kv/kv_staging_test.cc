@@ -11,7 +11,7 @@
 #include "kv/kv_test_support.h"
 #include "ops/kv_codec.h"
 
-namespace ladder::kv {
+namespace ladder::kv::staging_test {
 namespace {
 
 constexpr int kBs = 4;
@@ -148,4 +148,4 @@ TEST(KvStaging, StorageSizesCountTheSlots) {
 }
 
 }  // namespace
-}  // namespace ladder::kv
+}  // namespace ladder::kv::staging_test

@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-namespace ladder::kv {
+namespace ladder::kv::storage_test {
 namespace {
 
 int64_t resident_bytes() {
@@ -110,4 +110,4 @@ TEST(KvStorage, RejectsBadShapes) {
 }
 
 }  // namespace
-}  // namespace ladder::kv
+}  // namespace ladder::kv::storage_test

@@ -1,6 +1,6 @@
 // Helpers of the tests that drive a KvCacheManager (the kv suite, and the
 // engine's eviction tests): a manager over an in-memory arena of a given
-// shape, and prompts of consecutive token ids.
+// shape, a sequence's block table, and prompts of consecutive token ids.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,12 @@ inline std::unique_ptr<KvCacheManager> arena_manager(const KvShape& shape, bool 
   auto storage = make_arena_storage(shape);
   LADDER_CHECK(storage.is_ok(), storage.status().to_string());
   return std::make_unique<KvCacheManager>(std::move(storage).value(), prefix_caching, eviction);
+}
+
+// The block ids of a sequence's table, as a vector (to compare with a literal).
+inline std::vector<BlockId> table(const KvCacheManager& m, SeqId id) {
+  const auto b = m.block_table(id);
+  return std::vector<BlockId>(b.begin(), b.end());
 }
 
 // n token ids first, first + 1, ...

@@ -13,7 +13,7 @@
 #include "kv/kv_test_support.h"
 #include "kv/kv_wire.h"
 
-namespace ladder::kv {
+namespace ladder::kv::transfer_test {
 namespace {
 
 constexpr int kBlockSize = 4;
@@ -329,4 +329,4 @@ TEST(KvImport, ShortPoolsTakeWhatFitsAndFormatsMustMatch) {
 }
 
 }  // namespace
-}  // namespace ladder::kv
+}  // namespace ladder::kv::transfer_test

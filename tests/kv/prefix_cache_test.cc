@@ -6,7 +6,7 @@
 
 #include "kv/kv_test_support.h"
 
-namespace ladder::kv {
+namespace ladder::kv::prefix_cache_test {
 namespace {
 
 CacheNamespace ns_for(const std::string& scope) {
@@ -108,4 +108,4 @@ TEST(PrefixCache, HitsMissesEvictionAndTenantIsolation) {
 }
 
 }  // namespace
-}  // namespace ladder::kv
+}  // namespace ladder::kv::prefix_cache_test
