@@ -560,17 +560,17 @@ TEST(Serve, MalformedBarrageLeavesServerHealthy) {
 
 TEST(Serve, DrainDeliversOrEndsWithAnErrorAndCountsWhich) {
   // Six streams: three read at full speed, three slowly (but fast enough to
-  // take delivery within the bounds). SIGTERM with a 20 s grace: streams that
+  // take delivery within the bounds). SIGTERM with a 10 s grace: streams that
   // finish in time arrive whole; the rest are cancelled and end with an error
   // event. Each stream is one or the other, and the server's final account
   // says how many of each.
   // Which streams finish holds on any machine by construction: every step
   // takes at least 50 ms (--test-step-delay-ms), so no CPU steps a
   // stream more than 20 times a second and a 900-token stream needs at least
-  // 45 s, more than twice the grace; a 6-token one needs 6 steps, which even
+  // 45 s, more than four times the grace; a 6-token one needs 6 steps, which even
   // a sanitizer build on a busy machine (~0.4 s a step for six streams) takes
   // in a fraction of it.
-  ServerProcess srv({"-m", slow_model(), "--threads", "1", "--drain-grace-s", "20", "--test-step-delay-ms", "50"});
+  ServerProcess srv({"-m", slow_model(), "--threads", "1", "--drain-grace-s", "10", "--test-step-delay-ms", "50"});
   ASSERT_TRUE(srv.ok());
   const int p = srv.port();
   std::vector<int> fds;
