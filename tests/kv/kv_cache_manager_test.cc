@@ -21,7 +21,6 @@ std::unique_ptr<KvCacheManager> manager(int32_t n_blocks, bool prefix_caching = 
 
 std::vector<int32_t> tokens(int n, int32_t first = 10) { return testing::token_run(n, first); }
 
-
 const BlockKey kNsA = namespace_digest({"a", "m", "t", "f32-b4-kt"});
 const BlockKey kNsB = namespace_digest({"b", "m", "t", "f32-b4-kt"});
 

@@ -36,7 +36,6 @@ std::unique_ptr<KvCacheManager> manager(int32_t n_blocks, const EvictionPolicy& 
 
 std::vector<int32_t> tokens(int n) { return testing::token_run(n, 100); }
 
-
 const BlockKey kNs = namespace_digest({"tenant", "m", "t", "f32-b4-kt"});
 
 TEST(KvEviction, PolicyNamesAndChecks) {

@@ -570,7 +570,8 @@ TEST(Serve, DrainDeliversOrEndsWithAnErrorAndCountsWhich) {
   // 45 s, more than four times the grace; a 6-token one needs 6 steps, which even
   // a sanitizer build on a busy machine (~0.4 s a step for six streams) takes
   // in a fraction of it.
-  ServerProcess srv({"-m", slow_model(), "--threads", "1", "--drain-grace-s", "10", "--test-step-delay-ms", "50"});
+  ServerProcess srv(
+      {"-m", slow_model(), "--threads", "1", "--drain-grace-s", "10", "--test-step-delay-ms", "50"});
   ASSERT_TRUE(srv.ok());
   const int p = srv.port();
   std::vector<int> fds;
