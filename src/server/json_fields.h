@@ -23,12 +23,45 @@ namespace ladder::server {
     if (auto _err = (expr)) return _err; \
   } while (0)
 
+// Deepest nesting of arrays and objects a body may have. The JSON library
+// copies and prints values recursively, as does the code that walks them
+// (schemas, chat templates), so an unbounded body of 1 MiB of '[' (half a
+// million levels) would overflow a thread's stack and take the server down
+// with it. Requests nest a few dozen levels at most (a tool's parameter
+// schema inside tools inside the body; schemas themselves stop at 64).
+inline constexpr int kMaxJsonDepth = 256;
+
+// Parses `text` as Json::parse does (throwing its parse_error on malformed
+// text), but returns false, *doc left null, as soon as an array or object
+// opens more than kMaxJsonDepth levels deep: the parser itself keeps its
+// stack on the heap, so the refusal comes before any recursion could.
+template <class Json>
+bool parse_json_within_depth(std::string_view text, Json* doc) {
+  struct TooDeep {};
+  try {
+    *doc = Json::parse(text.begin(), text.end(), [](int depth, typename Json::parse_event_t event, Json&) {
+      const bool opens = event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
+      if (opens && depth >= kMaxJsonDepth) throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep&) {
+    *doc = Json();
+    return false;
+  }
+  return true;
+}
+
 // Parses a body that must be one JSON object. ordered: a request's messages
 // and tools reach the chat template with their keys in the order sent, as a
 // Python dict keeps them (`tojson` prints them so).
 inline std::optional<ApiError> parse_body(std::string_view body, nlohmann::ordered_json* doc) {
   try {
-    *doc = nlohmann::ordered_json::parse(body.begin(), body.end());
+    if (!parse_json_within_depth(body, doc)) {
+      return ApiError{400,
+                      "request body nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
+                          " levels deep",
+                      "invalid_request_error", "", "invalid_json", 0};
+    }
   } catch (const nlohmann::ordered_json::exception& e) {
     // e.what() quotes the parser's position; it never echoes raw bytes back.
     return ApiError{400, std::string("request body is not valid JSON: ") + e.what(), "invalid_request_error", "",

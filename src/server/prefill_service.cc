@@ -12,6 +12,7 @@
 
 #include "server/api_error.h"
 #include "server/deadline.h"
+#include "server/json_fields.h"
 #include "server/openai_response.h"
 
 namespace ladder::server {
@@ -31,7 +32,14 @@ struct PrefillArgs {
 };
 
 std::optional<ApiError> parse_args(const std::string& body, PrefillArgs* out) {
-  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json doc;
+  try {
+    if (!parse_json_within_depth(body, &doc)) {
+      return invalid_field("", fmt::format("the body nests arrays and objects more than {} levels deep", kMaxJsonDepth));
+    }
+  } catch (const json::exception&) {
+    return invalid_field("", "the body must be a JSON object");
+  }
   if (!doc.is_object()) return invalid_field("", "the body must be a JSON object");
   const json& prompt = doc.value("prompt", json());
   if (!prompt.is_array() || prompt.empty())

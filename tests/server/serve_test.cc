@@ -498,7 +498,12 @@ TEST(Serve, MalformedBarrageLeavesServerHealthy) {
       "{", "[]", "null", R"({"prompt":1e999})", R"({"prompt":"a","max_tokens":1e308})",
       R"({"prompt":"a","max_tokens":-1})", R"({"prompt":"a","temperature":[1]})", "{\"prompt\":\"\xc3\x28\"}",
       "\xff\xfe\xfd", R"({"prompt":"a","stop":{"x":1}})", R"({"prompt":[999999999]})",
-      R"({"messages":[{"role":"user"}]})", std::string(3000, '['), R"({"prompt":"a","seed":1.5})"};
+      R"({"messages":[{"role":"user"}]})", std::string(3000, '['), R"({"prompt":"a","seed":1.5})",
+      // Well-formed and 400 KB, nested 200,000 levels: copied or printed
+      // recursively (a schema is copied) it would overflow a thread's stack.
+      R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",)"
+      R"("json_schema":{"name":"d","schema":{"type":"object","default":)" +
+          std::string(200000, '[') + std::string(200000, ']') + "}}}}"};
   int n = 0;
   for (int round = 0; round < 8; ++round) {
     for (const auto& b : bodies) {
@@ -556,6 +561,28 @@ TEST(Serve, MalformedBarrageLeavesServerHealthy) {
   slow.join();
   EXPECT_EQ(http_request(p, "GET", "/health").status, 200);
   EXPECT_GT(n, 200);
+}
+
+TEST(Serve, APrefillWorkerRefusesBadBodiesAndStaysUp) {
+  ServerProcess srv({"-m", stories(), "--role", "prefill"});
+  ASSERT_TRUE(srv.ok());
+  const int p = srv.port();
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{", "must be a JSON object"},
+      {"[1]", "must be a JSON object"},
+      {R"({"prompt":[1,2,3],"transfer_id":)" + deep + "}", "more than 256 levels deep"},
+      {R"({"prompt":)" + deep + "}", "more than 256 levels deep"},
+      {R"({"prompt":[1,2,3]})", "transfer_id"},
+  };
+  for (const auto& [body, says] : cases) {
+    const HttpReply r = http_request(p, "POST", "/internal/prefill", body);
+    EXPECT_EQ(r.status, 400) << body.substr(0, 80);
+    EXPECT_NE(r.body.find(says), std::string::npos) << r.body;
+  }
+  const HttpReply h = http_request(p, "GET", "/health");
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(json::parse(h.body)["kv_blocks_used"], 0);
 }
 
 TEST(Serve, DrainDeliversOrEndsWithAnErrorAndCountsWhich) {

@@ -6,6 +6,7 @@
 #include "server/api_error.h"
 #include "server/deadline.h"
 #include "server/frontend.h"
+#include "server/json_fields.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/tenants.h"
@@ -167,6 +168,35 @@ TEST(RequestParsing, AParameterThatIsNotHonouredIsRefusedByName) {
   EXPECT_EQ(err->code, "unsupported_parameter");
 }
 
+// Arrays and objects nested `levels` deep around one number.
+std::string nested_json(int levels, char open, char close) {
+  return std::string(static_cast<size_t>(levels), open) + "1" + std::string(static_cast<size_t>(levels), close);
+}
+
+TEST(RequestParsing, BodiesNestedPastTheLimitAreRefusedBeforeAnyRecursion) {
+  nlohmann::ordered_json doc;
+  EXPECT_TRUE(parse_json_within_depth(nested_json(kMaxJsonDepth, '[', ']'), &doc));
+  EXPECT_EQ(doc.dump(), nested_json(kMaxJsonDepth, '[', ']'));
+  EXPECT_FALSE(parse_json_within_depth(nested_json(kMaxJsonDepth + 1, '[', ']'), &doc));
+  EXPECT_TRUE(doc.is_null());
+  // Objects count as arrays do, and half a million levels (the most a 1 MiB
+  // body holds) are refused as well.
+  std::string objects;
+  for (int i = 0; i < kMaxJsonDepth; ++i) objects += R"({"a":)";
+  objects += "1" + std::string(kMaxJsonDepth, '}');
+  EXPECT_TRUE(parse_json_within_depth(objects, &doc));
+  EXPECT_FALSE(parse_json_within_depth("{\"a\":" + objects + "}", &doc));
+  EXPECT_FALSE(parse_json_within_depth(nested_json(500000, '[', ']'), &doc));
+  // Malformed text still throws the library's error (parse_body makes it a 400).
+  EXPECT_THROW(parse_json_within_depth(std::string("[[1]"), &doc), nlohmann::ordered_json::parse_error);
+
+  const auto err = parse_body(R"({"prompt":"a","stop":)" + nested_json(100000, '[', ']') + "}", &doc);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(err->http_status, 400);
+  EXPECT_NE(err->message.find("more than 256 levels deep"), std::string::npos) << err->message;
+  EXPECT_FALSE(parse_body(R"({"prompt":"a","stop":)" + nested_json(200, '[', ']') + "}", &doc).has_value());
+}
+
 TEST(ApiError, OpenAiShape) {
   ApiError e = invalid_field("temperature", "bad");
   auto doc = nlohmann::json::parse(e.body());
@@ -223,8 +253,8 @@ TEST(Tenants, RejectsBadFiles) {
       "[[tenant]]\nname = \"a\"\n",                                        // no keys
       "[[tenant]]\nname = \"a\"\napi_keys = [\"k\"]\nreserved_share = 1.5\n",
       "[[tenant]]\nname = \"a\"\napi_keys = [\"k\"]\n[[tenant]]\nname = \"b\"\napi_keys = [\"k\"]\n",  // shared key
-      "[[tenant]]\nname = \"a\"\napi_keys = [\"k\"]\nreserved_share = 0.6\n"
-      "[[tenant]]\nname = \"b\"\napi_keys = [\"j\"]\nreserved_share = 0.6\n",  // shares > 1
+      ("[[tenant]]\nname = \"a\"\napi_keys = [\"k\"]\nreserved_share = 0.6\n"
+       "[[tenant]]\nname = \"b\"\napi_keys = [\"j\"]\nreserved_share = 0.6\n"),  // shares > 1
       "[[tenant]\nname = ",                                                 // TOML syntax
       "[[tenant]]\nname = \"a\"\napi_keys = [\"k\"]\npriority = \"high\"\n",
   };
