@@ -98,7 +98,10 @@ std::optional<ApiError> parse_guided(Fields& f, GenerationOptions* o) {
     ojson schema = v;
     if (v.is_string()) {
       try {
-        schema = ojson::parse(v.get<std::string>());
+        if (!parse_json_within_depth(v.get_ref<const std::string&>(), &schema)) {
+          return invalid_field(param, "'" + param + "' nests arrays and objects more than " +
+                                          std::to_string(kMaxJsonDepth) + " levels deep");
+        }
       } catch (const ojson::exception&) {
         return invalid_field(param, "'" + param + "' is a string that is not JSON");
       }

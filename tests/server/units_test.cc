@@ -195,6 +195,16 @@ TEST(RequestParsing, BodiesNestedPastTheLimitAreRefusedBeforeAnyRecursion) {
   EXPECT_EQ(err->http_status, 400);
   EXPECT_NE(err->message.find("more than 256 levels deep"), std::string::npos) << err->message;
   EXPECT_FALSE(parse_body(R"({"prompt":"a","stop":)" + nested_json(200, '[', ']') + "}", &doc).has_value());
+
+  // A schema sent as a string is parsed under the same limit, and named.
+  CompletionRequest req;
+  const nlohmann::json ok = {{"prompt", "a"}, {"guided_json", R"({"type":"object"})"}};
+  EXPECT_FALSE(parse_completion_request(ok.dump(), &req).has_value());
+  const nlohmann::json deep = {{"prompt", "a"}, {"guided_json", nested_json(100000, '[', ']')}};
+  const auto refused = parse_completion_request(deep.dump(), &req);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->param, "guided_json");
+  EXPECT_NE(refused->message.find("more than 256 levels deep"), std::string::npos) << refused->message;
 }
 
 TEST(ApiError, OpenAiShape) {
