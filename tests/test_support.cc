@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/paths.h"
+#include "common/sanitizers.h"
 
 namespace ladder::testing {
 
@@ -145,9 +146,9 @@ std::string read_file(const std::string& path) {
 // the sanitized suites spending minutes computing it.
 const std::string& slow_test_model() {
   static const std::string path = [] {
-#if defined(__SANITIZE_THREAD__)
+#if LADDER_TSAN
     const char *dim = "256", *layers = "3", *heads = "4", *ffn = "768";
-#elif defined(__SANITIZE_ADDRESS__)
+#elif LADDER_ASAN
     const char *dim = "256", *layers = "6", *heads = "4", *ffn = "768";
 #else
     const char *dim = "512", *layers = "6", *heads = "8", *ffn = "1536";

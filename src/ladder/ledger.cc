@@ -165,8 +165,9 @@ Result<std::vector<Rollback>> load_rollbacks(const std::string& path) {
   std::vector<Rollback> out;
   for (auto& [n, j] : lines) {
     const std::string where = fmt::format("{} line {}", path, n);
-    auto rung_of = [&](const char* key, int& rung, std::string& name) -> Status {
-      const json& r = j.value(key, json());
+    // `doc` is `j`, passed rather than captured: Clang before 16 cannot capture a structured binding.
+    auto rung_of = [&where](const json& doc, const char* key, int& rung, std::string& name) -> Status {
+      const json& r = doc.value(key, json());
       if (!r.is_object() || !r.value("rung", json()).is_number_integer() || !r.value("name", json()).is_string()) {
         return invalid_argument(fmt::format("{}: a rollback's '{}' needs 'rung' and 'name'", where, key));
       }
@@ -186,8 +187,8 @@ Result<std::vector<Rollback>> load_rollbacks(const std::string& path) {
       return invalid_argument(fmt::format("{}: a rollback's 'schema_version' must be 1 to {}", where,
                                           kRollbackSchemaVersion));
     }
-    LADDER_RETURN_IF_ERROR(rung_of("from", r.from_rung, r.from_name));
-    LADDER_RETURN_IF_ERROR(rung_of("to", r.to_rung, r.to_name));
+    LADDER_RETURN_IF_ERROR(rung_of(j, "from", r.from_rung, r.from_name));
+    LADDER_RETURN_IF_ERROR(rung_of(j, "to", r.to_rung, r.to_name));
     if (r.to_rung >= r.from_rung) {
       return invalid_argument(fmt::format("{}: a rollback goes to a lower rung (from {} to {})", where, r.from_rung,
                                           r.to_rung));

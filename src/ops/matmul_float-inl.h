@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "common/half.h"
+#include "common/sanitizers.h"
 #include "common/tensor_type.h"
 #include "hwy/highway.h"
 #include "ops/matmul-inl.h"
@@ -46,7 +47,7 @@ using WeightElem = std::conditional_t<kType == TensorType::kF32, float, uint16_t
 // (__tsan_read_range) was about half of the range checks that took a quarter
 // of the sanitized server suite's time (decode on stories260K about 10% faster
 // without, in paired runs). Activations and outputs stay checked.
-#if defined(__SANITIZE_THREAD__)
+#if LADDER_TSAN
 #define LADDER_WEIGHT_LOAD HWY_NOINLINE __attribute__((no_sanitize_thread))
 #else
 #define LADDER_WEIGHT_LOAD HWY_INLINE

@@ -9,9 +9,9 @@
 
 namespace ladder::server {
 
-namespace {
-
 using Clock = std::chrono::steady_clock;
+
+namespace {
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();

@@ -197,7 +197,6 @@ class Frontend {
   std::chrono::steady_clock::time_point drain_started_;
   bool grace_spent_ = false;
   bool finished_ = false;
-  bool stopped_ = false;
 };
 
 // Whether a finished request met its SLO: its first token came by the plan's

@@ -40,7 +40,8 @@ bool parse_json_within_depth(std::string_view text, Json* doc) {
   struct TooDeep {};
   try {
     *doc = Json::parse(text.begin(), text.end(), [](int depth, typename Json::parse_event_t event, Json&) {
-      const bool opens = event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
+      const bool opens =
+          event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
       if (opens && depth >= kMaxJsonDepth) throw TooDeep{};
       return true;
     });
@@ -57,10 +58,13 @@ bool parse_json_within_depth(std::string_view text, Json* doc) {
 inline std::optional<ApiError> parse_body(std::string_view body, nlohmann::ordered_json* doc) {
   try {
     if (!parse_json_within_depth(body, doc)) {
-      return ApiError{400,
-                      "request body nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
-                          " levels deep",
-                      "invalid_request_error", "", "invalid_json", 0};
+      return ApiError{
+          400,
+          "request body nests arrays and objects more than " + std::to_string(kMaxJsonDepth) + " levels deep",
+          "invalid_request_error",
+          "",
+          "invalid_json",
+          0};
     }
   } catch (const nlohmann::ordered_json::exception& e) {
     // e.what() quotes the parser's position; it never echoes raw bytes back.

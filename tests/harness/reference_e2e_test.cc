@@ -14,6 +14,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "common/sanitizers.h"
 #include "harness/text_synth.h"
 #include "harness/workload.h"
 #include "ladder_server.h"
@@ -155,7 +156,7 @@ TEST(ReferenceE2E, Rung1IsExactAtAnyConcurrencyWithChunkingAndPreemption) {
   if (ref["requests"][0]["token_ids"].is_null()) {
     std::fprintf(stderr, "[note] the server sends no token ids yet (return_token_ids): compared by text\n");
   }
-#if defined(__SANITIZE_THREAD__)
+#if LADDER_TSAN
   // ThreadSanitizer checks the concurrent replays; one request at a time (a
   // minute of its ~40x slower compute) has nothing for it to find.
   const std::vector<const char*> concurrencies = {"8", "64"};

@@ -21,6 +21,7 @@
 #include <set>
 #include <thread>
 
+#include "common/sanitizers.h"
 #include "engine/model_draft.h"
 #include "ladder/ledger.h"
 #include "model/model_bundle.h"
@@ -36,7 +37,7 @@ using testing::post_json;
 using testing::ServerProcess;
 using testing::stories;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if LADDER_ASAN || LADDER_TSAN
 constexpr int kCorrectRequests = 300;  // the Release run shadows 2,000
 #else
 constexpr int kCorrectRequests = 2000;

@@ -170,7 +170,8 @@ TEST(RequestParsing, AParameterThatIsNotHonouredIsRefusedByName) {
 
 // Arrays and objects nested `levels` deep around one number.
 std::string nested_json(int levels, char open, char close) {
-  return std::string(static_cast<size_t>(levels), open) + "1" + std::string(static_cast<size_t>(levels), close);
+  return std::string(static_cast<size_t>(levels), open) + "1" +
+         std::string(static_cast<size_t>(levels), close);
 }
 
 TEST(RequestParsing, BodiesNestedPastTheLimitAreRefusedBeforeAnyRecursion) {
