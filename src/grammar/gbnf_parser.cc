@@ -93,6 +93,11 @@ class GbnfParser {
     return id;
   }
 
+  Status nesting_error() const {
+    return error_at(pos_, "groups and repetitions nest more than " + std::to_string(kMaxNesting) +
+                              " deep (split the rule into named rules)");
+  }
+
   std::string parse_name() {
     size_t start = pos_;
     while (!at_end() && is_name_char(peek())) ++pos_;
@@ -146,7 +151,8 @@ class GbnfParser {
       if (at_end() || c == '|' || c == ')' || c == '\n' || c == '\r') break;
       Expr element;
       LADDER_RETURN_IF_ERROR(parse_element(&element));
-      for (;;) {
+      for (int wraps = 0;; ++wraps) {
+        if (depth_ + wraps > kMaxNesting) return nesting_error();
         skip_space(nested);
         c = peek();
         if (c == '*') {
@@ -237,9 +243,13 @@ class GbnfParser {
       return Status::ok();
     }
     if (c == '(') {
+      if (depth_ + 1 > kMaxNesting) return nesting_error();
       ++pos_;
       skip_space(true);
-      LADDER_RETURN_IF_ERROR(parse_alternatives(true, out));
+      ++depth_;
+      const Status inner = parse_alternatives(true, out);
+      --depth_;
+      LADDER_RETURN_IF_ERROR(inner);
       if (peek() != ')') return error_at(pos_, "expected ')' to close the group, found " + describe_here());
       ++pos_;
       return Status::ok();
@@ -377,6 +387,7 @@ class GbnfParser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;  // groups open around pos_
   Grammar grammar_;
   std::vector<bool> defined_;      // [rules]
   std::vector<size_t> first_use_;  // [rules] where an error about the rule points

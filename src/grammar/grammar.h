@@ -27,6 +27,12 @@ namespace ladder::grammar {
 
 inline constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 inline constexpr int32_t kUnbounded = -1;
+// How deep groups and repetitions may nest inside one another in one rule
+// (GBNF) or one pattern (regular expressions). An Expr is a tree that every
+// later stage walks recursively, so the parsers refuse deeper text: 64 KiB of
+// '(' would otherwise overflow a thread's stack. Grammars written by hand or
+// generated from schemas nest a few levels.
+inline constexpr int kMaxNesting = 256;
 
 struct CodepointRange {
   uint32_t lo = 0;

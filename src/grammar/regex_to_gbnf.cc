@@ -60,13 +60,19 @@ class RegexParser {
   bool at_end() const { return pos_ >= p_.size(); }
   char peek(size_t ahead = 0) const { return pos_ + ahead < p_.size() ? p_[pos_ + ahead] : '\0'; }
 
+  // The pattern in quotes for a message; a long one by its first 80 bytes.
+  std::string quoted() const {
+    constexpr size_t kShown = 80;
+    if (p_.size() <= kShown) return "'" + std::string(p_) + "'";
+    return "'" + std::string(p_.substr(0, kShown)) + "...' (" + std::to_string(p_.size()) + " bytes)";
+  }
   Status error(const std::string& msg) const {
-    return invalid_argument("pattern '" + std::string(p_) + "', offset " + std::to_string(pos_) + ": " + msg);
+    return invalid_argument("pattern " + quoted() + ", offset " + std::to_string(pos_) + ": " + msg);
   }
   // `what` at offset `at` (where the construct starts).
   Status unsupported_at(size_t at, const std::string& what) const {
-    return Status(StatusCode::kUnimplemented, "pattern '" + std::string(p_) + "', offset " +
-                                                  std::to_string(at) + ": " + what + " not supported");
+    return Status(StatusCode::kUnimplemented,
+                  "pattern " + quoted() + ", offset " + std::to_string(at) + ": " + what + " not supported");
   }
   Status unsupported(const std::string& what) const { return unsupported_at(pos_, what); }
 
@@ -172,6 +178,9 @@ class RegexParser {
   Status parse_atom(int depth, Expr* out) {
     char c = peek();
     if (c == '(') {
+      if (depth >= kMaxNesting) {
+        return unsupported("groups nested more than " + std::to_string(kMaxNesting) + " deep are");
+      }
       ++pos_;
       if (peek() == '?') {
         if (peek(1) == ':') {

@@ -6,6 +6,7 @@
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar.h"
+#include "grammar/regex_to_gbnf.h"
 #include "grammar_test_util.h"
 
 namespace ladder::grammar {
@@ -94,6 +95,59 @@ TEST(GbnfParser, ErrorsNameTheLineAndColumn) {
 // Random edits of good grammars: every result parses or fails with a
 // positioned error; what parses compiles or fails with a Status; nothing
 // crashes (this suite also runs under ASan/UBSan).
+// `levels` groups around "a".
+std::string nested_groups(int levels, std::string_view open = "(") {
+  std::string text;
+  for (int i = 0; i < levels; ++i) text += open;
+  return text + "a" + std::string(static_cast<size_t>(levels), ')');
+}
+
+TEST(GbnfParser, NestingPastTheLimitIsRefusedWhereItStarts) {
+  // Every later stage walks an expression recursively: 64 KiB of '(' would
+  // overflow a thread's stack, so the parser stops at kMaxNesting.
+  const auto quoted = [](int levels) {
+    std::string groups = nested_groups(levels);
+    std::string text = "root ::= " + groups;
+    const size_t a = text.find('a');
+    return text.replace(a, 1, "\"a\"");
+  };
+  ASSERT_TRUE(parse_gbnf(quoted(kMaxNesting)).is_ok());
+  std::string err = gbnf_error_of(quoted(kMaxNesting + 1));
+  EXPECT_NE(err.find("gbnf line 1, column 266: groups and repetitions nest more than 256 deep"),
+            std::string::npos)
+      << err;
+  err = gbnf_error_of(quoted(30000));
+  EXPECT_NE(err.find("nest more than 256 deep"), std::string::npos) << err;
+  // Repetition operators wrap their element one level each.
+  EXPECT_TRUE(parse_gbnf("root ::= \"a\"" + std::string(kMaxNesting, '?')).is_ok());
+  err = gbnf_error_of("root ::= \"a\"" + std::string(60000, '?'));
+  EXPECT_NE(err.find("nest more than 256 deep"), std::string::npos) << err;
+  // A long chain of named rules is no nesting at all.
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 3000; ++i)
+    chain += "r" + std::to_string(i) + " ::= \"a\" r" + std::to_string(i + 1) + "\n";
+  chain += "r3000 ::= \"a\"\n";
+  EXPECT_TRUE(parse_gbnf(chain).is_ok());
+}
+
+TEST(RegexToGbnf, GroupsNestedPastTheLimitAreRefusedAndTheMessageStaysShort) {
+  EXPECT_TRUE(regex_to_gbnf(nested_groups(kMaxNesting)).is_ok());
+  EXPECT_TRUE(regex_to_gbnf(nested_groups(kMaxNesting, "(?:")).is_ok());
+  for (const int levels : {kMaxNesting + 1, 200000}) {
+    const auto r = regex_to_gbnf(nested_groups(levels));
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+    const std::string& msg = r.status().message();
+    EXPECT_NE(msg.find("groups nested more than 256 deep are not supported"), std::string::npos) << msg;
+    // The pattern is quoted by its first 80 bytes and its length.
+    EXPECT_NE(
+        msg.find("pattern '" + std::string(80, '(') + "...' (" + std::to_string(2 * levels + 1) + " bytes)"),
+        std::string::npos)
+        << msg.substr(0, 200);
+    EXPECT_LT(msg.size(), 300u);
+  }
+}
+
 TEST(GbnfParser, SurvivesRandomEdits) {
   const std::vector<std::string> seeds = {
       "root ::= item (\",\" item)*\nitem ::= [a-z]+ | \"<\" [^>]{1,3} \">\" | .?",

@@ -503,7 +503,14 @@ TEST(Serve, MalformedBarrageLeavesServerHealthy) {
       // recursively (a schema is copied) it would overflow a thread's stack.
       R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",)"
       R"("json_schema":{"name":"d","schema":{"type":"object","default":)" +
-          std::string(200000, '[') + std::string(200000, ']') + "}}}}"};
+          std::string(200000, '[') + std::string(200000, ']') + "}}}}",
+      // A regular expression and a grammar whose groups nest 200,000 and
+      // 30,000 deep (a grammar has 64 KiB): each parser recursed per group.
+      R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",)"
+      R"("json_schema":{"name":"d","schema":{"type":"string","pattern":")" +
+          std::string(200000, '(') + "a" + std::string(200000, ')') + "\"}}}}",
+      R"({"messages":[{"role":"user","content":"x"}],"grammar":"root ::= )" + std::string(30000, '(') +
+          "\\\"a\\\"" + std::string(30000, ')') + "\"}"};
   int n = 0;
   for (int round = 0; round < 8; ++round) {
     for (const auto& b : bodies) {
