@@ -16,8 +16,8 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 # Sanitizer builds: -O0 with line tables only (file:line in every report);
 # the compute modules stay at -O1 (LADDER_SANITIZER_O1_MODULES in CMakeLists.txt).
 # They compile with Clang, the Release build with GCC: on the 2-core machine
-# Clang built the ASan targets in 326 s against GCC's 430-450 s and the TSan
-# ones in about 170 s against 225 s, and a second compiler's warnings and
+# Clang built the ASan targets in 299-326 s against GCC's 430-450 s and the TSan
+# ones in 177-185 s against 225 s, and a second compiler's warnings and
 # stack frames find what one alone does not (Clang's larger frames found a
 # request nested deep enough to overflow a thread's stack in any build).
 SANITIZER_FLAGS := -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
