@@ -52,19 +52,19 @@ bool parse_json_within_depth(std::string_view text, Json* doc) {
   return true;
 }
 
+// What a refusal by parse_json_within_depth says of the text refused.
+inline std::string nests_too_deep() {
+  return "nests arrays and objects more than " + std::to_string(kMaxJsonDepth) + " levels deep";
+}
+
 // Parses a body that must be one JSON object. ordered: a request's messages
 // and tools reach the chat template with their keys in the order sent, as a
 // Python dict keeps them (`tojson` prints them so).
 inline std::optional<ApiError> parse_body(std::string_view body, nlohmann::ordered_json* doc) {
   try {
     if (!parse_json_within_depth(body, doc)) {
-      return ApiError{
-          400,
-          "request body nests arrays and objects more than " + std::to_string(kMaxJsonDepth) + " levels deep",
-          "invalid_request_error",
-          "",
-          "invalid_json",
-          0};
+      return ApiError{400, "request body " + nests_too_deep(), "invalid_request_error", "", "invalid_json",
+                      0};
     }
   } catch (const nlohmann::ordered_json::exception& e) {
     // e.what() quotes the parser's position; it never echoes raw bytes back.

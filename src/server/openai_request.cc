@@ -99,8 +99,7 @@ std::optional<ApiError> parse_guided(Fields& f, GenerationOptions* o) {
     if (v.is_string()) {
       try {
         if (!parse_json_within_depth(v.get_ref<const std::string&>(), &schema)) {
-          return invalid_field(param, "'" + param + "' nests arrays and objects more than " +
-                                          std::to_string(kMaxJsonDepth) + " levels deep");
+          return invalid_field(param, "'" + param + "' " + nests_too_deep());
         }
       } catch (const ojson::exception&) {
         return invalid_field(param, "'" + param + "' is a string that is not JSON");

@@ -35,8 +35,7 @@ std::optional<ApiError> parse_args(const std::string& body, PrefillArgs* out) {
   json doc;
   try {
     if (!parse_json_within_depth(body, &doc)) {
-      return invalid_field(
-          "", fmt::format("the body nests arrays and objects more than {} levels deep", kMaxJsonDepth));
+      return invalid_field("", "the body " + nests_too_deep());
     }
   } catch (const json::exception&) {
     return invalid_field("", "the body must be a JSON object");

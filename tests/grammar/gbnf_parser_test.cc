@@ -95,22 +95,17 @@ TEST(GbnfParser, ErrorsNameTheLineAndColumn) {
 // Random edits of good grammars: every result parses or fails with a
 // positioned error; what parses compiles or fails with a Status; nothing
 // crashes (this suite also runs under ASan/UBSan).
-// `levels` groups around "a".
-std::string nested_groups(int levels, std::string_view open = "(") {
+// `levels` groups (each opened by `open`) around `core`.
+std::string nested_groups(int levels, std::string_view open = "(", std::string_view core = "a") {
   std::string text;
   for (int i = 0; i < levels; ++i) text += open;
-  return text + "a" + std::string(static_cast<size_t>(levels), ')');
+  return text + std::string(core) + std::string(static_cast<size_t>(levels), ')');
 }
 
 TEST(GbnfParser, NestingPastTheLimitIsRefusedWhereItStarts) {
   // Every later stage walks an expression recursively: 64 KiB of '(' would
   // overflow a thread's stack, so the parser stops at kMaxNesting.
-  const auto quoted = [](int levels) {
-    std::string groups = nested_groups(levels);
-    std::string text = "root ::= " + groups;
-    const size_t a = text.find('a');
-    return text.replace(a, 1, "\"a\"");
-  };
+  const auto quoted = [](int levels) { return "root ::= " + nested_groups(levels, "(", "\"a\""); };
   ASSERT_TRUE(parse_gbnf(quoted(kMaxNesting)).is_ok());
   std::string err = gbnf_error_of(quoted(kMaxNesting + 1));
   EXPECT_NE(err.find("gbnf line 1, column 266: groups and repetitions nest more than 256 deep"),
