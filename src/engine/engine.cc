@@ -746,6 +746,18 @@ void Engine::emit(const std::vector<SequenceUpdate>& updates, StepRows& rows) {
     LADDER_CHECK(j < rows.details[r].size() && rows.details[r][j].token == u.token,
                  "updates follow the emitted tokens");
     Active& a = *rows.actives[r];
+    if (Status failed = a.constraint ? a.constraint->status() : Status::ok(); !failed.is_ok()) {
+      // The constraint gave up at this step (a constrained row samples one
+      // token): the token drawn under its last mask is dropped, and the
+      // request ends with the constraint's error.
+      if (u.finish == FinishReason::kNone) {  // a finish removed it already
+        scheduler_->cancel(u.id);
+        ++counters_.finished_requests;
+      }
+      ++j;
+      finish(u.id, FinishReason::kError, std::move(failed));
+      continue;
+    }
     if (!a.timings.first_token) a.timings.first_token = sampled_at;
     a.timings.token_times.push_back(sampled_at);
     ++a.usage.completion_tokens;

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <span>
 
+#include "common/status.h"
+
 namespace ladder::engine {
 
 class TokenConstraint {
@@ -24,6 +26,11 @@ class TokenConstraint {
   virtual void accept(int32_t token) = 0;
   // Undoes the last n accepted tokens (draft tokens the target refused).
   virtual void rollback(int32_t n) = 0;
+  // Not ok once the rule can no longer be enforced (a grammar whose parse
+  // ran past its work budget): mask() then allows only end-of-generation
+  // tokens, and the engine ends the request with this error instead of
+  // emitting the token sampled under that mask.
+  virtual Status status() const { return Status::ok(); }
 };
 
 }  // namespace ladder::engine

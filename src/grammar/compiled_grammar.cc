@@ -73,12 +73,13 @@ void CompiledGrammar::precompute() const {
 StateTokens CompiledGrammar::classify(int32_t state) const {
   const std::vector<TrieNode>& trie = vocabulary_->trie();
   EarleyRecognizer rec(fsm_);
+  const auto n_nodes = static_cast<int32_t>(trie.size());
+  rec.set_budget(kClassifyWorkPerNode * (n_nodes + 64));
   rec.start(state);
   std::vector<uint8_t> pop(1, 0);
   std::vector<int32_t> accepted;
   StateTokens out;
   int32_t i = 1;
-  const int32_t n_nodes = static_cast<int32_t>(trie.size());
   while (i < n_nodes) {
     const TrieNode& node = trie[i];
     const size_t d = static_cast<size_t>(node.depth);
@@ -89,6 +90,13 @@ StateTokens CompiledGrammar::classify(int32_t state) const {
       for (int32_t id : vocabulary_->node_tokens(node)) accepted.push_back(id);
       ++i;
       continue;
+    }
+    if (rec.exhausted()) {  // over budget: every token is left to the context
+      StateTokens all;
+      for (int32_t j = 1; j < n_nodes; ++j) {
+        if (trie[j].tokens_end > trie[j].tokens_begin) all.uncertain_nodes.push_back(j);
+      }
+      return all;
     }
     if (pop[d - 1]) {
       for (int32_t j = i; j < node.subtree_end; ++j) {

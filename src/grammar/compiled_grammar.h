@@ -15,6 +15,12 @@
 // Because the walk from s covers the rules s predicts, a mask needs the
 // classifications of the items that began before the current position only
 // (grammar_matcher.h), and uncertain tokens are those near a rule's end.
+//
+// A state's walk may do kClassifyWorkPerNode units of the recogniser's work
+// per trie node (unambiguous grammars take about one); a walk that runs past
+// it (an ambiguous grammar, where every step predicts and completes much)
+// stops, and the state calls every token uncertain, leaving each to the
+// matcher's own budgeted check in its context.
 #pragma once
 
 #include <atomic>
@@ -39,6 +45,8 @@ struct StateTokens {
   // Trie nodes (ascending) whose tokens depend on the context.
   std::vector<int32_t> uncertain_nodes;
 };
+
+inline constexpr int64_t kClassifyWorkPerNode = 32;
 
 class CompiledGrammar {
  public:

@@ -35,6 +35,7 @@ bool GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
   LADDER_CHECK(mask.size() == vocab.mask_words(),
                "fill_mask: the mask must have vocabulary().mask_words() words");
   std::fill(mask.begin(), mask.end(), 0);
+  rec_.set_budget(kMatcherStepWork);
   bool any = false;
   if (!terminated_) {
     // Context-independent part: OR the accepted sets of the distinct states
@@ -83,6 +84,10 @@ bool GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
     }
     for (uint64_t w : mask) any = any || w != 0;
   }
+  if (rec_.exhausted()) {  // some checks were cut short: the mask is not known
+    std::fill(mask.begin(), mask.end(), 0);
+    return false;
+  }
   if (terminated_ || rec_.can_end()) {
     for (int32_t id : vocab.end_ids()) set_bit(mask, id);
     any = any || !vocab.end_ids().empty();
@@ -124,7 +129,7 @@ void GrammarMatcher::check_uncertain(std::span<const int32_t> nodes, std::span<u
 bool GrammarMatcher::is_allowed(int32_t token) {
   const TokenVocabulary& vocab = grammar_->vocabulary();
   if (token < 0 || token >= vocab.size()) return false;
-  if (vocab.is_end(token)) return terminated_ || rec_.can_end();
+  if (vocab.is_end(token)) return !rec_.exhausted() && (terminated_ || rec_.can_end());
   if (!accept(token)) return false;
   rollback(1);
   return true;
@@ -143,7 +148,8 @@ bool GrammarMatcher::feed_piece(std::string_view bytes) {
 
 bool GrammarMatcher::accept(int32_t token) {
   const TokenVocabulary& vocab = grammar_->vocabulary();
-  if (terminated_ || token < 0 || token >= vocab.size()) return false;
+  if (terminated_ || rec_.exhausted() || token < 0 || token >= vocab.size()) return false;
+  rec_.set_budget(kMatcherStepWork);
   const uint32_t before = static_cast<uint32_t>(rec_.n_sets());
   if (vocab.is_end(token)) {
     if (!rec_.can_end()) return false;
@@ -164,6 +170,7 @@ bool GrammarMatcher::accept(int32_t token) {
 
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
   if (terminated_) return false;
+  rec_.set_budget(kMatcherStepWork);
   const uint32_t before = static_cast<uint32_t>(rec_.n_sets());
   if (!feed_piece(bytes)) return false;
   history_.push_back({before, false});

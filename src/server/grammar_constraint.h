@@ -23,10 +23,15 @@ class GrammarConstraint final : public engine::TokenConstraint {
   void mask(std::span<float> logits) override;
   void accept(int32_t token) override;
   void rollback(int32_t n) override;
+  Status status() const override { return status_; }
 
  private:
+  // The matcher ran past its work budget: status() fails the request.
+  void note_exhausted();
+
   grammar::GrammarMatcher matcher_;
   std::vector<uint64_t> words_;
+  Status status_;
 };
 
 }  // namespace ladder::server

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "engine/token_constraint.h"
 #include "engine_test_util.h"
 
 namespace ladder::engine {
@@ -263,6 +264,46 @@ TEST(Engine, CancelFreesBlocksRunningOrQueued) {
   engine->cancel(running->id);
   EXPECT_EQ(run(*engine, greedy_request(kOnceUponATime, 8)).tokens,
             std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 8));
+  expect_pool_whole(*engine);
+}
+
+// A constraint that gives up (TokenConstraint::status) ends its own request
+// with its error at that step, the token drawn under its last mask dropped
+// and the request's blocks freed; a request beside it runs on to its golden
+// ids.
+TEST(Engine, AConstraintThatGivesUpEndsItsRequestWithItsError) {
+  class GivesUp final : public TokenConstraint {
+   public:
+    explicit GivesUp(int masks_allowed) : masks_allowed_(masks_allowed) {}
+    void mask(std::span<float>) override {
+      if (++masks_ > masks_allowed_) status_ = invalid_argument("gave up").with_reason("gave_up");
+    }
+    void accept(int32_t) override { ++accepted_; }
+    void rollback(int32_t) override {}
+    Status status() const override { return status_; }
+    int accepted() const { return accepted_; }
+
+   private:
+    int masks_allowed_;
+    int masks_ = 0;
+    int accepted_ = 0;
+    Status status_;
+  };
+  auto engine = make_engine(EngineConfig{});
+  auto constraint = std::make_shared<GivesUp>(5);
+  Request r = greedy_request(kOnceUponATime, 20);
+  r.constraint = constraint;
+  auto failing = engine->submit(std::move(r));
+  auto beside = engine->submit(greedy_request(kOnceUponATime, 12));
+  ASSERT_TRUE(failing.is_ok() && beside.is_ok());
+  const Outcome f = drain(*failing->stream);
+  EXPECT_EQ(f.final_event.finish, FinishReason::kError);
+  EXPECT_EQ(f.final_event.status.reason(), "gave_up") << f.final_event.status.to_string();
+  // Five masks allowed every token (greedy: the golden ids); the sixth gave up.
+  EXPECT_EQ(f.tokens, std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 5));
+  EXPECT_EQ(f.final_event.usage.completion_tokens, 5);
+  EXPECT_EQ(constraint->accepted(), 6);  // told of the sixth token before it was dropped
+  EXPECT_EQ(drain(*beside->stream).tokens, std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 12));
   expect_pool_whole(*engine);
 }
 

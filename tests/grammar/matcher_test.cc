@@ -2,6 +2,7 @@
 // was worked out by hand from the grammar, not by running the matcher.
 #include <gtest/gtest.h>
 
+#include "grammar/earley.h"
 #include "grammar/grammar_cache.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar_test_util.h"
@@ -80,6 +81,119 @@ TEST(GrammarMatcher, RecursionAndBalance) {
                                                  {")(", false, false},
                                                  {"())", false, false}});
   check(R"(root ::= root "a" | "b")", {{"b", true, true}, {"baaa", true, true}, {"a", false, false}});
+}
+
+// Right recursion, where the recogniser takes Leo's shortcut through chains
+// of completions (earley.h): the answers stay those of the grammar.
+TEST(GrammarMatcher, RightRecursion) {
+  check(R"(root ::= "a" root | "b")", {{"", false, true},
+                                       {"b", true, true},
+                                       {"aab", true, true},
+                                       {"aaa", false, true},
+                                       {"ba", false, false}});
+  // Two rules that end in each other: (xy)*z.
+  check("root ::= \"x\" next | \"z\"\nnext ::= \"y\" root", {{"z", true, true},
+                                                             {"xyz", true, true},
+                                                             {"xyxyz", true, true},
+                                                             {"xyx", false, true},
+                                                             {"xz", false, false}});
+  // The chain ends inside a rule that reads on: a+ then "!".
+  check("root ::= list \"!\"\nlist ::= \"a\" list | \"a\"",
+        {{"aaa!", true, true}, {"aaa", false, true}, {"!", false, false}, {"aa!a", false, false}});
+  // An optional tail: [1], [1,1,1].
+  check("root ::= \"[\" items \"]\"\nitems ::= \"1\" (\",\" items)?", {{"[1]", true, true},
+                                                                       {"[1,1,1]", true, true},
+                                                                       {"[1,1,", false, true},
+                                                                       {"[1,,", false, false},
+                                                                       {"[]", false, false}});
+  // Ambiguous and right-recursive: a run of a's parsed one or two at a time,
+  // so two items can wait on the rule in one set.
+  check(R"(root ::= "a" root | "aa" root | "b")", {{"aaab", true, true},
+                                                   {"aab", true, true},
+                                                   {"ab", true, true},
+                                                   {"aa", false, true},
+                                                   {"aaba", false, false}});
+}
+
+// Without the shortcut every set would hold an item per enclosing level and
+// the work would grow with the cube of the input (20,000 bytes: over half
+// an hour; 8,192 took 146 s).
+TEST(EarleyRecognizer, RightRecursionStaysLinear) {
+  auto g = compile_gbnf(R"(root ::= "a" root | "a")");
+  ASSERT_NE(g, nullptr);
+  constexpr int kBytes = 20000;
+  EarleyRecognizer rec(g->fsm());
+  rec.set_budget(int64_t{64} * kBytes);
+  rec.start(g->fsm().root_state());
+  for (int i = 0; i < kBytes; ++i) ASSERT_TRUE(rec.advance('a')) << "byte " << i;
+  EXPECT_FALSE(rec.exhausted());
+  EXPECT_TRUE(rec.can_end());
+  EXPECT_LE(rec.n_items(), size_t{8} * kBytes);
+  // Rolled back, the cut sets' shortcuts go with them.
+  rec.truncate(11);  // ten bytes read
+  EXPECT_TRUE(rec.can_end());
+  EXPECT_FALSE(rec.advance('b'));
+  EXPECT_TRUE(rec.advance('a'));
+  EXPECT_TRUE(rec.can_end());
+}
+
+// Four mutually ambiguous rules: every set holds items from every earlier
+// position, and the work per byte grows with the square of the bytes read.
+const char* const kAmbiguousGbnf =
+    "root ::= r0\n"
+    "r0 ::= r0 r1 | r1 r0 | \"a\"\n"
+    "r1 ::= r1 r2 | r2 r1 | \"a\"\n"
+    "r2 ::= r2 r3 | r3 r2 | \"a\"\n"
+    "r3 ::= r3 r0 | r0 r3 | \"a\"\n";
+
+// The matcher stops such a parse at its budget instead of stalling, refuses
+// everything after, and reset() starts over.
+TEST(GrammarMatcher, AnAmbiguousParseRunsOutOfWorkAndStaysOut) {
+  auto g = compile_gbnf(kAmbiguousGbnf);
+  ASSERT_NE(g, nullptr);
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.accept_bytes("aaa"));
+  EXPECT_TRUE(m.can_end());
+  int n = 3;
+  while (n < 1000 && m.accept('a')) ++n;  // the byte vocabulary: token 'a' is "a"
+  ASSERT_TRUE(m.exhausted()) << n << " bytes";
+  EXPECT_GT(n, 50);
+  std::vector<uint64_t> mask(g->vocabulary().mask_words(), ~uint64_t{0});
+  EXPECT_FALSE(m.fill_mask(mask));
+  for (uint64_t w : mask) EXPECT_EQ(w, 0u);
+  EXPECT_FALSE(m.is_allowed('a'));
+  EXPECT_FALSE(m.is_allowed(g->vocabulary().end_ids()[0]));
+  m.rollback(1);
+  EXPECT_TRUE(m.exhausted());
+  m.reset();
+  EXPECT_FALSE(m.exhausted());
+  EXPECT_TRUE(m.accept_bytes("aa"));
+  EXPECT_TRUE(m.can_end());
+}
+
+// A state whose walk over the vocabulary runs past kClassifyWorkPerNode calls
+// every token uncertain (each then checked in its context), and takes
+// bounded time doing so.
+TEST(GrammarCompile, AnAmbiguousStateIsClassifiedAllUncertain) {
+  auto vocab = testing::byte_vocabulary();
+  std::string gbnf = "root ::= r0\n";
+  for (int i = 0; i < 32; ++i) {
+    const std::string a = "r" + std::to_string(i), b = "r" + std::to_string((i + 1) % 32);
+    gbnf += a + " ::= " + a + " " + b + " | " + b + " " + a + " | [a-z ]\n";
+  }
+  auto g = compile_gbnf(gbnf, vocab);
+  ASSERT_NE(g, nullptr);
+  const StateTokens& st = g->state_tokens(g->fsm().root_state());
+  EXPECT_TRUE(st.accepted_ids.empty());
+  EXPECT_TRUE(st.accepted_bits.empty());
+  EXPECT_EQ(st.uncertain_nodes.size(), 256u);  // every byte token (the end and special tokens write nothing)
+  // An unambiguous grammar over the same bytes classifies them for certain.
+  auto plain = compile_gbnf("root ::= [a-z ]+", vocab);
+  const StateTokens& pt = plain->state_tokens(plain->fsm().root_state());
+  size_t accepted = pt.accepted_ids.size();
+  for (uint64_t w : pt.accepted_bits) accepted += static_cast<size_t>(__builtin_popcountll(w));
+  EXPECT_EQ(accepted, 27u);
+  EXPECT_TRUE(pt.uncertain_nodes.empty());
 }
 
 TEST(GrammarMatcher, Repetition) {

@@ -164,6 +164,35 @@ TEST_F(OpenAiExtras, GuidedOutputsMatchTheirConstraint) {
             "min_tokens");
 }
 
+// A grammar too ambiguous to enforce (its parse outgrows the matcher's
+// budget within a few tokens) fails its own request with a 400 that says why,
+// streamed or not, and leaves the server healthy with every KV block free.
+TEST_F(OpenAiExtras, AnAmbiguousGrammarFailsItsRequestNotTheServer) {
+  std::string gbnf = "root ::= r0\n";
+  for (int i = 0; i < 4; ++i) {
+    const std::string a = "r" + std::to_string(i), b = "r" + std::to_string((i + 1) % 4);
+    gbnf += a + " ::= " + a + " " + b + " | " + b + " " + a + " | [a-z ]\n";
+  }
+  json body = {{"prompt", "Once upon a time"}, {"max_tokens", 120}, {"temperature", 0}, {"grammar", gbnf}};
+  json e = post("/v1/completions", body, 400);
+  ASSERT_TRUE(e.is_object());
+  EXPECT_EQ(e["error"]["code"], "grammar_too_complex") << e.dump();
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("ambiguous"), std::string::npos) << e.dump();
+  body["stream"] = true;
+  json s = post("/v1/completions", body);
+  ASSERT_TRUE(s.is_string());
+  const std::string text = s.get<std::string>();
+  EXPECT_NE(text.find("\"code\":\"grammar_too_complex\""), std::string::npos) << text;
+  EXPECT_NE(text.find("data: [DONE]"), std::string::npos) << text;
+  json health = call("GET", "/health", nullptr);
+  EXPECT_EQ(health["kv_blocks_used"], 0) << health.dump();
+  EXPECT_EQ(health["running"], 0) << health.dump();
+  // The same alphabet without the ambiguity runs to its length.
+  json ok = post("/v1/completions",
+                 {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"grammar", "root ::= [a-z ]+"}});
+  EXPECT_EQ(ok["choices"][0]["finish_reason"], "length") << ok.dump();
+}
+
 TEST_F(OpenAiExtras, StopIdsStopTextAndMinTokens) {
   const json base = {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0},
                      {"return_token_ids", true}};
