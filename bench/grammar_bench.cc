@@ -17,6 +17,11 @@
 // a second request with the same grammar finds). Cold: each iteration
 // compiles the grammar afresh, so its masks include classifying the states
 // (the first request's cost); compile_ms is the compile alone.
+//
+// BM_RightRecursion/N reads N bytes of `root ::= "a" root | "a"` with the
+// Earley recogniser alone: us_per_byte stays flat as N grows when the work
+// is linear (Leo's items, earley.h; without them it grew with N squared per
+// byte), items_per_byte is the chart's size over N.
 #include <benchmark/benchmark.h>
 #include <time.h>
 
@@ -30,6 +35,7 @@
 #include "engine/sampler.h"
 #include "gguf/gguf_file.h"
 #include "grammar/compiled_grammar.h"
+#include "grammar/earley.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/json_schema.h"
 #include "tokenizer/tokenizer.h"
@@ -172,6 +178,33 @@ BENCHMARK_CAPTURE(BM_MaskVsSampling, cold_512, std::string("stories260K.gguf"), 
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MaskVsSampling, cold_32k, std::string("llama-2-tiny-random.gguf"), true)
     ->Unit(benchmark::kMillisecond);
+
+void BM_RightRecursion(benchmark::State& state) {
+  const auto n = static_cast<int>(state.range(0));
+  auto compiled = grammar::CompiledGrammar::from_gbnf(R"(root ::= "a" root | "a")", vocabulary("stories260K.gguf"));
+  if (!compiled.is_ok()) {
+    state.SkipWithError(compiled.status().to_string().c_str());
+    return;
+  }
+  const grammar::GrammarFsm& fsm = compiled.value()->fsm();
+  grammar::EarleyRecognizer rec(fsm);
+  double us = 0.0;
+  for (auto _ : state) {
+    const double t0 = cpu_us();
+    rec.start(fsm.root_state());
+    for (int i = 0; i < n; ++i) {
+      if (!rec.advance('a')) {
+        state.SkipWithError("the recogniser refused a byte of its grammar");
+        break;
+      }
+    }
+    us += cpu_us() - t0;
+  }
+  state.counters["us_per_byte"] = us / static_cast<double>(state.iterations()) / n;
+  state.counters["items_per_byte"] = static_cast<double>(rec.n_items()) / n;
+}
+
+BENCHMARK(BM_RightRecursion)->Arg(1024)->Arg(8192)->Arg(65536)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
