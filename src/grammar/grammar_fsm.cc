@@ -310,6 +310,14 @@ class FsmBuilder {
 
   // --- subset construction ---------------------------------------------------
 
+  struct StateSetHash {
+    size_t operator()(const std::vector<int32_t>& v) const {
+      uint64_t h = 0xcbf29ce484222325ull ^ v.size();  // FNV-1a over the members
+      for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001b3ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+
   void closure(std::vector<int32_t>* set) {
     std::vector<int32_t> work = *set;
     for (int32_t s : work) mark_[s] = mark_stamp_;
@@ -331,14 +339,16 @@ class FsmBuilder {
   Status determinize(RuleDfa* dfa, int64_t* total_states) {
     mark_.assign(nfa_.size(), 0);
     mark_stamp_ = 1;
-    std::map<std::vector<int32_t>, int32_t> ids;
-    std::vector<std::vector<int32_t>> pending;
+    // NFA state sets by DFA state id; `pending` points at the keys (a
+    // node-based map keeps them in place), each set stored once.
+    std::unordered_map<std::vector<int32_t>, int32_t, StateSetHash> ids;
+    std::vector<const std::vector<int32_t>*> pending;
     auto intern = [&](std::vector<int32_t> set) -> int32_t {
       closure(&set);
-      auto [it, inserted] = ids.emplace(set, static_cast<int32_t>(dfa->states.size()));
+      auto [it, inserted] = ids.emplace(std::move(set), static_cast<int32_t>(dfa->states.size()));
       if (inserted) {
         dfa->states.emplace_back();
-        pending.push_back(std::move(set));
+        pending.push_back(&it->first);
       }
       return it->second;
     };
@@ -348,7 +358,7 @@ class FsmBuilder {
         return invalid_argument("grammar too large: its automata need more than " +
                                 std::to_string(kMaxFsmStates) + " states");
       }
-      const std::vector<int32_t> members = pending[next];
+      const std::vector<int32_t>& members = *pending[next];
       DfaState out;
       std::vector<const NfaEdge*> terms;
       std::map<int32_t, std::vector<int32_t>> by_rule;
