@@ -753,6 +753,7 @@ void Engine::emit(const std::vector<SequenceUpdate>& updates, StepRows& rows) {
       if (u.finish == FinishReason::kNone) {  // a finish removed it already
         scheduler_->cancel(u.id);
         ++counters_.finished_requests;
+        publish_metrics();  // its blocks are back before the final event
       }
       ++j;
       finish(u.id, FinishReason::kError, std::move(failed));

@@ -54,9 +54,10 @@ class EarleyRecognizer {
   // Keeps sets [0, n_sets); n_sets >= 1.
   void truncate(size_t n_sets);
 
-  // Lets advance() do at most `work` more units (an item added or an item
-  // visited by a completion) before it fails for good; exhausted() then stays
-  // true until start(). The default is no limit.
+  // Lets advance() and start() do at most `work` more units (an item added or
+  // an item visited by a completion) before they fail for good; exhausted()
+  // then stays true until start() (which keeps the budget: set it first).
+  // The default is no limit.
   void set_budget(int64_t work) { budget_ = work; }
   bool exhausted() const { return exhausted_; }
   // Items in the chart (every set), for tests of its growth.

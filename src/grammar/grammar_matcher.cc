@@ -25,6 +25,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
 }
 
 void GrammarMatcher::reset() {
+  rec_.set_budget(kMatcherStepWork);  // an exhausted budget would cut set 0 short
   rec_.start(grammar_->fsm().root_state());
   history_.clear();
   terminated_ = false;

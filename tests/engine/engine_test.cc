@@ -305,6 +305,14 @@ TEST(Engine, AConstraintThatGivesUpEndsItsRequestWithItsError) {
   EXPECT_EQ(constraint->accepted(), 6);  // told of the sixth token before it was dropped
   EXPECT_EQ(drain(*beside->stream).tokens, std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 12));
   expect_pool_whole(*engine);
+  // Giving up on the step that would have finished it (max_tokens): still
+  // the constraint's error, and nothing freed twice.
+  Request last = greedy_request(kOnceUponATime, 5);
+  last.constraint = std::make_shared<GivesUp>(4);
+  const Outcome l = run(*engine, std::move(last));
+  EXPECT_EQ(l.final_event.finish, FinishReason::kError);
+  EXPECT_EQ(l.tokens, std::vector<int32_t>(kGolden64.begin(), kGolden64.begin() + 4));
+  expect_pool_whole(*engine);
 }
 
 TEST(Engine, MixOfFinishCancelAndPreemptionLeaksNoBlock) {

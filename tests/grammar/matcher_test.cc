@@ -152,23 +152,29 @@ TEST(GrammarMatcher, AnAmbiguousParseRunsOutOfWorkAndStaysOut) {
   auto g = compile_gbnf(kAmbiguousGbnf);
   ASSERT_NE(g, nullptr);
   GrammarMatcher m(g);
+  const auto exhaust = [&m] {
+    int n = 0;
+    while (n < 1000 && m.accept('a')) ++n;  // the byte vocabulary: token 'a' is "a"
+    return n;
+  };
   ASSERT_TRUE(m.accept_bytes("aaa"));
   EXPECT_TRUE(m.can_end());
-  int n = 3;
-  while (n < 1000 && m.accept('a')) ++n;  // the byte vocabulary: token 'a' is "a"
+  const int n = 3 + exhaust();
   ASSERT_TRUE(m.exhausted()) << n << " bytes";
   EXPECT_GT(n, 50);
-  std::vector<uint64_t> mask(g->vocabulary().mask_words(), ~uint64_t{0});
-  EXPECT_FALSE(m.fill_mask(mask));
-  for (uint64_t w : mask) EXPECT_EQ(w, 0u);
   EXPECT_FALSE(m.is_allowed('a'));
   EXPECT_FALSE(m.is_allowed(g->vocabulary().end_ids()[0]));
   m.rollback(1);
   EXPECT_TRUE(m.exhausted());
+  // Straight from an exhausted call (its budget spent), reset() starts over.
   m.reset();
   EXPECT_FALSE(m.exhausted());
   EXPECT_TRUE(m.accept_bytes("aa"));
   EXPECT_TRUE(m.can_end());
+  ASSERT_EQ(2 + exhaust(), n);  // the same bytes, the same budget
+  std::vector<uint64_t> mask(g->vocabulary().mask_words(), ~uint64_t{0});
+  EXPECT_FALSE(m.fill_mask(mask));
+  for (uint64_t w : mask) EXPECT_EQ(w, 0u);
 }
 
 // A state whose walk over the vocabulary runs past kClassifyWorkPerNode calls

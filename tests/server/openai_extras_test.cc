@@ -169,8 +169,8 @@ TEST_F(OpenAiExtras, GuidedOutputsMatchTheirConstraint) {
 // streamed or not, and leaves the server healthy with every KV block free.
 TEST_F(OpenAiExtras, AnAmbiguousGrammarFailsItsRequestNotTheServer) {
   std::string gbnf = "root ::= r0\n";
-  for (int i = 0; i < 4; ++i) {
-    const std::string a = "r" + std::to_string(i), b = "r" + std::to_string((i + 1) % 4);
+  for (int i = 0; i < 8; ++i) {
+    const std::string a = "r" + std::to_string(i), b = "r" + std::to_string((i + 1) % 8);
     gbnf += a + " ::= " + a + " " + b + " | " + b + " " + a + " | [a-z ]\n";
   }
   json body = {{"prompt", "Once upon a time"}, {"max_tokens", 120}, {"temperature", 0}, {"grammar", gbnf}};
