@@ -27,9 +27,8 @@ class TokenConstraint {
   // Undoes the last n accepted tokens (draft tokens the target refused).
   virtual void rollback(int32_t n) = 0;
   // Not ok once the rule can no longer be enforced (a grammar whose parse
-  // ran past its work budget): mask() then allows only end-of-generation
-  // tokens, and the engine ends the request with this error instead of
-  // emitting the token sampled under that mask.
+  // ran past its work budget): the engine then ends the request with this
+  // error instead of emitting the token sampled under the last mask.
   virtual Status status() const { return Status::ok(); }
 };
 

@@ -6,6 +6,18 @@
 #include "common/check.h"
 
 namespace ladder::server {
+namespace {
+
+Status too_ambiguous() {
+  return invalid_argument(
+             "the grammar is too ambiguous to enforce: matching the output so far took more than " +
+             std::to_string(grammar::kMatcherStepWork) +
+             " parser steps for one token; write repetition (x*) or unambiguous recursion instead "
+             "of rules such as `x ::= x x`")
+      .with_reason("grammar_too_complex");
+}
+
+}  // namespace
 
 GrammarConstraint::GrammarConstraint(std::shared_ptr<const grammar::CompiledGrammar> grammar)
     : matcher_(std::move(grammar)) {
@@ -14,13 +26,21 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<const grammar::CompiledGram
 
 void GrammarConstraint::mask(std::span<float> logits) {
   const grammar::TokenVocabulary& vocab = matcher_.grammar().vocabulary();
-  if (!matcher_.fill_mask(words_)) {
-    // The vocabulary cannot spell what the grammar needs next (the builder
-    // refuses grammars for such vocabularies; this is the last resort), or
-    // the parse ran past its budget (the engine then fails the request): end.
-    if (matcher_.exhausted()) note_exhausted();
-    std::fill(words_.begin(), words_.end(), 0);
-    for (int32_t id : vocab.end_ids()) words_[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+  if (status_.is_ok() && !matcher_.fill_mask(words_)) {
+    // No token may follow: the parse ran past its budget, or the vocabulary
+    // cannot spell what the grammar needs next (the builder refuses grammars
+    // for such vocabularies; this is the last resort). The request fails.
+    fail(matcher_.exhausted()
+             ? too_ambiguous()
+             : invalid_argument("no token of the model's vocabulary can continue the output here: the "
+                                "grammar needs text the vocabulary cannot write, or is complete and the "
+                                "vocabulary has no end-of-generation token")
+                   .with_reason("grammar_unsatisfiable"));
+  }
+  if (!status_.is_ok()) {
+    // Failed: the engine drops whatever is drawn now; any token keeps the
+    // sampler's input well formed.
+    std::fill(words_.begin(), words_.end(), ~uint64_t{0});
   }
   // The model's rows may be wider than the tokenizer's vocabulary (padded
   // output heads): those extra ids are never allowed.
@@ -37,18 +57,14 @@ void GrammarConstraint::accept(int32_t token) {
   const bool ok = matcher_.accept(token);
   // A token the mask allowed without trying it (its state's own tokens) can
   // still run the parse past its budget when it is read.
-  if (!ok && matcher_.exhausted()) return note_exhausted();
+  if (!ok && matcher_.exhausted()) {
+    return fail(too_ambiguous());
+  }
   LADDER_CHECK(ok, "a sampled token outside the grammar's mask");
 }
 
-void GrammarConstraint::note_exhausted() {
-  if (!status_.is_ok()) return;
-  status_ =
-      invalid_argument("the grammar is too ambiguous to enforce: matching the output so far took more than " +
-                       std::to_string(grammar::kMatcherStepWork) +
-                       " parser steps for one token; write repetition (x*) or unambiguous recursion "
-                       "instead of rules such as `x ::= x x`")
-          .with_reason("grammar_too_complex");
+void GrammarConstraint::fail(Status status) {
+  if (status_.is_ok()) status_ = std::move(status);
 }
 
 void GrammarConstraint::rollback(int32_t n) { matcher_.rollback(n); }

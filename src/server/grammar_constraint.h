@@ -26,8 +26,8 @@ class GrammarConstraint final : public engine::TokenConstraint {
   Status status() const override { return status_; }
 
  private:
-  // The matcher ran past its work budget: status() fails the request.
-  void note_exhausted();
+  // The first failure sticks: status() then fails the request.
+  void fail(Status status);
 
   grammar::GrammarMatcher matcher_;
   std::vector<uint64_t> words_;
