@@ -319,7 +319,8 @@ class FsmBuilder {
   };
 
   void closure(std::vector<int32_t>* set) {
-    std::vector<int32_t> work = *set;
+    std::vector<int32_t>& work = closure_work_;
+    work.assign(set->begin(), set->end());
     for (int32_t s : work) mark_[s] = mark_stamp_;
     while (!work.empty()) {
       int32_t s = work.back();
@@ -343,16 +344,21 @@ class FsmBuilder {
     // node-based map keeps them in place), each set stored once.
     std::unordered_map<std::vector<int32_t>, int32_t, StateSetHash> ids;
     std::vector<const std::vector<int32_t>*> pending;
-    auto intern = [&](std::vector<int32_t> set) -> int32_t {
+    // `set` is scratch: closed in place, copied only when it is a new state.
+    auto intern = [&](std::vector<int32_t>& set) -> int32_t {
       closure(&set);
-      auto [it, inserted] = ids.emplace(std::move(set), static_cast<int32_t>(dfa->states.size()));
-      if (inserted) {
-        dfa->states.emplace_back();
-        pending.push_back(&it->first);
-      }
+      if (auto it = ids.find(set); it != ids.end()) return it->second;
+      auto [it, inserted] = ids.emplace(set, static_cast<int32_t>(dfa->states.size()));
+      dfa->states.emplace_back();
+      pending.push_back(&it->first);
       return it->second;
     };
-    intern({nfa_start_});
+    std::vector<int32_t> targets = {nfa_start_};
+    intern(targets);
+    // Per state, reused: its terminal edges, their range ends, its rule edges.
+    std::vector<const NfaEdge*> terms;
+    std::vector<uint32_t> cuts;
+    std::vector<std::pair<int32_t, int32_t>> by_rule;  // (rule, NFA target)
     for (size_t next = 0; next < pending.size(); ++next) {
       if (*total_states + static_cast<int64_t>(dfa->states.size()) > kMaxFsmStates) {
         return invalid_argument("grammar too large: its automata need more than " +
@@ -360,9 +366,9 @@ class FsmBuilder {
       }
       const std::vector<int32_t>& members = *pending[next];
       DfaState out;
-      std::vector<const NfaEdge*> terms;
-      std::map<int32_t, std::vector<int32_t>> by_rule;
-      std::vector<uint32_t> cuts;
+      terms.clear();
+      cuts.clear();
+      by_rule.clear();
       for (int32_t s : members) {
         if (s == nfa_final_) out.final = true;
         for (const NfaEdge& e : nfa_[s]) {
@@ -371,7 +377,7 @@ class FsmBuilder {
             cuts.push_back(e.lo);
             cuts.push_back(static_cast<uint32_t>(e.hi) + 1);
           } else if (e.kind == NfaEdge::Kind::kRule) {
-            by_rule[e.rule].push_back(e.to);
+            by_rule.emplace_back(e.rule, e.to);
           }
         }
       }
@@ -380,14 +386,14 @@ class FsmBuilder {
       for (size_t c = 0; c + 1 < cuts.size(); ++c) {
         const uint32_t lo = cuts[c];
         const uint32_t hi = cuts[c + 1] - 1;
-        std::vector<int32_t> targets;
+        targets.clear();
         for (const NfaEdge* e : terms) {
           if (e->lo <= lo && hi <= e->hi) targets.push_back(e->to);
         }
         if (targets.empty()) continue;
         std::sort(targets.begin(), targets.end());
         targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
-        int32_t t = intern(std::move(targets));
+        int32_t t = intern(targets);
         if (!out.terminals.empty() && out.terminals.back().target == t &&
             out.terminals.back().hi + 1u == lo) {
           out.terminals.back().hi = static_cast<uint16_t>(hi);
@@ -395,10 +401,15 @@ class FsmBuilder {
           out.terminals.push_back({static_cast<uint16_t>(lo), static_cast<uint16_t>(hi), t});
         }
       }
-      for (auto& [rule, targets] : by_rule) {
-        std::sort(targets.begin(), targets.end());
-        targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
-        out.rules.push_back({rule, intern(std::move(targets))});
+      std::sort(by_rule.begin(), by_rule.end());
+      for (size_t i = 0; i < by_rule.size();) {
+        targets.clear();
+        size_t j = i;
+        for (; j < by_rule.size() && by_rule[j].first == by_rule[i].first; ++j) {
+          if (targets.empty() || targets.back() != by_rule[j].second) targets.push_back(by_rule[j].second);
+        }
+        out.rules.push_back({by_rule[i].first, intern(targets)});
+        i = j;
       }
       dfa->states[next] = std::move(out);
     }
@@ -536,6 +547,7 @@ class FsmBuilder {
   int32_t nfa_final_ = -1;
   std::vector<uint32_t> mark_;
   uint32_t mark_stamp_ = 1;
+  std::vector<int32_t> closure_work_;  // closure()'s stack
 };
 
 Result<GrammarFsm> GrammarFsm::compile(const Grammar& grammar) {
