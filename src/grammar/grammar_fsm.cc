@@ -13,8 +13,9 @@
 #include "grammar/grammar_fsm.h"
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
+
+#include <boost/container_hash/hash.hpp>
 
 #include "grammar/utf8_ranges.h"
 
@@ -311,11 +312,7 @@ class FsmBuilder {
   // --- subset construction ---------------------------------------------------
 
   struct StateSetHash {
-    size_t operator()(const std::vector<int32_t>& v) const {
-      uint64_t h = 0xcbf29ce484222325ull ^ v.size();  // FNV-1a over the members
-      for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001b3ull;
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
+    size_t operator()(const std::vector<int32_t>& v) const { return boost::hash_range(v.begin(), v.end()); }
   };
 
   void closure(std::vector<int32_t>* set) {
