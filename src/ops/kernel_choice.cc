@@ -25,6 +25,7 @@
 #include "common/tensor_type.h"
 #include "hwy/aligned_allocator.h"
 #include "ops/amx.h"
+#include "ops/bf16_dot.h"
 #include "ops/matmul_simd.h"
 #include "ops/paired_choice.h"
 #include "ops/simd_targets.h"
@@ -524,6 +525,7 @@ std::string kernel_fingerprint() {
   std::string f = active_target_name();
   if (detail::has_packed(TensorType::kQ4_K)) f += ";kq=packed16";
   if (amx_bf16_active()) f += ";f16=amx-bf16x3";
+  if (bf16_dot_active()) f += ";bf16=dpbf16x2";
   return f;
 }
 
@@ -551,10 +553,17 @@ std::string describe_kernel_paths() {
                                                      detail::float_pack_group_cols())
                                        : std::string("as stored");
   out += fmt::format("F32 weights: FMA, {}\n", float_layout);
-  out +=
-      fmt::format("F16/BF16 weights: {}\n",
-                  amx_bf16_active() ? "AMX-BF16 tiles at every batch size (bf16x3 arithmetic)"
-                                    : "FMA on F32, " + float_layout + " (AMX-BF16 tiles: LADDER_AMX_BF16=1)");
+  if (amx_bf16_active()) {
+    out += "F16/BF16 weights: AMX-BF16 tiles at every batch size (bf16x3 arithmetic)\n";
+  } else {
+    const std::string fma = "FMA on F32, " + float_layout;
+    const std::string amx_hint = amx_support().bf16() ? " (AMX-BF16 tiles: LADDER_AMX_BF16=1)" : "";
+    out += fmt::format("F16 weights: {}{}\n", fma, amx_hint);
+    out += fmt::format("BF16 weights: {}\n",
+                       bf16_dot_active() ? "AVX512-BF16 dot products (vdpbf16ps) at every batch size, bf16x2 "
+                                           "arithmetic (FMA instead: LADDER_BF16_DOT=0)"
+                                         : fma + amx_hint);
+  }
   const AmxSupport& amx = amx_support();
   if (amx_int8_active()) {
     out +=

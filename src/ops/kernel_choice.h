@@ -80,7 +80,8 @@ bool write_kernel_choice(const std::string& path, const KernelChoice& choice);
 // What fixes the kernels' reduction order on this machine, as a short
 // string: the SIMD target (e.g. "AVX3_DL"), for targets with packed weights
 // the K-quant layout (";kq=packed16"), and where F16/BF16 weights run on
-// AMX-BF16 tiles, that arithmetic (";f16=amx-bf16x3"). Two processes with
+// AMX-BF16 tiles, that arithmetic (";f16=amx-bf16x3"), and where BF16
+// weights run on AVX512-BF16 dot products, that (";bf16=dpbf16x2"). Two processes with
 // equal fingerprints produce bit-identical logits for the same model and
 // inputs; AMX-INT8, prefetching and the Q8_0/Q4_0 layout never change
 // results, so they are not part of it. Replicas of one deployment should

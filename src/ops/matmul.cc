@@ -48,8 +48,8 @@ struct ActScratch {
   std::vector<int8_t> xq_tiles;    // AMX-INT8 products: MatmulTask::xq_tiles,
   std::vector<float> xd_tiles;     // xd_tiles and xsum_tiles
   std::vector<float> xsum_tiles;
-  // AMX-BF16 products: x as bf16 hi and lo parts, [rows padded to 16][n_in
-  // padded to 32].
+  // AMX-BF16 and BF16 dot products: x as bf16 hi and lo parts, [rows padded
+  // to 16][n_in padded to 32].
   std::vector<uint16_t> xh, xl;
 };
 
@@ -103,7 +103,7 @@ Status check_matmul_support(TensorType type, int64_t n_in) {
 namespace {
 
 // How one product of a call runs.
-enum class Path { kFloat, kFloatPacked, kInt, kPacked, kAmxBf16, kDequant };
+enum class Path { kFloat, kFloatPacked, kInt, kPacked, kAmxBf16, kBf16Dot, kDequant };
 
 struct Product {
   detail::MatmulTask t;
@@ -113,7 +113,7 @@ struct Product {
   const int32_t* xq_sums = nullptr;
   // Packed: whole tiles of 16 rows that AMX computes (the rest on vectors).
   int64_t amx_row_tiles = 0;
-  // AMX-BF16: the activations' bf16 parts (ActScratch::xh, xl).
+  // AMX-BF16 and the BF16 dot: the activations' bf16 parts (ActScratch::xh, xl).
   const uint16_t* xh = nullptr;
   const uint16_t* xl = nullptr;
   int64_t col0 = 0;  // first column in the call's combined column space
@@ -126,6 +126,7 @@ bool use_packed(const WeightMatrix& w, const PackedWeights* packed) {
   if (detail::dispatched_target() != packed->target) return false;
   switch (packed->layout) {
     case PackedLayout::kAmxBf16: return detail::has_amx_bf16_kernels();
+    case PackedLayout::kBf16Dot: return detail::has_bf16_dot_kernels();
     case PackedLayout::kFloatChunks: return detail::has_float_packed();
     case PackedLayout::kColumns16: break;
   }
@@ -160,6 +161,7 @@ void run_cols(const Product& p, int64_t o_begin, int64_t o_end) {
     case Path::kInt: detail::matmul_int_cols(t, o_begin, o_end); return;
     case Path::kPacked: run_packed_cols(p, o_begin, o_end); return;
     case Path::kAmxBf16: detail::matmul_amx_bf16_cols(t, p.packed, p.xh, p.xl, o_begin, o_end); return;
+    case Path::kBf16Dot: detail::matmul_bf16_dot_cols(t, p.packed, p.xh, p.xl, o_begin, o_end); return;
     case Path::kDequant: break;
   }
   // Types without a fast kernel: dequantize a few weight rows at a time into
@@ -213,8 +215,11 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
     // Q5_K has a packed kernel but no unpacked integer one: unpacked, or on
     // a target without the packed kernel, it dequantizes.
     const bool packed = use_packed(w, out.packed);
-    if (is_float_type(w.type) && packed && out.packed->layout == PackedLayout::kAmxBf16) {
-      p.path = Path::kAmxBf16;  // F16/BF16 packed for tiles: every batch size
+    const PackedLayout layout = packed ? out.packed->layout : PackedLayout::kColumns16;
+    if (is_float_type(w.type) && packed &&
+        (layout == PackedLayout::kAmxBf16 || layout == PackedLayout::kBf16Dot)) {
+      // Packed for tiles or for the dot kernel: every batch size.
+      p.path = layout == PackedLayout::kAmxBf16 ? Path::kAmxBf16 : Path::kBf16Dot;
       p.packed = out.packed->data.data();
       split_bf16 = true;
     } else if (is_float_type(w.type) && packed) {
@@ -300,7 +305,7 @@ void matmul_group(std::span<const MatmulOutput> outs, const float* x, int64_t ro
       std::fill(s.xl.begin() + rows * stride, s.xl.end(), uint16_t{0});
     }
     for (Product& p : products) {
-      if (p.path != Path::kAmxBf16) continue;
+      if (p.path != Path::kAmxBf16 && p.path != Path::kBf16Dot) continue;
       p.xh = s.xh.data();
       p.xl = s.xl.data();
     }

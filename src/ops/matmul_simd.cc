@@ -1,5 +1,6 @@
-// Compiles matmul-inl.h, matmul_float-inl.h, matmul_packed-inl.h and the AMX kernels
-// (matmul_amx-inl.h, matmul_amx_bf16-inl.h) once per Highway target and
+// Compiles matmul-inl.h, matmul_float-inl.h, matmul_packed-inl.h, the AMX kernels
+// (matmul_amx-inl.h, matmul_amx_bf16-inl.h) and the AVX512-BF16 dot kernel
+// (matmul_bf16_dot-inl.h) once per Highway target and
 // exports the kernels for dynamic dispatch (called from
 // matmul.cc).
 #undef HWY_TARGET_INCLUDE
@@ -10,6 +11,7 @@
 #include "ops/matmul_float-inl.h"
 #include "ops/matmul_amx-inl.h"
 #include "ops/matmul_amx_bf16-inl.h"
+#include "ops/matmul_bf16_dot-inl.h"
 #include "ops/matmul_packed-inl.h"
 
 #if HWY_ONCE
@@ -37,6 +39,8 @@ HWY_EXPORT(HasAmxBf16Kernels);
 HWY_EXPORT(PackBf16Groups);
 HWY_EXPORT(SplitActivationsBf16);
 HWY_EXPORT(MatmulAmxBf16Cols);
+HWY_EXPORT(HasBf16DotKernels);
+HWY_EXPORT(MatmulBf16DotCols);
 
 void matmul_float_cols(const MatmulTask& t, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulFloatCols)(t, o_begin, o_end);
@@ -104,6 +108,13 @@ void split_activations_bf16(const float* x, int64_t rows, int64_t n_in, uint16_t
 void matmul_amx_bf16_cols(const MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
                           int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulAmxBf16Cols)(t, packed, xh, xl, o_begin, o_end);
+}
+bool has_bf16_dot_kernels() {
+  return HWY_DYNAMIC_DISPATCH(HasBf16DotKernels)();
+}
+void matmul_bf16_dot_cols(const MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
+                          int64_t o_begin, int64_t o_end) {
+  HWY_DYNAMIC_DISPATCH(MatmulBf16DotCols)(t, packed, xh, xl, o_begin, o_end);
 }
 
 }  // namespace ladder::ops::detail

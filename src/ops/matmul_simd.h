@@ -129,4 +129,11 @@ void split_activations_bf16(const float* x, int64_t rows, int64_t n_in, uint16_t
 void matmul_amx_bf16_cols(const MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
                           int64_t o_begin, int64_t o_end);
 
+// AVX512-BF16 dot products for BF16 weights (matmul_bf16_dot-inl.h; AVX3_DL
+// only, and only where bf16_dot_active()): the same packed layout and
+// activation parts as the AMX-BF16 tiles, no row padding needed.
+bool has_bf16_dot_kernels();
+void matmul_bf16_dot_cols(const MatmulTask& t, const uint8_t* packed, const uint16_t* xh, const uint16_t* xl,
+                          int64_t o_begin, int64_t o_end);
+
 }  // namespace ladder::ops::detail

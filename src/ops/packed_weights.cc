@@ -2,6 +2,7 @@
 
 #include "common/check.h"
 #include "ops/amx.h"
+#include "ops/bf16_dot.h"
 #include "ops/kernel_choice.h"
 #include "ops/matmul_simd.h"
 
@@ -14,10 +15,12 @@ bool is_float(TensorType type) {
 }
 
 // The layout `type` packs to on the active target and CPU: F16 and BF16 for
-// AMX-BF16 tiles where amx_bf16_active(), float chunks for the float types
-// elsewhere, the 16-column layout for quantized types.
+// AMX-BF16 tiles where amx_bf16_active(), BF16 for the dot kernel where
+// bf16_dot_active(), float chunks for the float types elsewhere, the
+// 16-column layout for quantized types.
 PackedLayout layout_for(TensorType type) {
   if ((type == TensorType::kF16 || type == TensorType::kBF16) && amx_bf16_active()) return PackedLayout::kAmxBf16;
+  if (type == TensorType::kBF16 && bf16_dot_active()) return PackedLayout::kBf16Dot;
   return is_float(type) ? PackedLayout::kFloatChunks : PackedLayout::kColumns16;
 }
 
@@ -33,7 +36,8 @@ bool wants_packed(TensorType type) {
 
 bool has_packed_layout(TensorType type) {
   switch (layout_for(type)) {
-    case PackedLayout::kAmxBf16: return true;
+    case PackedLayout::kAmxBf16:
+    case PackedLayout::kBf16Dot: return true;
     case PackedLayout::kFloatChunks: return detail::has_float_packed();
     case PackedLayout::kColumns16: break;
   }
@@ -42,7 +46,8 @@ bool has_packed_layout(TensorType type) {
 
 size_t packed_weight_bytes(TensorType type, int64_t n_in, int64_t n_out) {
   switch (layout_for(type)) {
-    case PackedLayout::kAmxBf16: return detail::bf16_packed_bytes(n_in, n_out);
+    case PackedLayout::kAmxBf16:
+    case PackedLayout::kBf16Dot: return detail::bf16_packed_bytes(n_in, n_out);
     case PackedLayout::kFloatChunks: return detail::float_packed_bytes(type, n_in, n_out);
     case PackedLayout::kColumns16: break;
   }
@@ -78,7 +83,8 @@ PackedWeights pack_weights_always(const WeightMatrix& w, ThreadPool& pool) {
   uint8_t* out = p.data.data();
   pool.parallel_for(groups, 1, [&](int64_t b, int64_t e) {
     switch (p.layout) {
-      case PackedLayout::kAmxBf16: detail::pack_bf16_groups(t, b, e, out); return;
+      case PackedLayout::kAmxBf16:
+      case PackedLayout::kBf16Dot: detail::pack_bf16_groups(t, b, e, out); return;
       case PackedLayout::kFloatChunks: detail::pack_float_groups(t, b, e, out); return;
       case PackedLayout::kColumns16: detail::pack_groups(t, b, e, out); return;
     }

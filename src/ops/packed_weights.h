@@ -10,7 +10,9 @@
 // (ops/kernel_choice.h). F16 and BF16 weights on CPUs with AMX-BF16 are
 // packed for tiles (1 KiB per 16 columns x 32 elements, their own size); they
 // then run on tiles at every batch size, with bf16x3 arithmetic
-// (matmul_amx_bf16-inl.h). Elsewhere F32, F16 and BF16 weights on the x86
+// (matmul_amx_bf16-inl.h). Without those tiles, BF16 weights on CPUs with
+// AVX512-BF16 take the same layout and run on vdpbf16ps at every batch size,
+// with bf16x2 arithmetic (ops/bf16_dot.h). Elsewhere F32, F16 and BF16 weights on the x86
 // vector targets are packed for decode: each tile's 4 (AVX-512) or 2 (AVX2)
 // columns interleaved one vector's worth of elements at a time, so a decode
 // step streams one contiguous run instead of 4 rows at once (on the 2-vCPU
@@ -40,6 +42,7 @@ namespace ladder::ops {
 enum class PackedLayout {
   kColumns16,   // quantized types: 16 columns interleaved per block (AVX3_DL)
   kAmxBf16,     // F16/BF16 for AMX-BF16 tiles
+  kBf16Dot,     // BF16 for vdpbf16ps: the AMX-BF16 layout, run by the vector dot kernel
   kFloatChunks  // F32/F16/BF16: a float tile's columns interleaved per vector
 };
 
@@ -62,8 +65,9 @@ struct PackedWeights {
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool& pool);
 
 // Whether the active target has a packed layout for `type` (F16 and BF16:
-// the AMX-BF16 layout where amx_bf16_active(), ops/amx.h; else, as F32, the
-// float chunks on x86 vector targets).
+// the AMX-BF16 layout where amx_bf16_active(), ops/amx.h, BF16 the same
+// layout where bf16_dot_active(), ops/bf16_dot.h; else, as F32, the float
+// chunks on x86 vector targets).
 bool has_packed_layout(TensorType type);
 
 // Packs whenever the target has the layout, whatever the kernel choice

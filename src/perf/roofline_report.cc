@@ -11,6 +11,7 @@
 #include "common/half.h"
 #include "hwy/aligned_allocator.h"
 #include "ops/amx.h"
+#include "ops/bf16_dot.h"
 #include "ops/kernel_choice.h"
 #include "ops/matmul.h"
 #include "ops/packed_weights.h"
@@ -234,23 +235,32 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
   // 512 rows: F32 against the FMA peak; packed Q8_0 and Q4_K against the
   // best int8 peak, on vectors and (where present) on AMX tiles. Weights
   // small enough to stay in cache: a GEMM reuses them 512 times.
+  // Packed BF16 on the FMA kernel and, where the CPU has it, on the dot
+  // kernel, against the same FMA peak.
   struct GemmCase {
     TensorType type;
-    bool packed, amx;
+    bool packed, amx, bf16_dot;
   };
-  std::vector<GemmCase> cases = {{TensorType::kF32, false, false}};
+  std::vector<GemmCase> cases = {{TensorType::kF32, false, false, false}};
+  const bool dot = ops::bf16_dot_active();
+  if (ops::has_packed_layout(TensorType::kBF16)) {
+    cases.push_back({TensorType::kBF16, true, false, false});
+    if (dot) cases.push_back({TensorType::kBF16, true, false, true});
+  }
   for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_K}) {
     if (!ops::has_packed_layout(t)) continue;
-    cases.push_back({t, true, false});
-    if (ops::amx_support().int8()) cases.push_back({t, true, true});
+    cases.push_back({t, true, false, false});
+    if (ops::amx_support().int8()) cases.push_back({t, true, true, false});
   }
   for (const GemmCase& c : cases) {
     ops::set_amx_enabled(c.amx);
+    if (c.type == TensorType::kBF16) ops::set_bf16_dot_wanted(c.bf16_dot);
     for (const auto& s : {std::pair<int64_t, int64_t>{768, 768}, {768, 2048}}) {
       GemmResult g;
       g.type = c.type;
       g.packed = c.packed;
       g.amx = c.amx && ops::amx_int8_active();
+      g.bf16_dot = c.bf16_dot;
       g.rows = 512;
       g.n_in = s.first;
       g.n_out = s.second;
@@ -258,7 +268,7 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
           time_matmul(pool, c.type, s.first, s.second, g.rows, opts.seconds_per_case, 0, c.packed);
       const double macs = static_cast<double>(g.rows * g.n_in * g.n_out);
       g.ms_per_call = secs * 1e3;
-      if (c.type == TensorType::kF32) {
+      if (c.type == TensorType::kF32 || c.type == TensorType::kBF16) {
         g.gops = 2.0 * macs / secs / 1e9;
         g.pct_of_peak = 100.0 * g.gops / r.peaks.fma_gflops;
       } else {
@@ -267,6 +277,7 @@ RooflineReport run_roofline(ThreadPool& pool, const RooflineOptions& opts) {
       }
       r.gemm.push_back(g);
     }
+    ops::set_bf16_dot_wanted(std::nullopt);  // as LADDER_BF16_DOT says
   }
   ops::set_amx_enabled(true);  // the default (LADDER_AMX=0 still holds)
   for (const auto& [type, packed] : kinds) {
@@ -335,11 +346,11 @@ std::string format_roofline(const RooflineReport& r) {
   }
   out += "GEMM, 512 rows (weights in cache):\n";
   for (const auto& g : r.gemm) {
-    const bool f32 = g.type == TensorType::kF32;
+    const bool fl = g.type == TensorType::kF32 || g.type == TensorType::kBF16;
+    const char* method = g.bf16_dot ? "vdpbf16" : (fl ? "FMA" : (g.amx ? "AMX" : "vectors"));
     out += fmt::format("  {:<5} {:<7} {}x{} {:8.2f} ms  {:7.1f} {}  {:5.1f}% of {}\n",
-                       kind_name(g.type, g.packed), f32 ? "FMA" : (g.amx ? "AMX" : "vectors"), g.n_in,
-                       g.n_out, g.ms_per_call, g.gops, f32 ? "GFLOP/s" : "GMAC/s ", g.pct_of_peak,
-                       f32 ? "FMA peak" : "best int8 peak");
+                       kind_name(g.type, g.packed), method, g.n_in, g.n_out, g.ms_per_call, g.gops,
+                       fl ? "GFLOP/s" : "GMAC/s ", g.pct_of_peak, fl ? "F32 FMA peak" : "best int8 peak");
   }
   out += "model-shaped decode step, matmuls only (dim 768, 12 layers, FFN 2048, vocab 32000):\n";
   for (const auto& m : r.model) {

@@ -29,11 +29,15 @@ struct GemvResult {
 struct GemmResult {
   TensorType type = TensorType::kF32;
   bool packed = false;
-  bool amx = false;  // AMX tiles allowed (they serve packed int8 weights)
+  bool amx = false;       // AMX tiles allowed (they serve packed int8 weights)
+  bool bf16_dot = false;  // BF16 on AVX512-BF16 dot products (ops/bf16_dot.h), else FMA
   int64_t rows = 0, n_in = 0, n_out = 0;
   double ms_per_call = 0;
-  double gops = 0;         // F32: GFLOP/s (2 per multiply-add); int8 kinds: GMAC/s
-  double pct_of_peak = 0;  // F32: of the FMA peak; int8 kinds: of the best int8 peak (VNNI or AMX)
+  double gops = 0;  // float kinds: GFLOP/s (2 per multiply-add); int8 kinds: GMAC/s
+  // Float kinds: of the F32 FMA peak (the BF16 dot does twice an FMA's
+  // multiply-adds per instruction, so it may pass 100%); int8 kinds: of the
+  // best int8 peak (VNNI or AMX).
+  double pct_of_peak = 0;
 };
 
 // Every matmul of one decode step of a Llama-shaped model (dim 768, 12

@@ -21,20 +21,10 @@
 namespace ladder::ops {
 namespace {
 
+using testing::cpuinfo_has_flag;
 using testing::dequantized;
 using testing::random_floats;
 using testing::random_weights;
-
-// The CPU flags as the kernel reports them in /proc/cpuinfo: an independent
-// source for what CPUID detection must find.
-bool cpuinfo_has_flag(const std::string& flag) {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("flags", 0) != 0) continue;
-    return (line + " ").find(" " + flag + " ") != std::string::npos;
-  }
-  return false;
-}
 
 TEST(Amx, DetectionAgreesWithTheKernel) {
   const AmxSupport& s = amx_support();

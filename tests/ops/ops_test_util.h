@@ -9,14 +9,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/tensor_type.h"
-#include "ops/attention.h"
 #include "gguf/quant.h"
+#include "ops/attention.h"
 #include "ops/kv_codec.h"
 #include "ops/simd_targets.h"
 
@@ -108,6 +109,17 @@ inline double matmul_error_bound(bool quantized_x, const float* w, const float* 
     }
   }
   return 1.001 * quant + static_cast<double>(n_in) * 1.2e-7 * sum_abs + 1e-6;
+}
+
+// Whether /proc/cpuinfo's flags line lists `flag`: what the kernel found,
+// an independent source for the library's own CPUID detection.
+inline bool cpuinfo_has_flag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    return (line + " ").find(" " + flag + " ") != std::string::npos;
+  }
+  return false;
 }
 
 // Runs fn once per supported target (dispatch forced to it), naming the

@@ -12,6 +12,7 @@
 #include "common/tensor_type.h"
 #include "gguf/quant.h"
 #include "ops/amx.h"
+#include "ops/bf16_dot.h"
 #include "ops_test_util.h"
 
 namespace ladder::ops {
@@ -100,8 +101,13 @@ TEST(PackedWeights, Q4_0ExtremesBitIdentical) {
 // vector): the same bits as the stored layout for every row count, thread
 // count and target, with n_in off the vector width and n_out off the tile
 // width (zero padding on both). Where AMX-BF16 is active F16 and BF16 pack
-// for its tiles instead (amx_test.cc).
+// for its tiles instead (amx_test.cc); the BF16 dot kernel, which would take
+// BF16 where the CPU has AVX512-BF16, is declined here (bf16_dot_test.cc).
 TEST(PackedWeights, FloatChunksBitIdenticalToStoredOnEveryTarget) {
+  set_bf16_dot_wanted(false);
+  struct Restore {
+    ~Restore() { set_bf16_dot_wanted(std::nullopt); }
+  } restore;
   for_each_target([&] {
     for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
       for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{256, 40}, {768, 16}, {100, 33}, {7, 5}}) {

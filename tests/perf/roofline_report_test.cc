@@ -29,8 +29,9 @@ TEST(RooflineReport, FormatsEveryStrategyAndDividesByTheBest) {
   r.peaks.int8_method = "AVX512-VNNI";
   r.peaks.amx_int8_gmacs = 900;
   r.gemv.push_back({TensorType::kQ8_0, true, 768, 2048, 100.0, 9.0, 50.0});
-  r.gemm.push_back({TensorType::kF32, false, false, 512, 768, 768, 5.0, 60.0, 60.0});
-  r.gemm.push_back({TensorType::kQ8_0, true, true, 512, 768, 768, 1.0, 450.0, 50.0});
+  r.gemm.push_back({TensorType::kF32, false, false, false, 512, 768, 768, 5.0, 60.0, 60.0});
+  r.gemm.push_back({TensorType::kBF16, true, false, true, 512, 768, 768, 2.5, 120.0, 120.0});
+  r.gemm.push_back({TensorType::kQ8_0, true, true, false, 512, 768, 768, 1.0, 450.0, 50.0});
   const std::string text = format_roofline(r);
   EXPECT_NE(text.find("plain"), std::string::npos) << text;
   EXPECT_NE(text.find("NTA+4K"), std::string::npos) << text;
@@ -39,7 +40,12 @@ TEST(RooflineReport, FormatsEveryStrategyAndDividesByTheBest) {
   EXPECT_NE(text.find("AMX int8"), std::string::npos) << text;
   EXPECT_NE(text.find("Q8_0p"), std::string::npos) << text;
   EXPECT_NE(text.find("50.0% of read roofline"), std::string::npos) << text;
-  EXPECT_NE(text.find("60.0% of FMA peak"), std::string::npos) << text;
+  EXPECT_NE(text.find("FMA     768x768     5.00 ms     60.0 GFLOP/s   60.0% of F32 FMA peak"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("BF16p vdpbf16 768x768     2.50 ms    120.0 GFLOP/s  120.0% of F32 FMA peak"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("AMX"), std::string::npos) << text;
   EXPECT_NE(text.find("50.0% of best int8 peak"), std::string::npos) << text;
 }
