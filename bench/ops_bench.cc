@@ -11,6 +11,7 @@
 #include "common/tensor_type.h"
 #include "ops/amx.h"
 #include "ops/attention.h"
+#include "ops/bf16_dot.h"
 #include "ops/elementwise.h"
 #include "ops/thread_pool.h"
 #include "perf/roofline_report.h"
@@ -90,7 +91,7 @@ void prefill_args(benchmark::internal::Benchmark* b) {
 }
 
 // A 110m-class model's products: the FFN's up projection and its down one.
-#define LADDER_PREFILL_BENCH(T)                                                                             \
+#define LADDER_PREFILL_BENCH(T)                                                                        \
   BENCHMARK_CAPTURE(BM_PrefillPacked, T##_768x2048, TensorType::k##T, 768, 2048)->Apply(prefill_args); \
   BENCHMARK_CAPTURE(BM_PrefillPacked, T##_2048x768, TensorType::k##T, 2048, 768)->Apply(prefill_args)
 
@@ -98,6 +99,37 @@ LADDER_PREFILL_BENCH(Q8_0);
 LADDER_PREFILL_BENCH(Q4_0);
 LADDER_PREFILL_BENCH(Q4_K);
 LADDER_PREFILL_BENCH(Q6_K);
+
+// A 512-row prefill matmul on packed BF16 weights, on the AVX512-BF16 dot
+// kernel (first arg 1, where the CPU has it) or the FMA kernel (0), 1
+// thread, weights hot in cache: the FFN products of a 110m-class model
+// (768 x 2048 and back) and of a 1B-class one (2048 x 8192 and back).
+void BM_PrefillBf16(benchmark::State& state) {
+  const bool dot = state.range(0) != 0;
+  const int64_t n_in = state.range(1), n_out = state.range(2);
+  set_bf16_dot_wanted(dot);
+  if (dot && !bf16_dot_active()) {
+    set_bf16_dot_wanted(std::nullopt);
+    state.SkipWithError("no AVX512-BF16 dot kernel on this machine (ladder info says why)");
+    return;
+  }
+  ThreadPool pool(1);
+  double secs = 0;
+  for (auto _ : state) {
+    secs = perf::time_matmul(pool, TensorType::kBF16, n_in, n_out, 512, 0.3, 0, /*packed=*/true);
+    state.SetIterationTime(secs);
+  }
+  set_bf16_dot_wanted(std::nullopt);
+  state.counters["GFLOP/s"] = 2.0 * static_cast<double>(512 * n_in * n_out) / secs / 1e9;
+}
+BENCHMARK(BM_PrefillBf16)
+    ->ArgsProduct({{0, 1}, {768}, {2048}})
+    ->ArgsProduct({{0, 1}, {2048}, {768}})
+    ->ArgsProduct({{0, 1}, {2048}, {8192}})
+    ->ArgsProduct({{0, 1}, {8192}, {2048}})
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 void BM_RmsNorm(benchmark::State& state) {
   const int64_t n = state.range(0);
