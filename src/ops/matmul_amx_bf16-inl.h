@@ -75,14 +75,15 @@ void PackBf16Groups(const detail::MatmulTask& t, int64_t g_begin, int64_t g_end,
   for (int64_t g = g_begin; g < g_end; ++g) {
     uint8_t* dst = out + g * steps * kBf16StepBytes;
     std::memset(dst, 0, static_cast<size_t>(steps * kBf16StepBytes));
+    // A pair of elements (2p, 2p + 1) is one 32-bit word of the row and of
+    // the layout (element 2p in its low half): moved a word at a time.
+    const int64_t pairs = t.n_in / 2;
     for (int c = 0; c < 16; ++c) {
       const int64_t col = std::min<int64_t>(g * 16 + c, t.y_stride - 1);
-      const auto* row = reinterpret_cast<const uint16_t*>(t.w + col * t.w_row_bytes);
-      for (int64_t k = 0; k < t.n_in; ++k) {
-        const int64_t at =
-            (k / kBf16Step) * kBf16StepBytes + ((k % kBf16Step) / 2) * 64 + c * 4 + (k % 2) * 2;
-        std::memcpy(dst + at, &row[k], 2);
-      }
+      const uint8_t* row = t.w + col * t.w_row_bytes;
+      const auto at = [&](int64_t p) { return (p / 16) * kBf16StepBytes + (p % 16) * 64 + c * 4; };
+      for (int64_t p = 0; p < pairs; ++p) std::memcpy(dst + at(p), row + p * 4, 4);
+      if (t.n_in % 2 != 0) std::memcpy(dst + at(pairs), row + pairs * 4, 2);  // its partner stays zero
     }
   }
 }
