@@ -11,7 +11,9 @@
 //              vector (32 weights)
 // Each at 1 and 2 threads (Google Benchmark splits the column groups). If
 // widen_fma already reads at `read`'s speed, the native dot has nothing to
-// win in decode. Reproduce: build/bench/bf16_dot_bench (docs/BENCHMARKS.md,
+// win in decode. (The engine now runs BF16 weights on the native dot at
+// every batch size, ops/matmul_bf16_dot-inl.h, for what it wins at
+// batches and prefill; ops_bench's BM_PrefillBf16 times that.) Reproduce: build/bench/bf16_dot_bench (docs/BENCHMARKS.md,
 // "Native BF16 dot").
 #include <benchmark/benchmark.h>
 
