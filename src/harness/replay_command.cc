@@ -178,6 +178,7 @@ json configuration_of(const ReplayCommandOptions& o, const net::Endpoint& ep, co
   config["tokenizer_digest"] = served_field("tokenizer_digest");
   config["kv_dtype"] = served_field("kv_dtype");
   config["engine_revision"] = served_field("revision");
+  config["kernels"] = served_field("kernels");
   config["harness_revision"] = git_revision();
   config["server_config"] = ladder.is_object() && ladder.contains("config") ? ladder["config"] : json(nullptr);
   config["server_config_note"] = config["server_config"].is_null()
@@ -189,9 +190,11 @@ json configuration_of(const ReplayCommandOptions& o, const net::Endpoint& ep, co
   config["server_fingerprint_sha256"] = sha256_hex(stable.dump());
   config["fingerprint_sha256"] = sha256_hex(json{{"server", stable}, {"client", client}}.dump());
   config["fingerprint_covers"] =
-      "the server's /v1/models entry for the model (model and tokenizer digests, KV format, revision and, when "
-      "published, its effective configuration) and the client settings that change what is asked: model, "
-      "concurrency cap, SLO override, deadlines, length scale and caps, ignore_eos, token ids and logprobs requested";
+      "the server's /v1/models entry for the model (model and tokenizer digests, KV format, revision, kernel "
+      "fingerprint and, when published, its effective configuration) and the client settings that change "
+      "what is asked: model, "
+      "concurrency cap, SLO override, deadlines, length scale and caps, ignore_eos, token ids and logprobs "
+      "requested";
   json verification = {{"mode", verify_mode_name(ver.mode)}};
   if (ver.reference) {
     verification["reference"] = o.reference;

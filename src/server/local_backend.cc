@@ -11,11 +11,12 @@
 #include "engine/model_draft.h"
 #include "kv/kv_format.h"
 #include "model/model_bundle.h"
+#include "ops/kernel_choice.h"
 #include "server/api_error.h"
 #include "server/embedder.h"
-#include "server/prompt_scorer.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/prompt_scorer.h"
 #include "server/stream_pump.h"
 #include "tokenizer/chat_template.h"
 
@@ -99,11 +100,14 @@ Status LocalBackend::load() {
     // port (chosen at start) is left out.
     json settings = effective_config();
     settings.erase("kv_port");
+    // The kernels' arithmetic too: replicas on CPUs whose kernels sum in
+    // another order produce other bits.
     system_fingerprint_ = "fp_" + sha256_hex(json{{"model_digest", ec.model_digest},
-                                                   {"tokenizer_digest", ec.tokenizer_digest},
-                                                   {"revision", git_revision()},
-                                                   {"config", settings}}
-                                                  .dump())
+                                                  {"tokenizer_digest", ec.tokenizer_digest},
+                                                  {"revision", git_revision()},
+                                                  {"kernels", ops::kernel_fingerprint()},
+                                                  {"config", settings}}
+                                                 .dump())
                                       .substr(0, 16);
   }
   PlannerOptions po;
@@ -448,18 +452,19 @@ json LocalBackend::model_facts() const {
   const Served& s = *ready_.load();
   const engine::EngineConfig& ec = live().config();
   json facts = {{"architecture", s.bundle.model->config().arch},
-          {"model_digest", ec.model_digest},
-          {"tokenizer_digest", ec.tokenizer_digest},
-          {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
-          {"kv_evict", std::string(kv::eviction_kind_name(ec.kv_eviction.kind))},
-          {"kv_host_bytes", ec.kv_host_bytes},
-          {"kv_block_size", ec.block_size},
-          {"kv_blocks", live().n_kv_blocks()},
-          {"embedding_width", s.embedder->width()},
-          {"version", version()},
-          {"revision", git_revision()},
-          {"system_fingerprint", system_fingerprint_},
-          {"config", effective_config()}};
+                {"model_digest", ec.model_digest},
+                {"tokenizer_digest", ec.tokenizer_digest},
+                {"kv_dtype", std::string(tensor_type_name(ec.kv_dtype))},
+                {"kv_evict", std::string(kv::eviction_kind_name(ec.kv_eviction.kind))},
+                {"kv_host_bytes", ec.kv_host_bytes},
+                {"kv_block_size", ec.block_size},
+                {"kv_blocks", live().n_kv_blocks()},
+                {"embedding_width", s.embedder->width()},
+                {"version", version()},
+                {"revision", git_revision()},
+                {"kernels", ops::kernel_fingerprint()},
+                {"system_fingerprint", system_fingerprint_},
+                {"config", effective_config()}};
   if (s.shadow) facts["shadow"] = s.shadow->describe();
   return facts;
 }

@@ -136,6 +136,8 @@ TEST(ReplayE2E, MeasuresARealServer) {
   EXPECT_EQ(cfg["kv_dtype"], "F16");
   EXPECT_NE(cfg["engine_revision"], "");
   EXPECT_EQ(cfg["engine_revision"], cfg["harness_revision"]);  // one build serves and replays here
+  EXPECT_EQ(cfg["kernels"], record["server"]["models"]["data"][0]["ladder"]["kernels"]);
+  EXPECT_NE(cfg["kernels"], "unknown");
   EXPECT_EQ(cfg["fingerprint_sha256"].get<std::string>().size(), 64u);
   const json& summary = record["runs"][0]["summary"];
   EXPECT_EQ(summary["overall"]["good"], good);

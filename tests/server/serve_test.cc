@@ -3,15 +3,18 @@
 // drain (tenants: tenant_serve_test.cc). Slow cases use a synthetic model (random weights, ~tens of
 // ms per token) so that requests really overlap.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
+#include "ops/bf16_dot.h"
+#include "ops/kernel_choice.h"
 #include "serve_test_util.h"
 
 namespace ladder::testing {
@@ -88,6 +91,8 @@ TEST(Serve, NonStreamingChatModelsAndStops) {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_LE(models["data"][0]["created"].get<int64_t>(), now_s);
   EXPECT_GT(models["data"][0]["created"].get<int64_t>(), now_s - 3600);
+  // The kernels' arithmetic on this machine, as `ladder info` names it.
+  EXPECT_EQ(lad["kernels"], ops::kernel_fingerprint());
   const std::string fingerprint = lad["system_fingerprint"].get<std::string>();
   EXPECT_EQ(fingerprint.rfind("fp_", 0), 0u) << fingerprint;
   EXPECT_EQ(fingerprint.size(), 19u);
@@ -169,6 +174,16 @@ TEST(Serve, SystemFingerprintFollowsTheConfiguration) {
   const std::string a = fingerprint({});
   EXPECT_EQ(fingerprint({}), a);
   EXPECT_NE(fingerprint({"--max-queue", "7"}), a);
+  // Where BF16 weights would run on AVX512-BF16 dot products, a server told
+  // to keep them on FMA (other bits) names another configuration, though no
+  // flag differs. (The child inherits the variable; this process has read
+  // its own setting already.)
+  if (ops::bf16_dot_active()) {
+    setenv("LADDER_BF16_DOT", "0", 1);
+    const std::string fma = fingerprint({});
+    unsetenv("LADDER_BF16_DOT");
+    EXPECT_NE(fma, a);
+  }
 }
 
 // A chat template that does not render tools (stories260K has none: the
