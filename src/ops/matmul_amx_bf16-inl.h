@@ -141,17 +141,6 @@ HWY_INLINE void split_f16_group(const uint8_t* grp, int64_t steps, uint8_t* out)
   }
 }
 
-// One software prefetch of the line at p (a no-op for Prefetch::kNone).
-HWY_INLINE void prefetch_line(const uint8_t* p, Prefetch kind) {
-  switch (kind) {
-    case Prefetch::kT0: __builtin_prefetch(p, 0, 3); break;
-    case Prefetch::kT1: __builtin_prefetch(p, 0, 2); break;
-    case Prefetch::kT2: __builtin_prefetch(p, 0, 1); break;
-    case Prefetch::kNta: __builtin_prefetch(p, 0, 0); break;
-    case Prefetch::kNone: break;
-  }
-}
-
 // 16 rows x 16 columns of C to y (rows r0.., columns o..): straight from the
 // tile when all are valid, else through a buffer.
 #define LADDER_BF16_STORE(tile, r0)                                                                      \

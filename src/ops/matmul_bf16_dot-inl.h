@@ -70,16 +70,6 @@ struct Task {
   int64_t a_stride;     // elements per activation row (detail::bf16_act_stride)
 };
 
-HWY_INLINE void prefetch_line(const uint8_t* p, Prefetch kind) {
-  switch (kind) {
-    case Prefetch::kT0: __builtin_prefetch(p, 0, 3); break;
-    case Prefetch::kT1: __builtin_prefetch(p, 0, 2); break;
-    case Prefetch::kT2: __builtin_prefetch(p, 0, 1); break;
-    case Prefetch::kNta: __builtin_prefetch(p, 0, 0); break;
-    case Prefetch::kNone: break;
-  }
-}
-
 // The pair (x[2p], x[2p + 1]) of a bf16 row in every lane.
 HWY_INLINE __m512bh broadcast_pair(const uint16_t* row, int64_t at) {
   int32_t pair;

@@ -25,6 +25,18 @@ struct StreamStrategy {
   bool operator==(const StreamStrategy&) const = default;
 };
 
+// One software prefetch of the cache line at p with `kind`'s locality (a
+// no-op for kNone): for kernels that choose the hint at run time.
+inline void prefetch_line(const void* p, Prefetch kind) {
+  switch (kind) {
+    case Prefetch::kT0: __builtin_prefetch(p, 0, 3); break;
+    case Prefetch::kT1: __builtin_prefetch(p, 0, 2); break;
+    case Prefetch::kT2: __builtin_prefetch(p, 0, 1); break;
+    case Prefetch::kNta: __builtin_prefetch(p, 0, 0); break;
+    case Prefetch::kNone: break;
+  }
+}
+
 // "plain", or the hint and distance: "T0+4K", "NTA+1K", "T1+512".
 std::string to_string(StreamStrategy s);
 
