@@ -141,6 +141,19 @@ Status RelayBackend::start_serving() {
     return failed_precondition("the decode workers render chat prompts with another chat template than this router "
                                "(or with different ones): give ladder route the workers' --chat-template");
   }
+  // A prompt's KV from a prefill worker continues on a decode worker: the
+  // split decodes what one worker would only where both sum in one order.
+  if (!pool_->kernels()) {
+    std::string each;
+    for (const WorkerInfo& w : pool_->snapshot()) each += fmt::format("\n  {} {}", w.url, w.kernels);
+    return failed_precondition(
+        "the workers' kernels sum in different orders (kernel fingerprints below), so a split request would "
+        "not "
+        "decode what one worker decodes: run every worker on one CPU type, or align them (LADDER_BF16_DOT=0 "
+        "keeps "
+        "BF16 weights off AVX512-BF16 dot products; `ladder info` prints each machine's fingerprint)" +
+        each);
+  }
   server::PlannerOptions po;
   po.served_model_name = config_.served_model_name;
   po.model_path = config_.model_path;
@@ -608,6 +621,7 @@ json RelayBackend::model_facts() const {
           {"kv_block_size", pool_->block_size()},
           {"version", version()},
           {"revision", git_revision()},
+          {"kernels", pool_->kernels().value_or("")},
           {"config",
            {{"role", "router"},
             {"prefill_policy", prefill_mode_name(config_.prefill_mode)},

@@ -94,6 +94,7 @@ void WorkerPool::probe(double timeout_s) {
         info.context_length = doc.value("context_length", int64_t{0});
         info.tool_preamble = doc.value("tool_preamble", true);
         info.chat_template_digest = doc.value("chat_template_digest", "");
+        info.kernels = doc.value("kernels", "");
         info.kv_port = static_cast<uint16_t>(doc.value("kv_port", 0));
         info.kv_blocks_used = doc.value("kv_blocks_used", int64_t{0});
       }
@@ -123,6 +124,7 @@ void WorkerPool::probe(double timeout_s) {
         w.info.context_length = in.context_length;
         w.info.tool_preamble = in.tool_preamble;
         w.info.chat_template_digest = in.chat_template_digest;
+        w.info.kernels = in.kernels;
         w.info.kv_port = in.kv_port;
         w.info.kv_blocks_used = in.kv_blocks_used;
       }
@@ -279,6 +281,18 @@ std::string WorkerPool::chat_template_digest() const {
     digest = w.info.chat_template_digest;
   }
   return digest;
+}
+
+std::optional<std::string> WorkerPool::kernels() const {
+  std::lock_guard lock(mu_);
+  std::optional<std::string> common;
+  for (const auto* list : {&prefill_, &decode_}) {
+    for (const Worker& w : *list) {
+      if (common && *common != w.info.kernels) return std::nullopt;
+      common = w.info.kernels;
+    }
+  }
+  return common;
 }
 
 int WorkerPool::total_decode_slots() const {

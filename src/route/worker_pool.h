@@ -64,6 +64,7 @@ struct WorkerInfo {
   int64_t context_length = 0;
   bool tool_preamble = true;  // describes tools in the system message
   std::string chat_template_digest;  // sha256 of the chat template it renders with
+  std::string kernels;               // its kernel fingerprint (ops/kernel_choice.h)
   uint16_t kv_port = 0;
   int64_t in_flight = 0;
   int64_t kv_blocks_used = 0;
@@ -125,6 +126,9 @@ class WorkerPool {
   bool tool_preamble() const;
   // The decode workers' chat template digest; "" when they differ.
   std::string chat_template_digest() const;
+  // Every worker's kernel fingerprint when they all report the same one,
+  // else nullopt.
+  std::optional<std::string> kernels() const;
   // Running slots of all decode workers together.
   int total_decode_slots() const;
 

@@ -403,6 +403,9 @@ void LocalBackend::describe_health(ServerState state, json& doc) const {
     doc["context_length"] = live().context_length();
     doc["tool_preamble"] = config_.tool_preamble;
     doc["chat_template_digest"] = sha256_hex(s->chat_template.source());
+    // The order the kernels sum in: outputs of a split match one worker's
+    // only where every worker's is the same.
+    doc["kernels"] = ops::kernel_fingerprint();
     doc["kv_port"] = kv_port();
   }
 }

@@ -4,20 +4,22 @@
 // KV really moves (transfer and import counters); tenants never share blocks
 // on any worker; a killed decode worker fails its requests with a clear
 // error while the router serves on; no block stays held anywhere.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "http_test_client.h"
+#include "ops/bf16_dot.h"
+#include "ops/kernel_choice.h"
 #include "route/prefill_policy.h"
 #include "test_support.h"
 
@@ -491,6 +493,32 @@ TEST(Disagg, TheRouterRendersWithTheWorkersChatTemplate) {
                                      "--decode", url(*c.decode[0]), "--startup-timeout-s", "30"});
   EXPECT_NE(other.exit_code, 0);
   EXPECT_NE(other.err.find("--chat-template"), std::string::npos) << other.err;
+}
+
+// The router publishes the workers' common kernel fingerprint, and refuses
+// workers whose kernels sum in different orders (here: a decode worker that
+// keeps BF16 weights on FMA where the other runs them on AVX512-BF16 dot
+// products), since the split would not decode what one worker does.
+TEST(Disagg, WorkersWhoseKernelsDifferAreRefused) {
+  Cluster c(shared_path("models/stories260K.gguf"), {});
+  ASSERT_TRUE(c.ok());
+  const json facts =
+      json::parse(http_request(c.router->port(), "GET", "/v1/models").body)["data"][0]["ladder"];
+  EXPECT_EQ(facts["kernels"], ops::kernel_fingerprint());
+  if (!ops::bf16_dot_active()) {
+    GTEST_SKIP() << "no AVX512-BF16 dot kernel here, so no second kernel fingerprint to start a worker with";
+  }
+  setenv("LADDER_BF16_DOT", "0", 1);  // the child inherits it; this process has read its own setting
+  ServerProcess fma({"-m", shared_path("models/stories260K.gguf"), "--role", "decode", "--threads", "1",
+                     "--kv-host", "127.0.0.1", "--kv-port", "0"});
+  unsetenv("LADDER_BF16_DOT");
+  ASSERT_TRUE(fma.ok());
+  CommandResult mixed =
+      run_command({ladder_bin(), "route", "--port", "0", "-m", shared_path("models/stories260K.gguf"),
+                   "--prefill", url(*c.prefill), "--decode", url(fma), "--startup-timeout-s", "30"});
+  EXPECT_NE(mixed.exit_code, 0);
+  EXPECT_NE(mixed.err.find("kernels sum in different orders"), std::string::npos) << mixed.err;
+  EXPECT_NE(mixed.err.find("LADDER_BF16_DOT=0"), std::string::npos) << mixed.err;
 }
 
 }  // namespace
