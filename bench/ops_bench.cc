@@ -91,7 +91,7 @@ void prefill_args(benchmark::internal::Benchmark* b) {
 }
 
 // A 110m-class model's products: the FFN's up projection and its down one.
-#define LADDER_PREFILL_BENCH(T)                                                                        \
+#define LADDER_PREFILL_BENCH(T)                                                                             \
   BENCHMARK_CAPTURE(BM_PrefillPacked, T##_768x2048, TensorType::k##T, 768, 2048)->Apply(prefill_args); \
   BENCHMARK_CAPTURE(BM_PrefillPacked, T##_2048x768, TensorType::k##T, 2048, 768)->Apply(prefill_args)
 

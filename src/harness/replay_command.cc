@@ -192,9 +192,8 @@ json configuration_of(const ReplayCommandOptions& o, const net::Endpoint& ep, co
   config["fingerprint_covers"] =
       "the server's /v1/models entry for the model (model and tokenizer digests, KV format, revision, kernel "
       "fingerprint and, when published, its effective configuration) and the client settings that change "
-      "what is asked: model, "
-      "concurrency cap, SLO override, deadlines, length scale and caps, ignore_eos, token ids and logprobs "
-      "requested";
+      "what is asked: model, concurrency cap, SLO override, deadlines, length scale and caps, ignore_eos, "
+      "token ids and logprobs requested";
   json verification = {{"mode", verify_mode_name(ver.mode)}};
   if (ver.reference) {
     verification["reference"] = o.reference;

@@ -1,11 +1,10 @@
 #include "ops/amx.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <string_view>
 
+#include "common/env_switch.h"
 #include "ops/amx_tiles.h"
 #include "ops/matmul_simd.h"
 
@@ -19,13 +18,6 @@ namespace ladder::ops {
 namespace {
 
 std::atomic<bool> g_enabled{true};
-
-bool env_disables_amx() {
-  const char* v = std::getenv("LADDER_AMX");
-  if (v == nullptr) return false;
-  const std::string_view s(v);
-  return s == "0" || s == "off" || s == "false" || s == "no";
-}
 
 AmxSupport detect() {
   AmxSupport s;
@@ -78,7 +70,7 @@ const AmxSupport& amx_support() {
 }
 
 bool amx_int8_active() {
-  static const bool env_off = env_disables_amx();
+  static const bool env_off = env_switched_off("LADDER_AMX");
   return g_enabled.load(std::memory_order_relaxed) && !env_off && amx_support().int8() &&
          detail::has_amx_kernels();
 }
@@ -86,11 +78,8 @@ bool amx_int8_active() {
 std::atomic<int> g_bf16_wanted{-1};  // -1: as LADDER_AMX_BF16 says
 
 bool amx_bf16_active() {
-  static const bool env_off = env_disables_amx();
-  static const bool env_wanted = [] {
-    const char* v = std::getenv("LADDER_AMX_BF16");
-    return v != nullptr && (std::string_view(v) == "1" || std::string_view(v) == "on");
-  }();
+  static const bool env_off = env_switched_off("LADDER_AMX");
+  static const bool env_wanted = env_switched_on("LADDER_AMX_BF16");
   const int forced = g_bf16_wanted.load(std::memory_order_relaxed);
   const bool wanted = forced < 0 ? env_wanted : forced == 1;
   return wanted && !env_off && amx_support().bf16() && detail::has_amx_bf16_kernels();

@@ -1,9 +1,8 @@
 #include "ops/bf16_dot.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <string_view>
 
+#include "common/env_switch.h"
 #include "ops/amx.h"
 #include "ops/matmul_simd.h"
 
@@ -15,13 +14,6 @@ namespace ladder::ops {
 namespace {
 
 std::atomic<int> g_wanted{-1};  // -1: as LADDER_BF16_DOT says
-
-bool env_disables() {
-  const char* v = std::getenv("LADDER_BF16_DOT");
-  if (v == nullptr) return false;
-  const std::string_view s(v);
-  return s == "0" || s == "off" || s == "false" || s == "no";
-}
 
 }  // namespace
 
@@ -41,7 +33,7 @@ bool cpu_has_avx512_bf16() {
 }
 
 bool bf16_dot_active() {
-  static const bool env_off = env_disables();
+  static const bool env_off = env_switched_off("LADDER_BF16_DOT");
   const int forced = g_wanted.load(std::memory_order_relaxed);
   const bool wanted = forced < 0 ? !env_off : forced == 1;
   return wanted && cpu_has_avx512_bf16() && detail::has_bf16_dot_kernels() && !amx_bf16_active();

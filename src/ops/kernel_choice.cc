@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/env_switch.h"
 #include "common/half.h"
 #include "common/tensor_type.h"
 #include "hwy/aligned_allocator.h"
@@ -114,8 +115,7 @@ std::string kernel_choice_cache_path() {
 namespace {
 
 bool calibration_disabled() {
-  const char* v = std::getenv("LADDER_KERNEL_CALIBRATION");
-  return v != nullptr && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0);
+  return env_switched_off("LADDER_KERNEL_CALIBRATION");
 }
 
 }  // namespace

@@ -147,11 +147,10 @@ Status RelayBackend::start_serving() {
     std::string each;
     for (const WorkerInfo& w : pool_->snapshot()) each += fmt::format("\n  {} {}", w.url, w.kernels);
     return failed_precondition(
-        "the workers' kernels sum in different orders (kernel fingerprints below), so a split request would "
-        "not "
-        "decode what one worker decodes: run every worker on one CPU type, or align them (LADDER_BF16_DOT=0 "
-        "keeps "
-        "BF16 weights off AVX512-BF16 dot products; `ladder info` prints each machine's fingerprint)" +
+        "the workers' kernels sum in different orders (kernel fingerprints below), so a split request "
+        "would not decode what one worker decodes: run every worker on one CPU type, or align them "
+        "(LADDER_BF16_DOT=0 keeps BF16 weights off AVX512-BF16 dot products; `ladder info` prints each "
+        "machine's fingerprint)" +
         each);
   }
   server::PlannerOptions po;
