@@ -18,10 +18,12 @@
 #   the caches), LADDER_BENCH_MODELS (the model cache of scripts/bench.sh).
 #   On a shared, loaded machine export OMP_WAIT_POLICY=passive: llama.cpp's
 #   OpenMP threads otherwise spin at every barrier and its decode collapses
-#   (docs/BENCHMARKS.md, Intel Xeon).
+#   (docs/BENCHMARKS.md, Intel Xeon). On a quiet one leave it unset: passive
+#   threads sleep between operations, which cut llama.cpp's 2-thread decode
+#   by 30-60% on the Zen 5 VM (docs/BENCHMARKS.md, ninth session).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 LLAMA=$1
