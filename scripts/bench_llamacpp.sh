@@ -20,7 +20,7 @@
 #   OpenMP threads otherwise spin at every barrier and its decode collapses
 #   (docs/BENCHMARKS.md, Intel Xeon). On a quiet one leave it unset: passive
 #   threads sleep between operations, which cut llama.cpp's 2-thread decode
-#   by 30-60% on the Zen 5 VM (docs/BENCHMARKS.md, ninth session).
+#   by 10-40% on the Zen 5 VM (docs/BENCHMARKS.md, ninth session).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
   sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
