@@ -97,6 +97,16 @@ void ShadowVerifier::run() {
     ShadowCase c;
     {
       std::unique_lock lock(mu_);
+      // This thread's own work (submitting, reading the stream, judging)
+      // rests like the reference's steps: together they keep the budget.
+      const int64_t cpu_us = thread_cpu_us();
+      const int64_t used_us = cpu_us - worker_cpu_us_.load();
+      worker_cpu_us_ = cpu_us;
+      if (budget_cores_ < 1) {
+        cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(
+                               static_cast<double>(used_us) * (1 - budget_cores_) / budget_cores_)),
+                     [&] { return stopping_; });
+      }
       cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
       if (stopping_) return;
       // Only this thread rolls back, and a rollback empties the queue: what
@@ -143,7 +153,6 @@ void ShadowVerifier::run() {
       continue;
     }
     climb::ShadowOutcome outcome = judge(c, tokens, finish);
-    worker_cpu_us_ = thread_cpu_us();
     std::optional<climb::SliceStanding> below;
     {
       std::lock_guard lock(mu_);

@@ -5,7 +5,8 @@
 // engine in the same process: the same weights, its own small KV pool, exact
 // KV, no eviction, no host tier, no speculation, one op thread held to a CPU
 // budget (--shadow-budget, a share of the live op threads) by resting
-// between steps (EngineConfig::max_busy_fraction). The live request was sent
+// between steps (EngineConfig::max_busy_fraction); the judging thread rests
+// in the same proportion to its own CPU time. The live request was sent
 // with an explicit seed, so the reference samples what rung 1 would have
 // sampled. The client's answer never waits for it: cases are queued after
 // the response is complete (bounded; a full queue drops the sample).
