@@ -314,11 +314,7 @@ void Engine::loop() {
       const int64_t cpu_us = thread_cpu_us();
       const int64_t used_us = cpu_us - counters_.loop_cpu_us;
       counters_.loop_cpu_us = cpu_us;
-      if (config_.max_busy_fraction < 1) {
-        const double f = config_.max_busy_fraction;
-        std::this_thread::sleep_for(
-            std::chrono::microseconds(static_cast<int64_t>(static_cast<double>(used_us) * (1 - f) / f)));
-      }
+      std::this_thread::sleep_for(rest_for_busy_fraction(used_us, config_.max_busy_fraction));
     } else {
       publish_metrics();
     }

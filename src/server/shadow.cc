@@ -102,11 +102,7 @@ void ShadowVerifier::run() {
       const int64_t cpu_us = thread_cpu_us();
       const int64_t used_us = cpu_us - worker_cpu_us_.load();
       worker_cpu_us_ = cpu_us;
-      if (budget_cores_ < 1) {
-        cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(
-                               static_cast<double>(used_us) * (1 - budget_cores_) / budget_cores_)),
-                     [&] { return stopping_; });
-      }
+      cv_.wait_for(lock, rest_for_busy_fraction(used_us, budget_cores_), [&] { return stopping_; });
       cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
       if (stopping_) return;
       // Only this thread rolls back, and a rollback empties the queue: what
