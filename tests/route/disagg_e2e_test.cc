@@ -436,7 +436,7 @@ TEST(Disagg, KilledDecodeWorkerFailsItsRequestsAndTheRouterServesOn) {
   // Nothing held on the workers that live.
   EXPECT_EQ(health(c.prefill->port())["kv_blocks_used"], 0);
   EXPECT_EQ(health(c.decode[1]->port())["kv_blocks_used"], 0);
-  EXPECT_EQ(c.router->terminate(), 0);
+  EXPECT_EQ(c.router->terminate(), 0) << c.router->log();
 }
 
 TEST(Disagg, AClientThatGoesAwayCancelsItsRequestOnTheDecodeWorker) {

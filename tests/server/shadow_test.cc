@@ -387,7 +387,7 @@ TEST(ShadowServe, APromotedApproximateKvRollsBackToRungOneWhenLongPromptsStopVer
   EXPECT_EQ(metric_value(after, "ladder_shadow_requests_total{outcome=\"verified\"}"), verified0 + 16) << after;
   EXPECT_EQ(metric_value(after, "ladder_shadow_requests_total{outcome=\"failed\"}"), failed0) << after;
   EXPECT_EQ(metric_value(after, "ladder_serving_rung"), 1);
-  EXPECT_EQ(s.terminate(), 0);
+  EXPECT_EQ(s.terminate(), 0) << s.log();  // a sanitizer report (exit 66 under TSan) is in the log
 
   // The rollback stands when the server restarts with the same ledger.
   ServerProcess again({"-m", stories(), "--ledger", ledger});
